@@ -1,0 +1,19 @@
+# make install: the agent as ocf:highlander:VirtualDomain and the pengine CLI. DESTDIR honoured.
+PREFIX   ?= /usr
+OCF_ROOT ?= $(PREFIX)/lib/ocf
+DESTDIR  ?=
+CARGO    ?= cargo
+
+.PHONY: all build install uninstall test demo
+all: build
+build:
+	$(CARGO) build --release -p highlander-agent -p pengine
+install: build
+	install -D -m 0755 target/release/VirtualDomain $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/VirtualDomain
+	install -D -m 0755 target/release/pengine $(DESTDIR)$(PREFIX)/bin/pengine
+uninstall:
+	rm -f $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/VirtualDomain $(DESTDIR)$(PREFIX)/bin/pengine
+test:
+	bash tools/test.sh
+demo:
+	bash tools/demo.sh

@@ -1,0 +1,241 @@
+//! The VirtualDomain parameter and action table: heartbeat's 27 parameters, same names and defaults.
+//!
+//! This one table renders `meta-data`, drives `validate-all` and generates the README's table.
+
+use ocf_metadata::{Action, ActionSpec, AgentSpec, ParamType, ParameterSpec};
+
+const B: ParamType = ParamType::Boolean;
+const I: ParamType = ParamType::Integer;
+
+/// heartbeat's VirtualDomain parameters, in its order.
+pub static PARAMETERS: [ParameterSpec; 27] = [
+    ParameterSpec::new(
+        "config",
+        "Virtual domain configuration file",
+        "Absolute path to the libvirt domain XML. The domain name is read from its <name> element \
+         with an XML parser.",
+    )
+    .required()
+    .unique(),
+    ParameterSpec::new(
+        "hypervisor",
+        "Hypervisor URI",
+        "libvirt connection URI of the local hypervisor. When unset, libvirt's default URI is used \
+         (LIBVIRT_DEFAULT_URI, then qemu:///system).",
+    ),
+    ParameterSpec::new(
+        "force_stop",
+        "Always force shutdown on stop",
+        "Skip the graceful shutdown on stop and destroy the domain at once.",
+    )
+    .kind(B)
+    .default("0")
+    .reloadable(),
+    ParameterSpec::new(
+        "migration_transport",
+        "Remote hypervisor transport",
+        "Transport added to the remote libvirt URI during live migration (ssh, tcp, tls, ...).",
+    )
+    .default("")
+    .reloadable(),
+    ParameterSpec::new(
+        "migration_user",
+        "Remote username for the remoteuri",
+        "User put into the generated remote URI. Ignored when remoteuri is set.",
+    )
+    .reloadable(),
+    ParameterSpec::new(
+        "migration_downtime",
+        "Live migration downtime",
+        "Maximum tolerable downtime in milliseconds during live migration, set through libvirt's \
+         migration parameters before the migration starts. 0 leaves libvirt's default.",
+    )
+    .kind(I)
+    .default("0")
+    .reloadable(),
+    ParameterSpec::new(
+        "migration_speed",
+        "Live migration speed",
+        "Maximum migration bandwidth in MiB/s. 0 leaves libvirt's default.",
+    )
+    .kind(I)
+    .default("0")
+    .reloadable(),
+    ParameterSpec::new(
+        "migration_network_suffix",
+        "Migration network host name suffix",
+        "Suffix appended to the target's short host name to reach it over a dedicated migration \
+         network; used for the remote URI and the generated migration URI.",
+    )
+    .default("")
+    .reloadable(),
+    ParameterSpec::new(
+        "migrateuri",
+        "Custom migrateuri for migration state transfer",
+        "Explicit URI for the migration data stream; %n is replaced by the target node name. \
+         Overrides migration_network_suffix and migrateport.",
+    )
+    .reloadable(),
+    ParameterSpec::new(
+        "migrate_options",
+        "live migrate options",
+        "Extra virsh-style migration options (such as --p2p --tunnelled --compressed). They are \
+         parsed into libvirt flags and parameters, never passed to a shell; unknown options are \
+         refused.",
+    )
+    .reloadable(),
+    ParameterSpec::new(
+        "monitor_scripts",
+        "space-separated list of monitor scripts",
+        "Space-separated commands run after the domain is seen running; any non-zero exit makes \
+         monitor fail. start and migrate_from wait for them to pass. Run directly, not through a shell.",
+    )
+    .default("")
+    .reloadable(),
+    ParameterSpec::new(
+        "autoset_utilization_cpu",
+        "Enable auto-setting the CPU utilization of the resource",
+        "Keep the resource's cpu utilization equal to the domain's vCPU count.",
+    )
+    .kind(B)
+    .default("true")
+    .reloadable(),
+    ParameterSpec::new(
+        "autoset_utilization_host_memory",
+        "Enable auto-setting the host_memory utilization of the resource",
+        "Keep the resource's host_memory utilization equal to the domain's maximum memory in MiB.",
+    )
+    .kind(B)
+    .default("true")
+    .reloadable(),
+    ParameterSpec::new(
+        "autoset_utilization_hv_memory",
+        "Enable auto-setting the hv_memory utilization of the resource",
+        "Keep the resource's hv_memory utilization equal to the domain's maximum memory in MiB.",
+    )
+    .kind(B)
+    .default("true")
+    .reloadable(),
+    ParameterSpec::new(
+        "unset_utilization_cpu",
+        "Enable auto-removing the CPU utilization of the resource",
+        "When autoset_utilization_cpu is false, remove the cpu utilization attribute.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+    ParameterSpec::new(
+        "unset_utilization_host_memory",
+        "Enable auto-removing the host_memory utilization of the resource",
+        "When autoset_utilization_host_memory is false, remove the host_memory utilization attribute.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+    ParameterSpec::new(
+        "unset_utilization_hv_memory",
+        "Enable auto-removing the hv_memory utilization of the resource",
+        "When autoset_utilization_hv_memory is false, remove the hv_memory utilization attribute.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+    ParameterSpec::new(
+        "migrateport",
+        "Port for migrateuri",
+        "TCP port of the generated migration URI. When unset, a port in 49152-49215 is derived \
+         from the resource name, so parallel migrations of different resources do not collide.",
+    )
+    .kind(I)
+    .reloadable(),
+    ParameterSpec::new(
+        "remoteuri",
+        "Custom remoteuri to communicate with a remote hypervisor",
+        "Explicit libvirt URI of the target hypervisor; %n is replaced by the target node name. \
+         Overrides migration_transport, migration_user and migration_network_suffix.",
+    )
+    .reloadable(),
+    ParameterSpec::new(
+        "save_config_on_stop",
+        "Save running VM's config back to its config file",
+        "On stop and migration, write the domain's inactive XML back to config.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+    ParameterSpec::new(
+        "sync_config_on_stop",
+        "Save running VM's config back to its config file and sync it",
+        "Implies save_config_on_stop, then synchronises config to the other nodes with csync2.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+    ParameterSpec::new(
+        "snapshot",
+        "Restore state on start/stop",
+        "Directory where stop saves the domain's memory state and start restores it.",
+    )
+    .default(""),
+    ParameterSpec::new(
+        "backingfile",
+        "Backing file for a copy-on-write overlay",
+        "qcow2 backing file: start creates an overlay next to config and boots from it.",
+    )
+    .default(""),
+    ParameterSpec::new(
+        "stateless",
+        "Re-create the overlay on every start",
+        "With backingfile, throw the overlay away and create it anew on every start.",
+    )
+    .kind(B)
+    .default("false"),
+    ParameterSpec::new(
+        "copyindirs",
+        "Directories copied into a stateless guest",
+        "Directories copied into the guest with virt-copy-in before its first boot (stateless mode).",
+    )
+    .default(""),
+    ParameterSpec::new(
+        "shutdown_mode",
+        "Instruct virsh to use specific shutdown mode",
+        "Comma-separated shutdown modes for the graceful stop: acpi, agent, initctl, signal, \
+         paravirt. Empty lets libvirt choose.",
+    )
+    .default("")
+    .reloadable(),
+    ParameterSpec::new(
+        "start_resources",
+        "Ensure the needed virtual storage pools and networks are started",
+        "Before start and migration, start the storage pools and networks the domain XML refers to.",
+    )
+    .kind(B)
+    .default("false")
+    .reloadable(),
+];
+
+/// The actions advertised in meta-data, with heartbeat's default timeouts.
+pub static ACTIONS: [ActionSpec; 9] = [
+    ActionSpec::new(Action::Start, 90),
+    ActionSpec::new(Action::Stop, 90),
+    ActionSpec::new(Action::Status, 30).recurring(10, 0),
+    ActionSpec::new(Action::Monitor, 30).recurring(10, 0),
+    ActionSpec::new(Action::MigrateFrom, 60),
+    ActionSpec::new(Action::MigrateTo, 120),
+    ActionSpec::new(Action::MetaData, 5),
+    ActionSpec::new(Action::ValidateAll, 5),
+    ActionSpec::new(Action::ReloadAgent, 20),
+];
+
+/// The whole VirtualDomain description.
+pub const VIRTUAL_DOMAIN: AgentSpec = AgentSpec {
+    name: "VirtualDomain",
+    version: env!("CARGO_PKG_VERSION"),
+    shortdesc: "Manages libvirt virtual domains, with atomic live migration",
+    longdesc: "Highlander's VirtualDomain manages one libvirt domain as a cluster resource. It is a \
+               drop-in for ocf:heartbeat:VirtualDomain (same parameters and defaults). migrate_to \
+               performs the whole live migration with a deadline and answers from where the domain \
+               really runs, so a repeated or interrupted migration never costs a reboot.",
+    parameters: &PARAMETERS,
+    actions: &ACTIONS,
+};

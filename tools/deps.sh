@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Highlander's build, demo and tests need, only those that are missing.
+# Idempotent; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+    # build: the agent links libvirt through the virt crate
+    pkg-config libvirt-dev
+    # real libvirt with QEMU in software emulation (TCG), as the agent tests run it
+    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 tini
+    # OCF tooling: ocf-tester, the DTD and metadata.rng, xmllint
+    resource-agents libxml2-utils
+    # Pacemaker's CLIs (crm_simulate is the scheduler's oracle) and a real cluster
+    pacemaker-cli-utils pacemaker corosync
+    # namespaces for test nodes
+    iproute2 util-linux procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q >&2
+# qemu-system-x86 would pull a whole desktop stack through recommends; nothing here needs it.
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+# The Debian QEMU driver refuses to start without this user; libvirt-daemon-system would create it.
+if ! getent passwd libvirt-qemu >/dev/null; then
+    getent group libvirt-qemu >/dev/null || $SUDO groupadd --system libvirt-qemu
+    $SUDO useradd --system --no-create-home --home-dir /var/lib/libvirt \
+        --shell /usr/sbin/nologin -g libvirt-qemu libvirt-qemu
+fi
