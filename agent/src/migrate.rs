@@ -139,7 +139,13 @@ fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
             Ok(job) if job.in_flight() => {}
             // No job, a finished job, or no domain left here: nothing to wait for.
             Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => return true,
-            Err(e) => ctx.log.debug(&format!("job info: {e}")),
+            // A daemon that does not answer now may again in a moment.
+            Err(e) if e.daemon_unusable() => ctx.log.debug(&format!("job info: {e}")),
+            // A driver without job information has no job to wait for.
+            Err(e) => {
+                ctx.log.debug(&format!("job info: {e}"));
+                return true;
+            }
         }
         if !until.sleep_within(ctx.clock, sleep_ms) {
             return false;
