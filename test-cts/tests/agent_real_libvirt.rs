@@ -1,0 +1,320 @@
+//! The VirtualDomain agent against a real private libvirtd with a tiny QEMU (TCG) guest: the
+//! case list of resource-agents' ocft `VirtualDomain`, `ocf-tester`, and `crm_resource --force-*`
+//! with a CIB file naming the agent as `ocf:highlander:VirtualDomain`.
+//!
+//! Every check also runs against `ocf:heartbeat:VirtualDomain`, the agent ours replaces: the
+//! expectations are the documented behaviour, and the reference passing them shows the test
+//! itself is right. Where the two differ on purpose, the test says so.
+//!
+//! The agent binary comes from [`test_cts::ocf::highlander_agent`] (built on demand, or
+//! `$HIGHLANDER_AGENT_BIN`). Needs root, libvirtd with the QEMU driver, qemu-system-x86_64, tini,
+//! resource-agents, pacemaker-cli-utils and libxml2-utils (tools/deps.sh).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use test_cts::libvirt::{DomState, LibvirtDaemon, unique_name, write_tiny_guest};
+use test_cts::ocf::{
+    HEARTBEAT_VIRTUAL_DOMAIN, OcfResource, ProviderView, cib_with_primitive, highlander_agent,
+};
+
+/// One daemon for every test of this binary; its guard removes it when the process exits.
+fn daemon() -> &'static LibvirtDaemon {
+    static DAEMON: OnceLock<LibvirtDaemon> = OnceLock::new();
+    DAEMON.get_or_init(|| {
+        let started = Instant::now();
+        let d = LibvirtDaemon::start("agent").expect("private libvirtd starts");
+        let t = d.timings();
+        eprintln!(
+            "timing: daemon ready in {:.3} s (socket {:.3} s, first call {:.3} s, caps pre-warmed {})",
+            started.elapsed().as_secs_f64(),
+            t.socket.as_secs_f64(),
+            t.first_call.as_secs_f64(),
+            t.caps_prewarmed
+        );
+        d
+    })
+}
+
+fn our_agent() -> PathBuf {
+    highlander_agent().unwrap_or_else(|e| panic!("the VirtualDomain binary: {e}"))
+}
+
+/// Which agent a check runs against; the reference needs no cluster-side utilization updates.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Which {
+    Ours,
+    Heartbeat,
+}
+
+impl Which {
+    fn path(self) -> PathBuf {
+        match self {
+            Which::Ours => our_agent(),
+            Which::Heartbeat => PathBuf::from(HEARTBEAT_VIRTUAL_DOMAIN),
+        }
+    }
+
+    /// The parameters every case shares: the guest, the private daemon, and `force_stop` (a
+    /// guest without an OS ignores ACPI shutdown). As ocft's "prepare" block does, the reference
+    /// gets utilization updates turned off: they would need a running cluster.
+    fn base_params(self) -> Vec<(&'static str, String)> {
+        let mut params = vec![
+            ("hypervisor", daemon().uri().to_string()),
+            ("force_stop", "true".to_string()),
+        ];
+        if self == Which::Heartbeat {
+            for p in [
+                "autoset_utilization_cpu",
+                "autoset_utilization_hv_memory",
+                "autoset_utilization_host_memory",
+            ] {
+                params.push((p, "false".to_string()));
+            }
+        }
+        params
+    }
+}
+
+/// A scratch directory (guest XML, `HA_RSCTMP`, CIB) removed on drop, and a unique guest.
+struct Case {
+    dir: PathBuf,
+    domain: String,
+    xml: PathBuf,
+}
+
+impl Case {
+    fn new(prefix: &str) -> Self {
+        let domain = unique_name(prefix);
+        let dir = std::env::temp_dir().join(format!("hl-agent-{domain}"));
+        std::fs::create_dir_all(dir.join("rsctmp")).expect("scratch dir");
+        let xml = write_tiny_guest(&dir, &domain, 32).expect("guest xml");
+        Self { dir, domain, xml }
+    }
+
+    fn resource(&self, which: Which) -> OcfResource {
+        let mut r = OcfResource::new(&which.path(), &self.domain, &self.dir.join("rsctmp"))
+            .param("config", self.xml.to_str().expect("utf-8 path"));
+        for (name, value) in which.base_params() {
+            r = r.param(name, &value);
+        }
+        r
+    }
+
+    fn state(&self) -> Option<DomState> {
+        daemon().domstate(&self.domain).expect("virsh domstate")
+    }
+
+    fn executes(&self) -> bool {
+        self.state().is_some_and(DomState::executes)
+    }
+}
+
+impl Drop for Case {
+    fn drop(&mut self) {
+        let _ = daemon().virsh(&["destroy", &self.domain]);
+        let _ = daemon().virsh(&["undefine", &self.domain]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn expect_code(r: &OcfResource, action: &str, code: i32) -> test_cts::ocf::AgentRun {
+    let run = r.run(action).unwrap_or_else(|e| panic!("{action}: {e}"));
+    assert_eq!(run.code(), Some(code), "{}", run.describe());
+    eprintln!("timing: {} {}", r.instance, run.describe());
+    run
+}
+
+/// The case list of resource-agents' `ocft/configs/VirtualDomain`, each checked against libvirt
+/// as well as by exit code.
+fn ocft_cases(which: Which) {
+    let case = Case::new("ocft");
+    let r = case.resource(which);
+
+    // "check base env: invalid 'OCF_RESKEY_config'": 5 (not installed).
+    let missing = r.clone().param("config", "/no_such_file");
+    let run = expect_code(&missing, "start", 5);
+    assert!(
+        !run.exit_reasons().is_empty(),
+        "a reason: {}",
+        run.describe()
+    );
+    // "check base env: unset 'OCF_RESKEY_config'": 6 (not configured).
+    let run = expect_code(&r.clone().without_param("config"), "start", 6);
+    assert!(
+        !run.exit_reasons().is_empty(),
+        "a reason: {}",
+        run.describe()
+    );
+    assert_eq!(case.state(), None, "nothing was defined or started");
+
+    // "monitor when not running": 7; "double stop" on a stopped guest: 0.
+    expect_code(&r, "monitor", 7);
+    expect_code(&r, "stop", 0);
+
+    // "check base env": start 0, and the guest really runs.
+    expect_code(&r, "start", 0);
+    assert_eq!(case.state(), Some(DomState::Running));
+    let qemu = daemon().qemu_pid(&case.domain).expect("QEMU pid file");
+    // "double start": 0, the same QEMU still running (not restarted).
+    expect_code(&r, "start", 0);
+    assert_eq!(case.state(), Some(DomState::Running));
+    assert_eq!(daemon().qemu_pid(&case.domain), Some(qemu), "not restarted");
+    // "monitor when running": 0, as a probe and as a recurring monitor.
+    expect_code(&r, "monitor", 0);
+    expect_code(
+        &r.clone().env("OCF_RESKEY_CRM_meta_interval", "10000"),
+        "monitor",
+        0,
+    );
+
+    // "normal stop": 0, and the guest no longer runs; "double stop": 0 again.
+    expect_code(&r, "stop", 0);
+    assert!(!case.executes(), "stopped: {:?}", case.state());
+    expect_code(&r, "stop", 0);
+    expect_code(&r, "monitor", 7);
+
+    // "unimplemented command": 3.
+    expect_code(&r, "no_cmd", 3);
+}
+
+/// `crm_resource --validate/--force-check/--force-start/--force-stop` on a CIB file naming the
+/// agent `ocf:<provider>:VirtualDomain`, made visible through a private mount namespace.
+fn crm_resource_cases(which: Which) {
+    let case = Case::new("crm");
+    let provider = match which {
+        Which::Ours => "highlander",
+        Which::Heartbeat => "reference",
+    };
+    let view = ProviderView::new(provider, "VirtualDomain", &which.path());
+    let mut params: Vec<(&str, String)> = vec![("config", case.xml.display().to_string())];
+    params.extend(which.base_params());
+    let pairs: Vec<(&str, &str)> = params.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let cib = case.dir.join("cib.xml");
+    std::fs::write(
+        &cib,
+        cib_with_primitive(&case.domain, provider, "VirtualDomain", &pairs),
+    )
+    .expect("cib.xml");
+    let scratch = case.dir.join("view");
+    std::fs::create_dir_all(&scratch).expect("view scratch");
+    let cib_env = cib.display().to_string();
+    let rsctmp = case.dir.join("rsctmp").display().to_string();
+    let crm = |args: &[&str], code: i32| {
+        let mut all = vec!["-r", case.domain.as_str()];
+        all.extend_from_slice(args);
+        let out = view
+            .run(
+                &scratch,
+                &[("CIB_file", &cib_env), ("HA_RSCTMP", &rsctmp)],
+                "crm_resource",
+                &all,
+                Duration::from_secs(60),
+            )
+            .expect("crm_resource runs");
+        eprintln!(
+            "timing: crm_resource {} -> {:?} in {:.3} s",
+            args.join(" "),
+            out.code(),
+            out.elapsed.as_secs_f64()
+        );
+        assert_eq!(
+            out.code(),
+            Some(code),
+            "crm_resource {}: stdout {} stderr {}",
+            args.join(" "),
+            out.stdout,
+            out.stderr
+        );
+    };
+    crm(&["--validate"], 0);
+    crm(&["--force-check"], 7);
+    crm(&["--force-start"], 0);
+    assert_eq!(case.state(), Some(DomState::Running));
+    crm(&["--force-check"], 0);
+    crm(&["--force-stop"], 0);
+    assert!(!case.executes(), "stopped: {:?}", case.state());
+    crm(&["--force-check"], 7);
+}
+
+#[test]
+fn reference_agent_passes_the_ocft_cases() {
+    ocft_cases(Which::Heartbeat);
+}
+
+#[test]
+fn reference_agent_passes_crm_resource_force_actions() {
+    crm_resource_cases(Which::Heartbeat);
+}
+
+#[test]
+fn our_agent_is_visible_to_crm_resource_as_ocf_highlander() {
+    let agent = our_agent();
+    let scratch = std::env::temp_dir().join(format!("hl-view-{}", unique_name("md")));
+    std::fs::create_dir_all(&scratch).expect("scratch");
+    let view = ProviderView::new("highlander", "VirtualDomain", &agent);
+    let listed = view
+        .run(
+            &scratch,
+            &[],
+            "crm_resource",
+            &["--list-agents", "ocf:highlander"],
+            Duration::from_secs(30),
+        )
+        .expect("crm_resource --list-agents");
+    let md = view
+        .run(
+            &scratch,
+            &[],
+            "crm_resource",
+            &["--show-metadata", "ocf:highlander:VirtualDomain"],
+            Duration::from_secs(30),
+        )
+        .expect("crm_resource --show-metadata");
+    let providers = view
+        .run(
+            &scratch,
+            &[],
+            "crm_resource",
+            &["--list-ocf-providers"],
+            Duration::from_secs(30),
+        )
+        .expect("crm_resource --list-ocf-providers");
+    let stock = view
+        .run(
+            &scratch,
+            &[],
+            "crm_resource",
+            &["--list-agents", "ocf:heartbeat"],
+            Duration::from_secs(30),
+        )
+        .expect("crm_resource --list-agents ocf:heartbeat");
+    let _ = std::fs::remove_dir_all(&scratch);
+    assert!(
+        stock.stdout.lines().any(|l| l.trim() == "VirtualDomain"),
+        "the stock heartbeat agents stay visible: {}",
+        stock.stdout
+    );
+    let names: Vec<&str> = providers.stdout.split_whitespace().collect();
+    for p in ["heartbeat", "highlander", "pacemaker"] {
+        assert!(names.contains(&p), "provider {p} in the view: {names:?}");
+    }
+    assert_eq!(listed.code(), Some(0), "{}", listed.stderr);
+    assert_eq!(listed.stdout.trim(), "VirtualDomain");
+    assert_eq!(md.code(), Some(0), "{}", md.stderr);
+    assert!(
+        md.stdout.contains("<resource-agent name=\"VirtualDomain\""),
+        "{}",
+        md.stdout
+    );
+    // crm_resource says it speaks OCF 1.1, so the agent gives the 1.1 profile.
+    assert!(md.stdout.contains("reload-agent"), "{}", md.stdout);
+}
+
+#[test]
+fn our_agent_answers_3_to_an_unknown_action() {
+    let case = Case::new("unk");
+    let run = expect_code(&case.resource(Which::Ours), "no_cmd", 3);
+    assert!(!run.exit_reasons().is_empty(), "{}", run.describe());
+}
