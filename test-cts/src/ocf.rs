@@ -294,6 +294,58 @@ impl ProviderView {
     }
 }
 
+/// Mounts a tmpfs over `/run` (agents keep state in `/run/resource-agents`), then execs the
+/// command given as arguments.
+const PRIVATE_RUN_SCRIPT: &str = r#"set -eu
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/resource-agents
+exec "$@"
+"#;
+
+/// Runs `program args...` in a private mount namespace with its own empty `/run`.
+pub fn run_with_private_run(
+    env: &[(&str, &str)],
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<Finished, ProcessError> {
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        PRIVATE_RUN_SCRIPT,
+        "sh",
+    ])
+    .arg(program)
+    .args(args);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    process::run_bounded(&mut cmd, timeout)
+}
+
+/// Runs resource-agents' `ocf-tester -v -n <instance> -o name=value ... <agent>` with a private
+/// `/run`. It passes when it exits 0 and prints "passed all tests".
+pub fn ocf_tester(
+    agent: &Path,
+    instance: &str,
+    options: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Finished, ProcessError> {
+    let mut args: Vec<String> = vec!["-v".into(), "-n".into(), instance.into()];
+    for (name, value) in options {
+        args.push("-o".into());
+        args.push(format!("{name}={value}"));
+    }
+    args.push(agent.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_with_private_run(&[], "ocf-tester", &args, timeout)
+}
+
 /// A minimal CIB (one node, stonith off, empty status) holding one `ocf` primitive.
 pub fn cib_with_primitive(
     id: &str,

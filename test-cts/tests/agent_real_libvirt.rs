@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use test_cts::libvirt::{DomState, LibvirtDaemon, unique_name, write_tiny_guest};
 use test_cts::ocf::{
     HEARTBEAT_VIRTUAL_DOMAIN, OcfResource, ProviderView, cib_with_primitive, highlander_agent,
+    ocf_tester,
 };
 
 /// One daemon for every test of this binary; its guard removes it when the process exits.
@@ -317,4 +318,47 @@ fn our_agent_answers_3_to_an_unknown_action() {
     let case = Case::new("unk");
     let run = expect_code(&case.resource(Which::Ours), "no_cmd", 3);
     assert!(!run.exit_reasons().is_empty(), "{}", run.describe());
+}
+
+#[test]
+fn ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent() {
+    // The runner itself: a known-good agent passes, a broken one fails.
+    let dir = std::env::temp_dir().join(format!("hl-ocft-{}", unique_name("dummy")));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let state = dir.join("dummy.state").display().to_string();
+    let good = ocf_tester(
+        std::path::Path::new("/usr/lib/ocf/resource.d/heartbeat/Dummy"),
+        "d1",
+        &[("state", &state)],
+        Duration::from_secs(60),
+    )
+    .expect("ocf-tester runs");
+    // An agent whose monitor always says "running": ocf-tester must catch it.
+    let broken = dir.join("Broken");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\n\
+         [ \"$1\" = meta-data ] && OCF_ROOT=/usr/lib/ocf exec /usr/lib/ocf/resource.d/heartbeat/Dummy meta-data\n\
+         exit 0\n",
+    )
+    .expect("broken agent");
+    let _ = std::process::Command::new("chmod")
+        .args(["0755", broken.to_str().expect("utf-8")])
+        .status();
+    let bad = ocf_tester(&broken, "b1", &[], Duration::from_secs(60)).expect("ocf-tester runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "timing: ocf-tester Dummy {:.3} s",
+        good.elapsed.as_secs_f64()
+    );
+    assert_eq!(good.code(), Some(0), "{}{}", good.stdout, good.stderr);
+    assert!(good.stdout.contains("passed all tests"), "{}", good.stdout);
+    assert_ne!(bad.code(), Some(0), "{}{}", bad.stdout, bad.stderr);
+    assert!(!bad.stdout.contains("passed all tests"), "{}", bad.stdout);
+    assert!(
+        bad.stdout.contains("rc=0") || bad.stderr.contains("rc=0"),
+        "fails on the monitor answering 0 when stopped: {}{}",
+        bad.stdout,
+        bad.stderr
+    );
 }
