@@ -103,7 +103,7 @@ row() {
         ours=$(median_ms "$runs" "$OURS" "$1")
         theirs=$(median_ms "$runs" "$THEIRS" "$1")
     fi
-    ROWS+=("$(printf '| %-34s | %9s ms | %9s ms | %7.1fx |' "$name" "$ours" "$theirs" "$(echo "$theirs / $ours" | bc -l)")")
+    ROWS+=("$(printf '| %-34s | %9s ms | %9s ms | %7.1fx |' "$name" "$ours" "$theirs" "$(awk -v a="$theirs" -v b="$ours" 'BEGIN { print a / b }')")")
 }
 
 unset OCF_RESKEY_CRM_meta_interval
