@@ -1,18 +1,20 @@
 //! A private libvirtd with the QEMU driver (TCG) per test: start, readiness, `virsh`, teardown.
 //!
-//! Each [`LibvirtDaemon`] runs `libvirtd` under `tini -s` (a child subreaper, so exited QEMU
-//! processes are reaped at once) inside its own mount namespace, where per-instance directories
-//! are bind-mounted over `/etc/libvirt`, `/run/libvirt`, `/var/lib/libvirt`, `/var/cache/libvirt`
-//! and `/var/log/libvirt`. Clients reach it through `qemu+unix:///system?socket=<work>/run/...`,
-//! a pathname socket under `/tmp` that every namespace sees.
+//! Each [`LibvirtDaemon`] is a private mount namespace whose first process is `tini -s` (a child
+//! subreaper: QEMU, double-forked by libvirtd, is re-parented to it and reaped at once). Below it
+//! a guard shell bind-mounts per-instance directories over `/etc/libvirt`, `/run/libvirt`,
+//! `/var/lib/libvirt`, `/var/cache/libvirt` and `/var/log/libvirt`, then runs `libvirtd`, and
+//! again on request, so tests can kill and restart libvirtd while its guests keep running.
+//! Clients reach it through `qemu+unix:///system?socket=<work>/run/libvirt-sock`, a pathname
+//! socket under `/tmp` that every namespace sees.
 //!
 //! Teardown happens twice over, both by PID:
-//! - `Drop` kills libvirtd, then every process below the subreaper (the QEMU guests), then the
-//!   subreaper, and removes the work directory; it runs on panics too.
-//! - A guard shell (the namespace's first process) holds a pipe whose only writer is the test
-//!   process. When the test process ends without dropping the daemon (a `static` shared by the
-//!   tests of one binary, an abort, a SIGKILL), the pipe reaches end-of-file and the guard kills
-//!   the guests by their PID files, stops libvirtd and removes the work directory.
+//! - `Drop` kills libvirtd, then every other process below the subreaper (the QEMU guests), lets
+//!   the guard exit and removes the work directory; it runs on panics too.
+//! - The guard reads a pipe whose only writer is the test process. When the test process ends
+//!   without dropping the daemon (a `static` shared by the tests of one binary, an abort, a
+//!   SIGKILL), the pipe reaches end-of-file and the guard kills libvirtd and the guests by their
+//!   PID files and removes the work directory.
 //!
 //! Several daemons in one process get distinct work directories, host UUIDs, 127/8 addresses and
 //! migration port ranges, derived from the process ID and a per-process counter.
@@ -22,6 +24,7 @@ use std::net::Ipv4Addr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -45,33 +48,35 @@ const PORT_SLOTS: u32 = 450;
 /// How long a `virsh` call may take before the harness calls the daemon hung.
 pub const VIRSH_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The first process in the daemon's mount namespace. It mounts the instance's directories,
-/// starts `tini -s -- libvirtd`, then waits on stdin. The harness writes `stop` there after its own
-/// teardown; end of input without it means the harness died, and the guard cleans up itself.
+/// The guard: the process below `tini` in the daemon's mount namespace. It mounts the instance's
+/// directories and starts libvirtd, then reads commands on stdin: `start` runs libvirtd again
+/// (after a test killed it), `stop` exits (the harness has already killed everything by PID).
+/// End of input without `stop` means the harness died: the guard cleans up itself.
 /// Arguments: $1 the work directory, $2 `--listen` or empty.
 const GUARD_SCRIPT: &str = r#"set -eu
 work=$1
+listen=$2
 mount --bind "$work/etc" /etc/libvirt
 mount --bind "$work/run" /run/libvirt
 mount --bind "$work/lib" /var/lib/libvirt
 mount --bind "$work/cache" /var/cache/libvirt
 mount --bind "$work/log" /var/log/libvirt
-tini -s -- libvirtd $2 -f /etc/libvirt/libvirtd.conf -p /run/libvirt/libvirtd.pid </dev/null &
-reaper=$!
-echo "$reaper" >"$work/reaper.pid"
-word=
-read -r word || true
-# "stop": the harness has already killed everything by PID; nothing is left to do.
-[ "$word" = stop ] && exit 0
+launch() {
+    libvirtd $listen -f /etc/libvirt/libvirtd.conf -p /run/libvirt/libvirtd.pid </dev/null &
+    echo "$!" >"$work/libvirtd.pid"
+}
+launch
+while read -r command; do
+    case $command in
+        start) launch ;;
+        stop) exit 0 ;;
+    esac
+done
 set +e
+kill -KILL "$(cat "$work/libvirtd.pid")" 2>/dev/null
 for guest in /run/libvirt/qemu/*.pid; do
     [ -f "$guest" ] && kill -KILL "$(cat "$guest")" 2>/dev/null
 done
-kill -TERM "$reaper" 2>/dev/null
-tries=0
-while kill -0 "$reaper" 2>/dev/null && [ "$tries" -lt 50 ]; do sleep 0.1; tries=$((tries + 1)); done
-kill -KILL "$reaper" 2>/dev/null
-wait "$reaper" 2>/dev/null
 for m in /var/log/libvirt /var/cache/libvirt /var/lib/libvirt /run/libvirt /etc/libvirt; do
     umount "$m" 2>/dev/null
 done
@@ -259,8 +264,10 @@ pub struct LibvirtDaemon {
     config: DaemonConfig,
     work: PathBuf,
     uri: String,
-    guard: Child,
-    guard_stdin: Option<ChildStdin>,
+    /// `unshare` exec'd `tini`: the namespace's first process, the subreaper.
+    reaper: Child,
+    /// The guard's commands pipe; `None` once `stop` was sent.
+    guard_stdin: Mutex<Option<ChildStdin>>,
     timings: Option<DaemonTimings>,
     keep_work: bool,
 }
@@ -282,19 +289,29 @@ impl LibvirtDaemon {
         let err = out.try_clone().map_err(io_err(&log))?;
         let started = Instant::now();
         let mut cmd = Command::new("unshare");
-        cmd.args(["-m", "--propagation", "private", "--", "sh", "-c"])
-            .arg(GUARD_SCRIPT)
-            .arg("sh")
-            .arg(&work)
-            .arg(if config.tcp_listener { "--listen" } else { "" })
-            .stdin(Stdio::piped())
-            .stdout(out)
-            .stderr(err);
-        let mut guard = cmd.spawn().map_err(|source| ProcessError::Spawn {
+        cmd.args([
+            "-m",
+            "--propagation",
+            "private",
+            "--",
+            "tini",
+            "-s",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(GUARD_SCRIPT)
+        .arg("sh")
+        .arg(&work)
+        .arg(if config.tcp_listener { "--listen" } else { "" })
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(err);
+        let mut reaper = cmd.spawn().map_err(|source| ProcessError::Spawn {
             command: process::describe(&cmd),
             source,
         })?;
-        let guard_stdin = guard.stdin.take();
+        let guard_stdin = Mutex::new(reaper.stdin.take());
         let uri = format!(
             "qemu+unix:///system?socket={}",
             work.join("run/libvirt-sock").display()
@@ -303,7 +320,7 @@ impl LibvirtDaemon {
             config,
             work,
             uri,
-            guard,
+            reaper,
             guard_stdin,
             timings: None,
             keep_work: std::env::var_os("HIGHLANDER_KEEP_LIBVIRT").is_some(),
@@ -341,7 +358,7 @@ impl LibvirtDaemon {
             if socket.exists() {
                 return Ok(started.elapsed());
             }
-            if let Ok(Some(status)) = self.guard.try_wait() {
+            if let Ok(Some(status)) = self.reaper.try_wait() {
                 return Err(LibvirtError::DaemonExited {
                     label: self.config.label.clone(),
                     output: format!("{status}; {}", self.log_tail()),
@@ -398,14 +415,79 @@ impl LibvirtDaemon {
         })
     }
 
-    /// The PID of the guard shell, the first process of the daemon's mount namespace.
-    pub fn guard_pid(&self) -> u32 {
-        self.guard.id()
+    /// The PID of the namespace's first process (`tini`, the subreaper above everything else).
+    pub fn reaper_pid(&self) -> u32 {
+        self.reaper.id()
     }
 
-    /// The live processes of this daemon: subreaper, libvirtd and guests.
+    /// The live processes of this daemon below the subreaper: guard, libvirtd and guests.
     pub fn pids(&self) -> Vec<u32> {
-        process::descendants(self.guard.id())
+        process::descendants(self.reaper.id())
+    }
+
+    /// The PID of the running libvirtd, `None` while it is down.
+    pub fn libvirtd_pid(&self) -> Option<u32> {
+        self.pids()
+            .into_iter()
+            .find(|&p| process::stat(p).is_some_and(|s| s.comm == "libvirtd"))
+    }
+
+    /// Kills libvirtd with SIGKILL, as a crash would; its guests keep running.
+    pub fn kill_libvirtd(&self) -> Result<(), LibvirtError> {
+        let Some(pid) = self.libvirtd_pid() else {
+            return Ok(());
+        };
+        process::signal(&[pid], "KILL");
+        if process::wait_gone(&[pid], Duration::from_secs(10)) {
+            Ok(())
+        } else {
+            Err(LibvirtError::NotReady {
+                label: self.config.label.clone(),
+                waited_ms: 10_000,
+                detail: format!("libvirtd {pid} survived SIGKILL"),
+            })
+        }
+    }
+
+    /// Starts libvirtd again after [`Self::kill_libvirtd`] (it reattaches to running guests) and
+    /// waits until it answers; returns how long that took.
+    pub fn restart_libvirtd(&self) -> Result<Duration, LibvirtError> {
+        let started = Instant::now();
+        self.kill_libvirtd()?;
+        {
+            let mut stdin = self
+                .guard_stdin
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let sent = stdin
+                .as_mut()
+                .map(|s| s.write_all(b"start\n").and_then(|()| s.flush()));
+            if !matches!(sent, Some(Ok(()))) {
+                return Err(LibvirtError::DaemonExited {
+                    label: self.config.label.clone(),
+                    output: format!("the guard no longer takes commands; {}", self.log_tail()),
+                });
+            }
+        }
+        let deadline = started + self.config.ready_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.libvirtd_pid().is_some() {
+                let out =
+                    self.virsh_with_timeout(&["version"], left.max(Duration::from_secs(1)))?;
+                if out.status.success() {
+                    return Ok(started.elapsed());
+                }
+            }
+            if left.is_zero() {
+                return Err(LibvirtError::NotReady {
+                    label: self.config.label.clone(),
+                    waited_ms: started.elapsed().as_millis(),
+                    detail: format!("libvirtd did not come back; {}", self.log_tail()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// The PID of a running guest's QEMU process, from libvirt's PID file.
@@ -494,40 +576,47 @@ impl LibvirtDaemon {
         text
     }
 
-    /// Kills libvirtd, the guests and the subreaper by PID, lets the guard exit, removes the work
-    /// directory. Idempotent; `Drop` calls it.
+    /// Kills libvirtd, then the guests and anything else below the subreaper by PID, tells the
+    /// guard to exit (the subreaper follows), removes the work directory. `Drop` calls it.
     fn teardown(&mut self) {
-        let guard = self.guard.id();
+        let reaper = self.reaper.id();
         // libvirtd first, so that it starts no new guest while the rest goes.
-        let tree = process::descendants(guard);
-        let libvirtd: Vec<u32> = tree
-            .iter()
-            .copied()
+        let libvirtd: Vec<u32> = self
+            .pids()
+            .into_iter()
             .filter(|&p| process::stat(p).is_some_and(|s| s.comm == "libvirtd"))
             .collect();
         process::signal(&libvirtd, "KILL");
         for _ in 0..20 {
-            let rest = process::descendants(guard);
+            // Everything but the guard: it exits by itself on "stop", and then so does tini.
+            let rest: Vec<u32> = self
+                .pids()
+                .into_iter()
+                .filter(|&p| process::stat(p).is_none_or(|s| !(s.ppid == reaper && s.comm == "sh")))
+                .collect();
             if rest.is_empty() {
                 break;
             }
-            // Guests and helpers below the subreaper, then the subreaper itself (parents first
-            // in `rest`, so kill in reverse: children before the reaper that would reap them).
-            let mut reversed = rest.clone();
-            reversed.reverse();
-            process::signal(&reversed, "KILL");
+            process::signal(&rest, "KILL");
             process::wait_gone(&rest, Duration::from_millis(500));
         }
-        if let Some(mut stdin) = self.guard_stdin.take() {
+        let stdin = self
+            .guard_stdin
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(mut stdin) = stdin {
             let _ = stdin.write_all(b"stop\n");
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match self.guard.try_wait() {
+            match self.reaper.try_wait() {
                 Ok(Some(_)) | Err(_) => break,
                 Ok(None) if Instant::now() >= deadline => {
-                    let _ = self.guard.kill();
-                    let _ = self.guard.wait();
+                    let leftover = self.pids();
+                    process::signal(&leftover, "KILL");
+                    let _ = self.reaper.kill();
+                    let _ = self.reaper.wait();
                     break;
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),

@@ -116,16 +116,36 @@ fn tiny_guest_lifecycle_then_drop_tears_down_daemon_and_guest() {
         cycle.elapsed().as_secs_f64()
     );
 
-    // A guest left running when the daemon is dropped dies with it, and so does every process.
+    // libvirtd crashes (SIGKILL) under a running guest: the guest survives, libvirt is
+    // unreachable, and a restarted libvirtd finds the guest again.
     create_guest(&daemon, &xml, &[]);
     let qemu = daemon.qemu_pid(&name).expect("QEMU pid file");
+    let old = daemon.libvirtd_pid().expect("libvirtd runs");
+    daemon.kill_libvirtd().expect("kill libvirtd");
+    assert!(!process::alive(old), "libvirtd {old} is gone");
+    assert!(process::alive(qemu), "the guest outlives libvirtd");
+    assert!(daemon.domstate(&name).is_err(), "no libvirtd, no answer");
+    let took = daemon.restart_libvirtd().expect("libvirtd restarts");
+    eprintln!("timing: libvirtd restart {:.3} s", took.as_secs_f64());
+    assert_ne!(daemon.libvirtd_pid(), Some(old));
+    assert_eq!(
+        daemon.domstate(&name).expect("domstate"),
+        Some(DomState::Running)
+    );
+    assert_eq!(
+        daemon.qemu_pid(&name),
+        Some(qemu),
+        "the same QEMU, reattached"
+    );
+
+    // A guest left running when the daemon is dropped dies with it, and so does every process.
     let mut pids = daemon.pids();
-    pids.push(daemon.guard_pid());
+    pids.push(daemon.reaper_pid());
     assert!(
         pids.contains(&qemu),
         "the guest is below the daemon's subreaper: {pids:?}"
     );
-    assert!(pids.len() >= 4, "guard, tini, libvirtd, QEMU: {pids:?}");
+    assert!(pids.len() >= 4, "tini, guard, libvirtd, QEMU: {pids:?}");
     let work = daemon.work_dir().to_path_buf();
     let dropping = Instant::now();
     drop(daemon);

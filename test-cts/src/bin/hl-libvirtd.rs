@@ -50,7 +50,7 @@ fn main() -> ExitCode {
             t.first_call.as_secs_f64(),
             t.caps_prewarmed
         );
-        pids.push(d.guard_pid());
+        pids.push(d.reaper_pid());
         pids.extend(d.pids());
     }
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
