@@ -699,6 +699,55 @@ pub fn write_tiny_guest(dir: &Path, name: &str, memory_mib: u32) -> Result<PathB
     Ok(path)
 }
 
+/// The programs a real daemon needs.
+const REQUIRED_PROGRAMS: [&str; 5] = ["libvirtd", "virsh", "qemu-system-x86_64", "tini", "unshare"];
+
+/// What keeps this machine from running real daemons: not root, or programs missing from `PATH`.
+/// `None` when everything is there.
+pub fn missing_real_infra(extra_programs: &[&str]) -> Option<String> {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
+        .collect();
+    let missing: Vec<&str> = REQUIRED_PROGRAMS
+        .iter()
+        .chain(extra_programs)
+        .copied()
+        .filter(|p| !dirs.iter().any(|d| d.join(p).is_file()))
+        .collect();
+    match (root, missing.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some("not root (private libvirtds need mount namespaces)".into()),
+        (root, false) => Some(format!(
+            "{}missing {} (run tools/deps.sh)",
+            if root { "" } else { "not root; " },
+            missing.join(", ")
+        )),
+    }
+}
+
+/// For the first line of a real-infrastructure test: true when it can run. Otherwise says
+/// "SKIPPED <test>: <why>" loudly and returns false, except under CI (`CI` set), where every
+/// prerequisite is installed and a skip would hide a broken test: there it panics.
+pub fn real_infra_or_skip(test: &str, extra_programs: &[&str]) -> bool {
+    let Some(why) = missing_real_infra(extra_programs) else {
+        return true;
+    };
+    let msg = format!("SKIPPED {test}: {why}");
+    assert!(std::env::var_os("CI").is_none(), "{msg}; CI must not skip");
+    eprintln!("{msg}");
+    false
+}
+
 /// The Debian QEMU driver refuses to initialise without the `libvirt-qemu` user, which
 /// `libvirt-daemon-system` would create; tools/deps.sh creates it too.
 pub fn ensure_qemu_user() -> Result<(), LibvirtError> {

@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use test_cts::libvirt::{DomState, LibvirtDaemon, unique_name, write_tiny_guest};
+use test_cts::libvirt::{
+    DomState, LibvirtDaemon, real_infra_or_skip, unique_name, write_tiny_guest,
+};
 use test_cts::ocf::{
     HEARTBEAT_VIRTUAL_DOMAIN, OcfResource, ProviderView, cib_with_primitive, highlander_agent,
     ocf_tester,
@@ -241,16 +243,31 @@ fn crm_resource_cases(which: Which) {
 
 #[test]
 fn reference_agent_passes_the_ocft_cases() {
+    if !real_infra_or_skip("reference_agent_passes_the_ocft_cases", &[]) {
+        return;
+    }
     ocft_cases(Which::Heartbeat);
 }
 
 #[test]
 fn reference_agent_passes_crm_resource_force_actions() {
+    if !real_infra_or_skip(
+        "reference_agent_passes_crm_resource_force_actions",
+        &["crm_resource"],
+    ) {
+        return;
+    }
     crm_resource_cases(Which::Heartbeat);
 }
 
 #[test]
 fn our_agent_is_visible_to_crm_resource_as_ocf_highlander() {
+    if !real_infra_or_skip(
+        "our_agent_is_visible_to_crm_resource_as_ocf_highlander",
+        &["crm_resource"],
+    ) {
+        return;
+    }
     let agent = our_agent();
     let scratch = std::env::temp_dir().join(format!("hl-view-{}", unique_name("md")));
     std::fs::create_dir_all(&scratch).expect("scratch");
@@ -315,6 +332,9 @@ fn our_agent_is_visible_to_crm_resource_as_ocf_highlander() {
 
 #[test]
 fn our_agent_answers_3_to_an_unknown_action() {
+    if !real_infra_or_skip("our_agent_answers_3_to_an_unknown_action", &[]) {
+        return;
+    }
     let case = Case::new("unk");
     let run = expect_code(&case.resource(Which::Ours), "no_cmd", 3);
     assert!(!run.exit_reasons().is_empty(), "{}", run.describe());
@@ -322,6 +342,12 @@ fn our_agent_answers_3_to_an_unknown_action() {
 
 #[test]
 fn ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent() {
+    if !real_infra_or_skip(
+        "ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent",
+        &["ocf-tester", "xmllint"],
+    ) {
+        return;
+    }
     // The runner itself: a known-good agent passes, a broken one fails.
     let dir = std::env::temp_dir().join(format!("hl-ocft-{}", unique_name("dummy")));
     std::fs::create_dir_all(&dir).expect("scratch");
@@ -365,11 +391,20 @@ fn ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent() {
 
 #[test]
 fn our_agent_passes_the_ocft_cases() {
+    if !real_infra_or_skip("our_agent_passes_the_ocft_cases", &[]) {
+        return;
+    }
     ocft_cases(Which::Ours);
 }
 
 #[test]
 fn our_agent_passes_crm_resource_force_actions() {
+    if !real_infra_or_skip(
+        "our_agent_passes_crm_resource_force_actions",
+        &["crm_resource"],
+    ) {
+        return;
+    }
     crm_resource_cases(Which::Ours);
 }
 
@@ -377,6 +412,9 @@ fn our_agent_passes_crm_resource_force_actions() {
 /// they answer 3, which ocf-tester accepts as "not supported".
 #[test]
 fn our_agent_passes_ocf_tester() {
+    if !real_infra_or_skip("our_agent_passes_ocf_tester", &["ocf-tester", "xmllint"]) {
+        return;
+    }
     let case = Case::new("tester");
     let uri = daemon().uri().to_string();
     let xml = case.xml.display().to_string();

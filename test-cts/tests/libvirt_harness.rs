@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use test_cts::libvirt::{
-    DomState, LibvirtDaemon, pair, tiny_guest_xml, unique_name, write_tiny_guest,
+    DomState, LibvirtDaemon, pair, real_infra_or_skip, tiny_guest_xml, unique_name,
+    write_tiny_guest,
 };
 use test_cts::process;
 use test_cts::watcher::Watcher;
@@ -76,6 +77,12 @@ fn create_guest(daemon: &LibvirtDaemon, xml: &Path, extra: &[&str]) {
 
 #[test]
 fn tiny_guest_lifecycle_then_drop_tears_down_daemon_and_guest() {
+    if !real_infra_or_skip(
+        "tiny_guest_lifecycle_then_drop_tears_down_daemon_and_guest",
+        &[],
+    ) {
+        return;
+    }
     let started = Instant::now();
     let daemon = LibvirtDaemon::start("single").expect("private libvirtd starts");
     report_timings("single", started.elapsed(), &[&daemon]);
@@ -161,6 +168,12 @@ fn tiny_guest_lifecycle_then_drop_tears_down_daemon_and_guest() {
 
 #[test]
 fn live_migration_moves_the_guest_and_the_watcher_sees_no_double_run() {
+    if !real_infra_or_skip(
+        "live_migration_moves_the_guest_and_the_watcher_sees_no_double_run",
+        &[],
+    ) {
+        return;
+    }
     let (a, b) = shared_pair();
     assert_ne!(a.host_uuid(), b.host_uuid());
     let name = unique_name("mig");
@@ -215,6 +228,12 @@ fn live_migration_moves_the_guest_and_the_watcher_sees_no_double_run() {
 
 #[test]
 fn watcher_ignores_a_paused_copy_and_reports_two_running_copies() {
+    if !real_infra_or_skip(
+        "watcher_ignores_a_paused_copy_and_reports_two_running_copies",
+        &[],
+    ) {
+        return;
+    }
     let (a, b) = shared_pair();
     let name = unique_name("twice");
     let scratch = Scratch::new(&name);
@@ -265,6 +284,12 @@ fn watcher_ignores_a_paused_copy_and_reports_two_running_copies() {
 
 #[test]
 fn daemons_of_a_killed_owner_are_torn_down_by_their_guard() {
+    if !real_infra_or_skip(
+        "daemons_of_a_killed_owner_are_torn_down_by_their_guard",
+        &[],
+    ) {
+        return;
+    }
     let mut owner = Command::new(env!("CARGO_BIN_EXE_hl-libvirtd"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
