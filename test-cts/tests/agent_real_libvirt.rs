@@ -15,29 +15,41 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use test_cts::libvirt::{
-    DomState, LibvirtDaemon, real_infra_or_skip, unique_name, write_tiny_guest,
+    DomState, LibvirtDaemon, pair, real_infra_or_skip, unique_name, write_tiny_guest,
 };
 use test_cts::ocf::{
     HEARTBEAT_VIRTUAL_DOMAIN, OcfResource, ProviderView, cib_with_primitive, highlander_agent,
     ocf_tester,
 };
+use test_cts::watcher::Watcher;
 
-/// One daemon for every test of this binary; its guard removes it when the process exits.
-fn daemon() -> &'static LibvirtDaemon {
-    static DAEMON: OnceLock<LibvirtDaemon> = OnceLock::new();
-    DAEMON.get_or_init(|| {
+/// Two daemons ("node1" and "node2", distinct host UUIDs) for every test of this binary; the
+/// single-node checks use the first. Their guards remove them when the process exits.
+fn nodes() -> &'static (LibvirtDaemon, LibvirtDaemon) {
+    static NODES: OnceLock<(LibvirtDaemon, LibvirtDaemon)> = OnceLock::new();
+    NODES.get_or_init(|| {
         let started = Instant::now();
-        let d = LibvirtDaemon::start("agent").expect("private libvirtd starts");
-        let t = d.timings();
+        let (a, b) = pair().expect("two private libvirtds start");
+        for d in [&a, &b] {
+            let t = d.timings();
+            eprintln!(
+                "timing: daemon {} (socket {:.3} s, first call {:.3} s, caps pre-warmed {})",
+                d.label(),
+                t.socket.as_secs_f64(),
+                t.first_call.as_secs_f64(),
+                t.caps_prewarmed
+            );
+        }
         eprintln!(
-            "timing: daemon ready in {:.3} s (socket {:.3} s, first call {:.3} s, caps pre-warmed {})",
-            started.elapsed().as_secs_f64(),
-            t.socket.as_secs_f64(),
-            t.first_call.as_secs_f64(),
-            t.caps_prewarmed
+            "timing: both daemons ready in {:.3} s",
+            started.elapsed().as_secs_f64()
         );
-        d
+        (a, b)
     })
+}
+
+fn daemon() -> &'static LibvirtDaemon {
+    &nodes().0
 }
 
 fn our_agent() -> PathBuf {
@@ -91,7 +103,9 @@ impl Case {
     fn new(prefix: &str) -> Self {
         let domain = unique_name(prefix);
         let dir = std::env::temp_dir().join(format!("hl-agent-{domain}"));
-        std::fs::create_dir_all(dir.join("rsctmp")).expect("scratch dir");
+        for state in ["rsctmp", "rsctmp-node2"] {
+            std::fs::create_dir_all(dir.join(state)).expect("scratch dir");
+        }
         let xml = write_tiny_guest(&dir, &domain, 32).expect("guest xml");
         Self { dir, domain, xml }
     }
@@ -105,6 +119,16 @@ impl Case {
         r
     }
 
+    /// The same resource as seen on node2: its daemon, its own `HA_RSCTMP`.
+    fn resource_on_node2(&self, which: Which) -> OcfResource {
+        self.resource(which)
+            .param("hypervisor", nodes().1.uri())
+            .env(
+                "HA_RSCTMP",
+                &self.dir.join("rsctmp-node2").display().to_string(),
+            )
+    }
+
     fn state(&self) -> Option<DomState> {
         daemon().domstate(&self.domain).expect("virsh domstate")
     }
@@ -116,8 +140,10 @@ impl Case {
 
 impl Drop for Case {
     fn drop(&mut self) {
-        let _ = daemon().virsh(&["destroy", &self.domain]);
-        let _ = daemon().virsh(&["undefine", &self.domain]);
+        for d in [&nodes().0, &nodes().1] {
+            let _ = d.virsh(&["destroy", &self.domain]);
+            let _ = d.virsh(&["undefine", &self.domain]);
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -239,6 +265,74 @@ fn crm_resource_cases(which: Which) {
     crm(&["--force-stop"], 0);
     assert!(!case.executes(), "stopped: {:?}", case.state());
     crm(&["--force-check"], 7);
+}
+
+/// A plain live migration the way Pacemaker drives it: start on node1, `migrate_to` on node1,
+/// `migrate_from` on node2, `stop` on node1, then monitors on both; the watcher checks the guest
+/// never runs on both daemons meanwhile. `remoteuri` names node2's daemon (both agents take it
+/// as given, `%n` aside).
+fn plain_migration(which: Which) {
+    let (one, two) = nodes();
+    let case = Case::new("mig");
+    let migrate = |r: OcfResource, remote: &str| {
+        r.param("remoteuri", remote)
+            .env("OCF_RESKEY_CRM_meta_migrate_source", "node1")
+            .env("OCF_RESKEY_CRM_meta_migrate_target", "node2")
+            .env("OCF_RESKEY_CRM_meta_timeout", "60000")
+    };
+    let on1 = migrate(case.resource(which), two.uri());
+    let on2 = migrate(case.resource_on_node2(which), one.uri());
+
+    expect_code(&on1, "start", 0);
+    assert_eq!(
+        one.domstate(&case.domain).expect("node1"),
+        Some(DomState::Running)
+    );
+    let watcher = Watcher::start(&case.domain, &[one, two]).expect("watcher");
+    expect_code(&on1, "migrate_to", 0);
+    expect_code(&on2, "migrate_from", 0);
+    expect_code(&on1, "stop", 0);
+    let report = watcher.finish();
+    eprintln!(
+        "watcher: {} samples{}",
+        report.samples,
+        report.render_timeline()
+    );
+    report.assert_never_both();
+    assert!(
+        report.saw_executing_on(0) && report.saw_executing_on(1),
+        "seen on both, in turn"
+    );
+    assert_eq!(
+        two.domstate(&case.domain).expect("node2"),
+        Some(DomState::Running)
+    );
+    assert!(
+        !one.domstate(&case.domain)
+            .expect("node1")
+            .is_some_and(DomState::executes),
+        "gone from node1"
+    );
+    expect_code(
+        &on2.clone().env("OCF_RESKEY_CRM_meta_interval", "10000"),
+        "monitor",
+        0,
+    );
+    expect_code(&on1, "monitor", 7);
+    expect_code(&on2, "stop", 0);
+    assert!(
+        !two.domstate(&case.domain)
+            .expect("node2")
+            .is_some_and(DomState::executes)
+    );
+}
+
+#[test]
+fn reference_agent_migrates_live_without_running_twice() {
+    if !real_infra_or_skip("reference_agent_migrates_live_without_running_twice", &[]) {
+        return;
+    }
+    plain_migration(Which::Heartbeat);
 }
 
 #[test]
