@@ -142,6 +142,16 @@ impl AgentRun {
     }
 }
 
+/// An agent run cut short by SIGKILL (or one that finished before the signal).
+#[derive(Debug, Clone, Copy)]
+pub struct KilledRun {
+    /// True when SIGKILL ended it; false when it exited by itself first.
+    pub killed: bool,
+    /// Its exit code when it exited by itself.
+    pub code: Option<i32>,
+    pub elapsed: Duration,
+}
+
 /// An OCF agent and the environment of one resource, as Pacemaker's executor would give it.
 #[derive(Debug, Clone)]
 pub struct OcfResource {
@@ -192,6 +202,60 @@ impl OcfResource {
     /// Runs `action` with a clean environment: `PATH`, `OCF_ROOT`, `OCF_RESOURCE_*`, the
     /// parameters and the extra variables; nothing of the test process leaks in.
     pub fn run(&self, action: &str) -> Result<AgentRun, ProcessError> {
+        let mut cmd = self.command(action);
+        Ok(AgentRun {
+            action: action.to_string(),
+            finished: process::run_bounded(&mut cmd, self.timeout)?,
+        })
+    }
+
+    /// Runs `action` and sends it SIGKILL after `delay`, as a fenced node or an executor that
+    /// gave up would. `killed` says whether the signal came before the agent finished.
+    pub fn run_killed_after(
+        &self,
+        action: &str,
+        delay: Duration,
+    ) -> Result<KilledRun, ProcessError> {
+        let mut cmd = self.command(action);
+        let command = process::describe(&cmd);
+        let started = std::time::Instant::now();
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|source| ProcessError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    return Ok(KilledRun {
+                        killed: false,
+                        code: status.code(),
+                        elapsed: started.elapsed(),
+                    });
+                }
+                Ok(None) if started.elapsed() >= delay => {
+                    let _ = child.kill();
+                    let status = child
+                        .wait()
+                        .map_err(|source| ProcessError::Wait { command, source })?;
+                    return Ok(KilledRun {
+                        // A run that ended between the last poll and the signal exited by itself.
+                        killed: status.code().is_none(),
+                        code: status.code(),
+                        elapsed: started.elapsed(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_micros(200)),
+                Err(source) => return Err(ProcessError::Wait { command, source }),
+            }
+        }
+    }
+
+    fn command(&self, action: &str) -> Command {
         let mut cmd = Command::new(&self.agent);
         cmd.arg(action)
             .env_clear()
@@ -207,10 +271,7 @@ impl OcfResource {
         for (name, value) in &self.env {
             cmd.env(name, value);
         }
-        Ok(AgentRun {
-            action: action.to_string(),
-            finished: process::run_bounded(&mut cmd, self.timeout)?,
-        })
+        cmd
     }
 }
 
@@ -417,6 +478,23 @@ mod tests {
             "<primitive id=\"vm1\" class=\"ocf\" provider=\"highlander\" type=\"VirtualDomain\">"
         ));
         assert!(cib.contains("value=\"qemu+unix:///system?socket=/tmp/a&amp;b\""));
+    }
+
+    #[test]
+    fn a_run_is_killed_after_the_delay_or_finishes_first() {
+        let dir = std::env::temp_dir();
+        let slow = OcfResource::new(Path::new("/bin/sleep"), "x", &dir);
+        let cut = slow
+            .run_killed_after("5", Duration::from_millis(50))
+            .expect("sleep runs");
+        assert!(cut.killed, "{cut:?}");
+        assert!(cut.elapsed < Duration::from_secs(4), "{cut:?}");
+        let quick = OcfResource::new(Path::new("/bin/true"), "x", &dir);
+        let done = quick
+            .run_killed_after("ignored", Duration::from_secs(5))
+            .expect("true runs");
+        assert!(!done.killed, "{done:?}");
+        assert_eq!(done.code, Some(0));
     }
 
     #[test]
