@@ -390,11 +390,14 @@ pub fn run_with_private_run(
 }
 
 /// Runs resource-agents' `ocf-tester -v -n <instance> -o name=value ... <agent>` with a private
-/// `/run`. It passes when it exits 0 and prints "passed all tests".
+/// `/run`; `env` reaches the agent too (ocf-tester passes its environment on, which is how
+/// `OCF_RESKEY_CRM_meta_migrate_source/target` get to the migrate steps). It passes when it exits
+/// 0 and prints "passed all tests".
 pub fn ocf_tester(
     agent: &Path,
     instance: &str,
     options: &[(&str, &str)],
+    env: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<Finished, ProcessError> {
     let mut args: Vec<String> = vec!["-v".into(), "-n".into(), instance.into()];
@@ -404,7 +407,7 @@ pub fn ocf_tester(
     }
     args.push(agent.display().to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_with_private_run(&[], "ocf-tester", &args, timeout)
+    run_with_private_run(env, "ocf-tester", &args, timeout)
 }
 
 /// A minimal CIB (one node, stonith off, empty status) holding one `ocf` primitive.

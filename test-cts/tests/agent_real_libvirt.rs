@@ -450,6 +450,7 @@ fn ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent() {
         std::path::Path::new("/usr/lib/ocf/resource.d/heartbeat/Dummy"),
         "d1",
         &[("state", &state)],
+        &[],
         Duration::from_secs(60),
     )
     .expect("ocf-tester runs");
@@ -465,7 +466,8 @@ fn ocf_tester_runner_passes_the_stock_dummy_and_fails_a_broken_agent() {
     let _ = std::process::Command::new("chmod")
         .args(["0755", broken.to_str().expect("utf-8")])
         .status();
-    let bad = ocf_tester(&broken, "b1", &[], Duration::from_secs(60)).expect("ocf-tester runs");
+    let bad =
+        ocf_tester(&broken, "b1", &[], &[], Duration::from_secs(60)).expect("ocf-tester runs");
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "timing: ocf-tester Dummy {:.3} s",
@@ -520,6 +522,7 @@ fn our_agent_passes_ocf_tester() {
             ("config", xml.as_str()),
             ("force_stop", "true"),
         ],
+        &[],
         Duration::from_secs(180),
     )
     .expect("ocf-tester runs");
