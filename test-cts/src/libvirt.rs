@@ -449,6 +449,29 @@ impl LibvirtDaemon {
         }
     }
 
+    /// Stops libvirtd with SIGSTOP: a hung daemon. Connections are still accepted by the kernel,
+    /// but nothing answers until [`Self::thaw_libvirtd`]. Returns the frozen PID.
+    pub fn freeze_libvirtd(&self) -> Result<u32, LibvirtError> {
+        let pid = self.libvirtd_pid().ok_or_else(|| LibvirtError::NotReady {
+            label: self.config.label.clone(),
+            waited_ms: 0,
+            detail: "no libvirtd to freeze".into(),
+        })?;
+        process::signal(&[pid], "STOP");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while process::stat(pid).is_some_and(|s| s.state != 'T') && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(pid)
+    }
+
+    /// Lets a frozen libvirtd run again.
+    pub fn thaw_libvirtd(&self) {
+        if let Some(pid) = self.libvirtd_pid() {
+            process::signal(&[pid], "CONT");
+        }
+    }
+
     /// Starts libvirtd again after [`Self::kill_libvirtd`] (it reattaches to running guests) and
     /// waits until it answers; returns how long that took.
     pub fn restart_libvirtd(&self) -> Result<Duration, LibvirtError> {

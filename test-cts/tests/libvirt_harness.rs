@@ -145,6 +145,25 @@ fn tiny_guest_lifecycle_then_drop_tears_down_daemon_and_guest() {
         "the same QEMU, reattached"
     );
 
+    // A hung libvirtd (SIGSTOP): calls time out until it is thawed.
+    let frozen = daemon.freeze_libvirtd().expect("SIGSTOP libvirtd");
+    assert_eq!(process::stat(frozen).map(|s| s.state), Some('T'));
+    let hung = daemon.virsh_with_timeout(&["domstate", &name], Duration::from_millis(300));
+    assert!(
+        matches!(
+            hung,
+            Err(test_cts::libvirt::LibvirtError::Process(
+                process::ProcessError::Timeout { .. }
+            ))
+        ),
+        "a frozen libvirtd does not answer: {hung:?}"
+    );
+    daemon.thaw_libvirtd();
+    assert_eq!(
+        daemon.domstate(&name).expect("domstate"),
+        Some(DomState::Running)
+    );
+
     // A guest left running when the daemon is dropped dies with it, and so does every process.
     let mut pids = daemon.pids();
     pids.push(daemon.reaper_pid());
