@@ -72,11 +72,43 @@ pub struct Deps<'a> {
 pub const USAGE: &str = "usage: VirtualDomain {start|stop|monitor|status|validate-all|reload-agent|migrate_to|migrate_from|meta-data|usage}\n\
 Parameters come from OCF_RESKEY_* variables; see meta-data.\n";
 
+/// The answer to actions that need no hypervisor, clock or state (`meta-data`, `usage`, unknown
+/// and unsupported actions); `None` for the others. References nothing of libvirt, so a binary
+/// that only calls this does not load it.
+pub fn run_static(action_name: &str, env: &OcfEnv) -> Option<Outcome> {
+    let action: Action = match action_name.parse() {
+        Ok(a) => a,
+        Err(e) => return Some(Outcome::fail(OcfExitCode::ErrUnimplemented, e.to_string())),
+    };
+    match action {
+        Action::MetaData => Some(metadata(env)),
+        Action::Usage => Some(Outcome {
+            code: OcfExitCode::Success,
+            stdout: USAGE.to_owned(),
+            reason: None,
+        }),
+        Action::MigrateTo | Action::MigrateFrom => Some(Outcome::fail(
+            OcfExitCode::ErrUnimplemented,
+            format!("{action} is not implemented by this agent version"),
+        )),
+        Action::Start
+        | Action::Stop
+        | Action::Monitor
+        | Action::Status
+        | Action::ValidateAll
+        | Action::ReloadAgent => None,
+        _ => Some(Outcome::fail(
+            OcfExitCode::ErrUnimplemented,
+            format!("action {action} is not supported by this agent"),
+        )),
+    }
+}
+
 /// Runs one action named on the command line, on the real clock and libvirt, logging to stderr.
 pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
     // meta-data is static: no clock, no libvirt, no forks.
-    if let Ok(Action::MetaData) = action_name.parse::<Action>() {
-        return metadata(env);
+    if let Some(outcome) = run_static(action_name, env) {
+        return outcome;
     }
     let clock = SystemClock::new();
     let log = Log::stderr(
@@ -111,38 +143,12 @@ fn metadata(env: &OcfEnv) -> Outcome {
 
 /// Runs one action with the given clock, log and hypervisor factory.
 pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
-    let action: Action = match action_name.parse() {
-        Ok(a) => a,
-        Err(e) => return Outcome::fail(OcfExitCode::ErrUnimplemented, e.to_string()),
-    };
-    match action {
-        Action::MetaData => return metadata(env),
-        Action::Usage => {
-            return Outcome {
-                code: OcfExitCode::Success,
-                stdout: USAGE.to_owned(),
-                reason: None,
-            };
-        }
-        Action::MigrateTo | Action::MigrateFrom => {
-            return Outcome::fail(
-                OcfExitCode::ErrUnimplemented,
-                format!("{action} is not implemented by this agent version"),
-            );
-        }
-        Action::Start
-        | Action::Stop
-        | Action::Monitor
-        | Action::Status
-        | Action::ValidateAll
-        | Action::ReloadAgent => {}
-        _ => {
-            return Outcome::fail(
-                OcfExitCode::ErrUnimplemented,
-                format!("action {action} is not supported by this agent"),
-            );
-        }
+    if let Some(outcome) = run_static(action_name, env) {
+        return outcome;
     }
+    let Ok(action) = action_name.parse::<Action>() else {
+        return Outcome::fail(OcfExitCode::ErrUnimplemented, "unknown action");
+    };
     let raw = RawConfig::from_env(env, action);
     let deadline = Deadline::after(deps.clock, raw.budget_ms);
     deps.log.debug(&format!(
