@@ -41,7 +41,8 @@ pub enum OcfError {
 /// The `VirtualDomain` binary of this workspace, built when needed.
 ///
 /// `$HIGHLANDER_AGENT_BIN` wins when set. Otherwise this runs, once per process,
-/// `cargo build -p highlander-agent --bin VirtualDomain` with the profile and target directory of
+/// `cargo build -p highlander-agent --bins` (the `VirtualDomain` front and the companion it
+/// execs) with the profile and target directory of
 /// the running test executable (`<target>/<profile>/deps/<test>`): a no-op when the binary is
 /// fresh (as after `cargo test --workspace --all-targets`), a rebuild when the agent's sources
 /// changed (as after `cargo test -p test-cts`). Cargo does not hold the build lock while tests
@@ -79,14 +80,7 @@ fn build_agent() -> Result<PathBuf, OcfError> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&workspace)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "highlander-agent",
-            "--bin",
-            "VirtualDomain",
-        ])
+        .args(["build", "--quiet", "-p", "highlander-agent", "--bins"])
         .arg("--target-dir")
         .arg(target);
     match profile {
