@@ -209,7 +209,7 @@ fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
         .wait_state(
             &stopped.name,
             Some(DomState::Running),
-            Duration::from_secs(5),
+            Duration::from_secs(1),
         )
         .expect("domstate")
     {
