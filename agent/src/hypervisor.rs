@@ -189,7 +189,7 @@ impl JobInfo {
     }
 }
 
-/// One live migration as the agent asks for it (built from the migration parameters in issue 4).
+/// One live migration as the agent asks for it (built by `migration::request`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MigrateRequest {
     /// libvirt URI of the target hypervisor.

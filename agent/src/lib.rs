@@ -6,16 +6,19 @@
 //! [`mem::MemHypervisor`].
 //!
 //! Dispatch (this file): the action name, the parameters ([`config`]), the per-resource lock and
-//! the start record ([`lock`]), then the action ([`actions`]).
+//! the start record ([`lock`]), then the action ([`actions`], [`migrate`]).
 
 pub mod actions;
 pub mod clock;
 pub mod config;
 pub mod hypervisor;
+pub mod journal;
 pub mod libvirt;
 pub mod lock;
 pub mod log;
 pub mod mem;
+pub mod migrate;
+pub mod migration;
 pub mod params;
 pub mod procscan;
 pub mod scripts;
@@ -87,11 +90,9 @@ pub fn run_static(action_name: &str, env: &OcfEnv) -> Option<Outcome> {
             stdout: USAGE.to_owned(),
             reason: None,
         }),
-        Action::MigrateTo | Action::MigrateFrom => Some(Outcome::fail(
-            OcfExitCode::ErrUnimplemented,
-            format!("{action} is not implemented by this agent version"),
-        )),
         Action::Start
+        | Action::MigrateTo
+        | Action::MigrateFrom
         | Action::Stop
         | Action::Monitor
         | Action::Status
@@ -173,6 +174,7 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     match action {
         Action::ValidateAll | Action::ReloadAgent => validate(&cfg, deps, deadline),
         Action::Start => start(&cfg, deps, deadline),
+        Action::MigrateTo | Action::MigrateFrom => migrate(&cfg, deps, deadline),
         _ => monitor(&cfg, deps, deadline),
     }
 }
@@ -349,6 +351,100 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
     if outcome.code == OcfExitCode::Success {
         if let Err(e) = lock::remove_record(&raw.rsctmp, &raw.instance) {
             log.warn(&format!("cannot remove the start record: {e}"));
+        }
+    }
+    outcome
+}
+
+/// migrate_to / migrate_from: serialized with start and stop, journaled, answered from both sides.
+fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
+    let raw = &cfg.raw;
+    let log = deps.log;
+    let to = raw.action == Action::MigrateTo;
+    let (source, target) = (
+        raw.migrate_source.clone().unwrap_or_default(),
+        raw.migrate_target.clone().unwrap_or_default(),
+    );
+    let (peer_var, peer) = if to {
+        ("CRM_meta_migrate_target", &target)
+    } else {
+        ("CRM_meta_migrate_source", &source)
+    };
+    if peer.is_empty() {
+        return Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("{} needs OCF_RESKEY_{peer_var}", raw.action),
+        );
+    }
+    let dom = match config::load_domain(&cfg.config_path) {
+        Ok(d) => d,
+        Err(e) => return Outcome::fail(e.code(), e.to_string()),
+    };
+    let _lock = match lock::acquire(&raw.rsctmp, &raw.instance, deadline, deps.clock) {
+        Ok(l) => l,
+        Err(e) => return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string()),
+    };
+    let journal = |phase: &str, detail: &str| {
+        let entry = journal::Entry {
+            action: raw.action.as_str(),
+            domain: &dom.name,
+            source: &source,
+            target: &target,
+            phase,
+            detail,
+        };
+        if let Err(e) = journal::append(&raw.rsctmp, &raw.instance, &entry) {
+            log.warn(&format!("migration journal: {e}"));
+        }
+    };
+    let local = (deps.connect)(cfg.hypervisor_uri.as_deref());
+    let ctx = Ctx {
+        hv: local.as_ref(),
+        clock: deps.clock,
+        log,
+    };
+    let outcome = if to {
+        let req = match migration::request(
+            &cfg.migration,
+            cfg.hypervisor_uri.as_deref(),
+            &raw.instance,
+            &target,
+        ) {
+            Ok(r) => r,
+            Err(e) => return Outcome::fail(OcfExitCode::ErrConfigured, e.to_string()),
+        };
+        let remote = (deps.connect)(Some(&req.target_uri));
+        migrate::migrate_to(
+            &ctx,
+            remote.as_ref(),
+            &dom.name,
+            &req,
+            raw.budget_ms,
+            deadline,
+            &journal,
+        )
+    } else {
+        let remote = migration::remote_uri(&cfg.migration, cfg.hypervisor_uri.as_deref(), &source)
+            .ok()
+            .map(|uri| (deps.connect)(Some(&uri)));
+        migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline)
+    };
+    journal(
+        "answer",
+        &format!(
+            "{} {}",
+            outcome.code.code(),
+            outcome.reason.as_deref().unwrap_or_default()
+        ),
+    );
+    if outcome.code == OcfExitCode::Success {
+        let r = if to {
+            lock::remove_record(&raw.rsctmp, &raw.instance)
+        } else {
+            lock::write_record(&raw.rsctmp, &raw.instance, &dom.name)
+        };
+        if let Err(e) = r {
+            log.warn(&format!("start record: {e}"));
         }
     }
     outcome

@@ -85,10 +85,20 @@ fn ocft_codes() {
     assert_eq!(code(&o), 6, "no config");
     assert!(stderr(&o).contains("ocf-exit-reason:required parameter config is not set"));
     assert_eq!(code(&r.run("stop", &[])), 0, "stop without config");
-    assert_eq!(
-        code(&r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))])),
-        3
+    let o = r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))]);
+    assert_eq!(code(&o), 1, "no CRM_meta_migrate_target");
+    assert!(stderr(&o).contains("CRM_meta_migrate_target"));
+    // Source and "target" are the same test driver here: the domain runs on both, nothing done.
+    let o = r.run(
+        "migrate_to",
+        &[
+            ("OCF_RESKEY_config", &r.config("test")),
+            ("OCF_RESKEY_CRM_meta_migrate_target", "node2"),
+            ("OCF_RESKEY_remoteuri", "test:///default"),
+        ],
     );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("runs on both"), "{}", stderr(&o));
 }
 
 #[test]
