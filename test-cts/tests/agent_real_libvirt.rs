@@ -504,8 +504,10 @@ fn our_agent_passes_crm_resource_force_actions() {
     crm_resource_cases(Which::Ours);
 }
 
-/// resource-agents' ocf-tester, with the options infra.md gives. Until the migrate actions land
-/// they answer 3, which ocf-tester accepts as "not supported".
+/// resource-agents' ocf-tester, with the options infra.md gives, plus what its migrate steps
+/// need: `CRM_meta_migrate_source/target` and `remoteuri` naming node2's daemon. ocf-tester runs
+/// them on a stopped resource and only checks that they answer (the heartbeat agent hangs in
+/// `migrate_from` there); ours answers at once.
 #[test]
 fn our_agent_passes_ocf_tester() {
     if !real_infra_or_skip("our_agent_passes_ocf_tester", &["ocf-tester", "xmllint"]) {
@@ -513,6 +515,7 @@ fn our_agent_passes_ocf_tester() {
     }
     let case = Case::new("tester");
     let uri = daemon().uri().to_string();
+    let remote = nodes().1.uri().to_string();
     let xml = case.xml.display().to_string();
     let out = ocf_tester(
         &our_agent(),
@@ -521,8 +524,12 @@ fn our_agent_passes_ocf_tester() {
             ("hypervisor", uri.as_str()),
             ("config", xml.as_str()),
             ("force_stop", "true"),
+            ("remoteuri", remote.as_str()),
         ],
-        &[],
+        &[
+            ("OCF_RESKEY_CRM_meta_migrate_source", "node1"),
+            ("OCF_RESKEY_CRM_meta_migrate_target", "node2"),
+        ],
         Duration::from_secs(180),
     )
     .expect("ocf-tester runs");
@@ -541,6 +548,7 @@ fn our_agent_passes_ocf_tester() {
         "Testing: starting a started resource",
         "Testing: stopping a stopped resource",
         "Checking for migrate_to action",
+        "Checking for migrate_from action",
     ] {
         assert!(steps.contains(&step), "ocf-tester ran {step:?}: {steps:?}");
     }
@@ -551,4 +559,12 @@ fn our_agent_passes_ocf_tester() {
         "ocf-tester ends with the guest stopped: {:?}",
         case.state()
     );
+}
+
+#[test]
+fn our_agent_migrates_live_without_running_twice() {
+    if !real_infra_or_skip("our_agent_migrates_live_without_running_twice", &[]) {
+        return;
+    }
+    plain_migration(Which::Ours);
 }
