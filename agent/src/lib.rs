@@ -163,7 +163,7 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     }
     let cfg = match Config::validate(raw.clone()) {
         Ok(c) => c,
-        Err(e) => return config_failure(action, &raw, deps, e, deadline),
+        Err(e) => return config_failure(action, deps, e),
     };
     if !cfg.unknown.is_empty() {
         deps.log.warn(&format!(
@@ -179,17 +179,10 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     }
 }
 
-/// The parameters are wrong. Monitor answers as heartbeat does on a probe only for an unreadable
-/// file; wrong parameters are wrong everywhere (6), whatever the action.
-fn config_failure(
-    action: Action,
-    raw: &RawConfig,
-    deps: &Deps,
-    e: ConfigError,
-    _deadline: Deadline,
-) -> Outcome {
+/// The parameters are wrong: the same answer for every action but stop (which never gets here),
+/// 6 for inherently wrong values, whatever the action.
+fn config_failure(action: Action, deps: &Deps, e: ConfigError) -> Outcome {
     deps.log.error(&format!("{action}: {e}"));
-    let _ = raw;
     Outcome::fail(e.code(), e.to_string())
 }
 

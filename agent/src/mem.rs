@@ -197,6 +197,12 @@ impl MemWorld {
         }
     }
 
+    /// The domain stops by itself `after_ms` from now (a leftover that libvirt tears down).
+    pub fn expire_domain(&self, node: &str, name: &str, after_ms: u64) {
+        let at = self.clock.now_ms() + after_ms;
+        self.update_domain(node, name, |d| d.off_at_ms = Some(at));
+    }
+
     /// The ground truth (no faults applied), after time-based transitions.
     pub fn domain(&self, node: &str, name: &str) -> Option<MemDomain> {
         let now = self.clock.now_ms();

@@ -27,7 +27,8 @@ use crate::hypervisor::{DomainState, HvError, Hypervisor, JobOperation, MigrateR
 const POLL_MS: u64 = 100;
 const POLL_MAX_MS: u64 = 500;
 
-/// Where guest code runs, as far as the migration is concerned.
+/// Where guest code runs (or ran and is held paused), as far as the migration is concerned. An
+/// incoming or starting-up copy has not run yet; a crashed one runs no more.
 fn runs(s: &DomainState) -> bool {
     matches!(
         s,
@@ -36,8 +37,20 @@ fn runs(s: &DomainState) -> bool {
             | DomainState::PmSuspended
             | DomainState::InShutdown
             | DomainState::MigratingOut
-            | DomainState::Crashed
-            | DomainState::NoState
+    )
+}
+
+/// On the target, a copy being torn down passes through "in shutdown" (observed with libvirt 9
+/// after an aborted or orphaned incoming migration): wait for it like the transient states.
+fn settling_target(s: &DomainState) -> bool {
+    transient(s) || *s == DomainState::InShutdown
+}
+
+/// States that change by themselves within moments (a migration finishing or being torn down).
+fn transient(s: &DomainState) -> bool {
+    matches!(
+        s,
+        DomainState::NoState | DomainState::MigratingIn | DomainState::StartingUp
     )
 }
 
@@ -76,8 +89,17 @@ fn answer(
     libvirt: &str,
     deadline: Deadline,
 ) -> Outcome {
-    let s = state_of(ctx.hv, ctx, name, deadline);
-    let t = state_of(target, ctx, name, deadline);
+    // Let transient states settle (an aborted incoming copy being torn down), within the budget.
+    let mut sleep_ms = POLL_MS;
+    let (s, t) = loop {
+        let s = state_of(ctx.hv, ctx, name, deadline);
+        let t = state_of(target, ctx, name, deadline);
+        let unsettled = s.as_ref().is_ok_and(transient) || t.as_ref().is_ok_and(settling_target);
+        if !unsettled || !deadline.sleep_within(ctx.clock, sleep_ms) {
+            break (s, t);
+        }
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+    };
     let (ss, ts) = (show(&s), show(&t));
     match (&s, &t) {
         (Ok(s), Ok(t)) if gone(s) && runs(t) => {
@@ -117,7 +139,13 @@ fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
             Ok(job) if job.in_flight() => {}
             // No job, a finished job, or no domain left here: nothing to wait for.
             Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => return true,
-            Err(e) => ctx.log.debug(&format!("job info: {e}")),
+            // A daemon that does not answer now may again in a moment.
+            Err(e) if e.daemon_unusable() => ctx.log.debug(&format!("job info: {e}")),
+            // A driver without job information has no job to wait for.
+            Err(e) => {
+                ctx.log.debug(&format!("job info: {e}"));
+                return true;
+            }
         }
         if !until.sleep_within(ctx.clock, sleep_ms) {
             return false;
@@ -200,7 +228,7 @@ pub fn migrate_to(
             return answer(ctx, target, name, "earlier migration job", deadline);
         }
     }
-    let tgt = match t {
+    let mut tgt = match t {
         Ok(t) => t,
         Err(e) => {
             return Outcome::fail(
@@ -209,7 +237,23 @@ pub fn migrate_to(
             );
         }
     };
-    if tgt == DomainState::MigratingIn {
+    // A leftover incoming copy (an earlier client died mid-migration) is torn down by libvirt
+    // within moments: give it up to half the time before giving up.
+    let settle = Deadline {
+        at_ms: ctx.clock.now_ms() + call_deadline.remaining_ms(ctx.clock) / 2,
+    };
+    let mut sleep_ms = POLL_MS;
+    while settling_target(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+        match state_of(target, ctx, name, deadline) {
+            Ok(t) => tgt = t,
+            Err(e) => ctx.log.debug(&format!("target state: {e}")),
+        }
+    }
+    if runs(&tgt) {
+        return answer(ctx, target, name, "no migration attempted", deadline);
+    }
+    if transient(&tgt) {
         return Outcome::fail(
             OcfExitCode::ErrGeneric,
             format!(
@@ -266,10 +310,29 @@ pub fn migrate_from(
             );
         }
         match state_of(ctx.hv, ctx, name, deadline) {
-            Ok(DomainState::MigratingIn) => last = "incoming migration in progress".into(),
             Ok(s) if runs(&s) => {
                 ctx.log.info(&format!("domain {name} runs here ({s})"));
                 return Outcome::success();
+            }
+            Ok(s) if transient(&s) => {
+                // An incoming copy: wait, unless the source shows it is a leftover (the VM runs
+                // there and no migration job is in flight).
+                if let Some(src) = source {
+                    let t = deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+                    if let Ok(ss) = state_of(src, ctx, name, deadline) {
+                        let job = src.job_info(name, t);
+                        let in_flight = job.as_ref().map_or(true, |j| j.in_flight());
+                        if runs(&ss) && ss != DomainState::MigratingOut && !in_flight {
+                            return Outcome::fail(
+                                OcfExitCode::ErrGeneric,
+                                format!(
+                                    "domain {name} is {s} here, but it runs on the source ({ss}) with no migration in flight"
+                                ),
+                            );
+                        }
+                    }
+                }
+                last = format!("domain {name} is {s} here");
             }
             Ok(_) => {
                 // Not here: the source tells whether it is still there; no blind wait.

@@ -384,6 +384,7 @@ fn monitor_maps_every_state() {
         (DomainState::Crashed, ErrGeneric),
         (DomainState::PmSuspended, Success),
         (DomainState::MigratingIn, ErrGeneric),
+        (DomainState::StartingUp, ErrGeneric),
         (DomainState::MigratingOut, Success),
         (DomainState::NoState, ErrGeneric),
     ];

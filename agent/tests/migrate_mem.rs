@@ -341,3 +341,30 @@ fn bad_migrate_options_are_refused_everywhere() {
     assert!(reason(&out).contains("--bogus"));
     assert_eq!(p.run(A, "start", &bad).code, ErrConfigured);
 }
+
+/// libvirt 9 leaves the target's copy "paused, starting up" when the client of a client-managed
+/// migration dies, then tears it down (observed on real daemons).
+#[test]
+fn a_leftover_incoming_copy_is_not_running_and_is_waited_out() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    let leftover =
+        MemDomain::running("<domain><name>vm1</name></domain>").with_state(DomainState::StartingUp);
+    p.world.put_domain(B, "vm1", leftover.clone());
+    assert_eq!(p.code(B, "monitor"), ErrGeneric, "not running, not stopped");
+    let t0 = p.clock.now_ms();
+    let out = p.run(B, "migrate_from", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("no migration in flight"), "{out:?}");
+    assert!(p.clock.now_ms() - t0 < 1_000, "fails fast");
+    // It never goes away: migrate_to refuses, the VM stays on the source.
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("stale incoming copy"), "{out:?}");
+    assert_eq!(p.migrations_called(), 0);
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+    // It goes away after a while: migrate_to waits it out and migrates.
+    p.world.expire_domain(B, "vm1", 2_000);
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+}
