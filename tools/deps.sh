@@ -14,6 +14,8 @@ PACKAGES=(
     pacemaker-cli-utils pacemaker corosync
     # namespaces for test nodes
     iproute2 util-linux procps
+    # benchmarks (bench/agent.sh): medians of repeated runs
+    hyperfine
 )
 
 missing=()

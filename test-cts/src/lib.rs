@@ -2,4 +2,8 @@
 //!
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
+pub mod libvirt;
+pub mod ocf;
+pub mod process;
 pub mod shared;
+pub mod watcher;
