@@ -2,4 +2,5 @@
 //!
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
+pub mod cluster;
 pub mod shared;
