@@ -830,16 +830,8 @@ impl Drop for Cluster {
         for n in &mut self.nodes {
             problems.extend(n.destroy(&mut self.killed));
         }
-        // The fence agent logs the PIDs it killed: "... done, killed [1 2 3]".
-        for line in self.fence_log().lines() {
-            if let Some((_, list)) = line.split_once("killed [") {
-                self.killed.extend(
-                    list.trim_end_matches(']')
-                        .split_whitespace()
-                        .filter_map(|p| p.parse::<u32>().ok()),
-                );
-            }
-        }
+        // Daemons started and processes the fence agent killed, as the work dir records them.
+        self.killed.extend(procs::recorded_pids(&self.work));
         procs::wait_dead(&self.killed, Duration::from_secs(2));
         procs::remove_qb_leftovers(&self.killed);
         if let Err(e) = node::ip(&["netns", "del", &self.switch_netns]) {

@@ -282,10 +282,20 @@ impl Node {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        cmd.spawn().map_err(|source| ClusterError::Spawn {
+        let child = cmd.spawn().map_err(|source| ClusterError::Spawn {
             command: format!("{} on {}", args.join(" "), self.name),
             source,
-        })
+        })?;
+        // Recorded so that a later run can clean up after this one if it is killed.
+        let pids = self.dir.join(procs::DAEMON_PIDS);
+        let _ = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&pids)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, format!("{}\n", child.id()).as_bytes())
+            });
+        Ok(child)
     }
 
     /// Starts libvirtd (under `tini -s`, which reaps libvirt's double-forked QEMU at once).

@@ -208,42 +208,81 @@ pub fn owner_of(name: &str) -> Option<u32> {
 /// owner PID is no longer alive are touched, so concurrent runs are left alone.
 pub fn cleanup_stale() -> Vec<String> {
     let mut removed = Vec::new();
-    if let Ok(dir) = fs::read_dir("/run/netns") {
-        let mut names: Vec<String> = dir
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| owner_of(n).is_some_and(|pid| !alive(pid)))
-            .collect();
-        names.sort();
-        for name in names {
-            if let Some(netns) = netns_of_name(&name) {
-                let _ = kill_netns(&netns, &[], Duration::from_secs(5));
+    let stale = |name: &str| owner_of(name).is_some_and(|pid| !alive(pid));
+    let mut dirs: Vec<_> = fs::read_dir(std::env::temp_dir())
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str().is_some_and(stale))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    // The daemons a run started, and those its fence agent killed, as the run recorded them:
+    // their libqb files in /dev/shm are garbage once they are dead.
+    let mut killed: BTreeSet<u32> = dirs.iter().flat_map(|d| recorded_pids(d)).collect();
+    let mut names: Vec<String> = fs::read_dir("/run/netns")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| stale(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        if let Some(netns) = netns_of_name(&name) {
+            if let Ok(pids) = kill_netns(&netns, &[], Duration::from_secs(5)) {
+                if !pids.is_empty() {
+                    removed.push(format!("{} processes in {name}", pids.len()));
+                }
+                killed.extend(pids);
             }
-            let _ = Command::new("ip")
-                .args(["netns", "del", &name])
-                .stderr(Stdio::null())
-                .status();
-            removed.push(format!("netns {name}"));
         }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(Stdio::null())
+            .status();
+        removed.push(format!("netns {name}"));
     }
-    if let Ok(dir) = fs::read_dir(std::env::temp_dir()) {
-        let mut dirs: Vec<_> = dir
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(owner_of)
-                    .is_some_and(|pid| !alive(pid))
-            })
-            .map(|e| e.path())
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            if fs::remove_dir_all(&d).is_ok() {
-                removed.push(format!("dir {}", d.display()));
-            }
+    wait_dead(&killed, Duration::from_secs(2));
+    let n = remove_qb_leftovers(&killed);
+    if n > 0 {
+        removed.push(format!("{n} /dev/shm/qb-* files"));
+    }
+    for d in dirs {
+        if fs::remove_dir_all(&d).is_ok() {
+            removed.push(format!("dir {}", d.display()));
         }
     }
     removed
+}
+
+/// The file in a node's directory where the harness appends each daemon PID it starts.
+pub const DAEMON_PIDS: &str = "daemon.pids";
+
+/// PIDs a cluster work dir records: `node*/daemon.pids` and the fence log's "killed [...]".
+pub fn recorded_pids(work: &Path) -> BTreeSet<u32> {
+    let mut pids = BTreeSet::new();
+    if let Ok(dir) = fs::read_dir(work) {
+        for e in dir.flatten() {
+            let text = fs::read_to_string(e.path().join(DAEMON_PIDS)).unwrap_or_default();
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    let log = fs::read_to_string(work.join("fence/fence.log")).unwrap_or_default();
+    for line in log.lines() {
+        if let Some((_, list)) = line.split_once("killed [") {
+            pids.extend(
+                list.trim_end_matches(']')
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    pids
 }
 
 #[cfg(test)]
