@@ -88,30 +88,31 @@ impl ClusterError {
 pub enum VmAgent {
     /// resource-agents' `ocf:heartbeat:VirtualDomain`, as installed.
     Heartbeat,
-    /// Highlander's agent binary, installed in every node as `ocf:highlander:VirtualDomain`.
+    /// Highlander's agent: the directory holding its `VirtualDomain` binary (and the
+    /// `VirtualDomain-libvirt` companion it execs), installed in every node as
+    /// `ocf:highlander:VirtualDomain`.
     Highlander(PathBuf),
 }
 
 impl VmAgent {
     /// `HIGHLANDER_CLUSTER_AGENT=heartbeat` (default) or `highlander`; the latter takes the
-    /// binary from `HIGHLANDER_AGENT_BIN` or the workspace's `target/release/VirtualDomain`.
+    /// binaries from the directory `HIGHLANDER_AGENT_DIR` or the workspace's `target/release`.
     pub fn from_env() -> Result<VmAgent, ClusterError> {
         match std::env::var("HIGHLANDER_CLUSTER_AGENT").as_deref() {
             Err(_) | Ok("heartbeat") | Ok("") => Ok(VmAgent::Heartbeat),
             Ok("highlander") => {
-                let bin = std::env::var_os("HIGHLANDER_AGENT_BIN")
+                let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| {
-                        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                            .join("../target/release/VirtualDomain")
+                        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
                     });
-                if bin.is_file() {
-                    Ok(VmAgent::Highlander(bin))
+                if dir.join("VirtualDomain").is_file() {
+                    Ok(VmAgent::Highlander(dir))
                 } else {
                     Err(ClusterError::Setup(format!(
-                        "HIGHLANDER_CLUSTER_AGENT=highlander but {} is missing: \
+                        "HIGHLANDER_CLUSTER_AGENT=highlander but {}/VirtualDomain is missing: \
                          cargo build --release -p highlander-agent",
-                        bin.display()
+                        dir.display()
                     )))
                 }
             }
@@ -282,8 +283,13 @@ impl Cluster {
             cluster.nodes.push(n);
             cluster.states.push(NodeState::Down);
         }
-        if let VmAgent::Highlander(bin) = &spec.vm_agent {
-            cluster.install_ocf_agent("VirtualDomain", bin)?;
+        if let VmAgent::Highlander(dir) = &spec.vm_agent {
+            cluster.install_ocf_agent("VirtualDomain", &dir.join("VirtualDomain"))?;
+            // The front binary execs its libvirt half, found next to it under a hidden name.
+            let companion = dir.join("VirtualDomain-libvirt");
+            if companion.is_file() {
+                cluster.install_ocf_agent(".VirtualDomain-libvirt", &companion)?;
+            }
         }
         cluster
             .timings
@@ -334,7 +340,8 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Installs `binary` as `ocf:highlander:<agent>` in every node.
+    /// Installs `binary` as `ocf:highlander:<agent>` in every node (the overlay's upper layer,
+    /// so a running cluster sees it at once).
     pub fn install_ocf_agent(&self, agent: &str, binary: &Path) -> Result<(), ClusterError> {
         for n in &self.nodes {
             let target = n.dir.join("ocf-upper/highlander").join(agent);
