@@ -296,6 +296,10 @@ impl Cluster {
             .push(("namespaces and mounts".into(), t0.elapsed()));
 
         let t1 = Instant::now();
+        let caps_cache = std::env::temp_dir().join("highlander-cluster-qemu-caps");
+        for n in &cluster.nodes {
+            copy_files(&caps_cache, &n.dir.join("cache-libvirt/qemu/capabilities"));
+        }
         for n in &mut cluster.nodes {
             n.start_libvirtd()?;
             n.start_corosync()?;
@@ -934,6 +938,21 @@ pub fn operation_history(xml: &str, resource: &str, node: &str) -> Vec<String> {
 fn tail_matching(text: &str, n: usize, keep: impl Fn(&str) -> bool) -> Vec<&str> {
     let lines: Vec<&str> = text.lines().filter(|l| keep(l)).collect();
     lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// Copies the regular files of `from` into `to` (created), best effort: a cache.
+fn copy_files(from: &Path, to: &Path) {
+    let Ok(dir) = fs::read_dir(from) else {
+        return;
+    };
+    if fs::create_dir_all(to).is_err() {
+        return;
+    }
+    for e in dir.flatten() {
+        if e.path().is_file() {
+            let _ = fs::copy(e.path(), to.join(e.file_name()));
+        }
+    }
 }
 
 /// The numeric id of `name` in a passwd- or group-format file.

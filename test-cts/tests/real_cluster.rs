@@ -6,6 +6,7 @@
 //! ours (target/release/VirtualDomain). Run: `cargo test --release -p test-cts --test real_cluster`
 //! (add `-- --nocapture` to see each scenario's report).
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -106,7 +107,7 @@ fn live_migrate(scenario: &str, c: &Cluster, w: &Watcher, source: &str, target: 
         .qemu_pid(source, VM)
         .expect("pid")
         .expect("QEMU on source");
-    note_migrations(c);
+    let before = migration_counts(c);
     let mark_ms = w.now_ms();
     let t = Instant::now();
     c.move_resource(VM, target).expect("crm_resource --move");
@@ -114,7 +115,7 @@ fn live_migrate(scenario: &str, c: &Cluster, w: &Watcher, source: &str, target: 
         .unwrap_or_else(|e| panic!("{scenario}: {e}"));
     let took = t.elapsed();
     c.clear_resource(VM).expect("crm_resource --clear");
-    assert_migrated(scenario, c, source, target, source_pid);
+    assert_migrated(scenario, c, source, target, source_pid, &before);
     println!(
         "[{scenario}] {VM} live-migrated {source} -> {target}: Pacemaker done in {}",
         secs(took)
@@ -125,40 +126,35 @@ fn live_migrate(scenario: &str, c: &Cluster, w: &Watcher, source: &str, target: 
     }
 }
 
-/// How many successful `op`s (migrate_to, migrate_from) of the VM on `node` the logs show;
-/// the scenario records this before a move, `assert_migrated` checks it grew.
-fn migrations_before(c: &Cluster, op: &str, node: &str) -> usize {
-    MIGRATIONS_SEEN.with(|m| {
-        m.borrow()
-            .get(&(c.name().to_owned(), op.to_owned(), node.to_owned()))
-            .copied()
-            .unwrap_or(0)
-    })
-}
+/// How many successful migrate_to and migrate_from of the VM each node's log shows, keyed by
+/// (operation, node): taken before a move, so `assert_migrated` can check they grew.
+type MigrationCounts = BTreeMap<(String, String), usize>;
 
-/// Records the current counts of successful migrate_to/migrate_from per node.
-fn note_migrations(c: &Cluster) {
+fn migration_counts(c: &Cluster) -> MigrationCounts {
+    let mut counts = MigrationCounts::new();
     for node in c.node_names() {
         for op in ["migrate_to", "migrate_from"] {
             let needle = format!("Result of {op} operation for {VM} on {node}: ok");
-            let n = c.grep_pacemaker_logs(&needle).len();
-            MIGRATIONS_SEEN.with(|m| {
-                m.borrow_mut()
-                    .insert((c.name().to_owned(), op.to_owned(), node.clone()), n)
-            });
+            counts.insert(
+                (op.to_owned(), node.clone()),
+                c.grep_pacemaker_logs(&needle).len(),
+            );
         }
     }
-}
-
-thread_local! {
-    static MIGRATIONS_SEEN: std::cell::RefCell<std::collections::BTreeMap<(String, String, String), usize>> =
-        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+    counts
 }
 
 /// Asserts the VM on `target` arrived by live migration from `source`: the history shows
 /// migrate_to on the source and migrate_from on the target, the source's QEMU is gone, and
 /// the target's QEMU was started to receive a migration (`-incoming`), not booted.
-fn assert_migrated(scenario: &str, c: &Cluster, source: &str, target: &str, source_pid: u32) {
+fn assert_migrated(
+    scenario: &str,
+    c: &Cluster,
+    source: &str,
+    target: &str,
+    source_pid: u32,
+    before: &MigrationCounts,
+) {
     let target_pid = c.qemu_pid(target, VM).expect("pid").unwrap_or_else(|| {
         panic!(
             "{scenario}: no QEMU for {VM} on {target}\n{}",
@@ -179,7 +175,10 @@ fn assert_migrated(scenario: &str, c: &Cluster, source: &str, target: &str, sour
         let needle = format!("Result of {op} operation for {VM} on {node}: ok");
         let seen = c.grep_pacemaker_logs(&needle).len();
         assert!(
-            seen > migrations_before(c, op, node),
+            seen > before
+                .get(&(op.to_owned(), node.to_owned()))
+                .copied()
+                .unwrap_or(0),
             "{scenario}: no new `{needle}` in the logs\n{}",
             c.diagnostics()
         );
@@ -213,10 +212,11 @@ fn assert_migrated(scenario: &str, c: &Cluster, source: &str, target: &str, sour
     );
 }
 
-/// Prints each move's outage as the watcher saw it (between this move and the next).
-fn report_moves(scenario: &str, timeline: &Timeline, moves: &[Move]) {
+/// Prints each move's outage as the watcher saw it (between this move and the next one, or
+/// `end_ms` for the last).
+fn report_moves(scenario: &str, timeline: &Timeline, moves: &[Move], end_ms: u64) {
     for (i, m) in moves.iter().enumerate() {
-        let until = moves.get(i + 1).map_or(u64::MAX, |n| n.mark_ms);
+        let until = moves.get(i + 1).map_or(end_ms, |n| n.mark_ms);
         match timeline.longest_outage_ms(m.mark_ms, until) {
             Some(ms) => println!(
                 "[{scenario}] {}: watcher saw the VM down for ~{ms} ms",
@@ -280,7 +280,7 @@ fn vm_starts_is_monitored_and_live_migrates_back_and_forth() {
     c.wait_idle(Duration::from_secs(30)).expect("idle");
     assert_vm_only_on(scenario, &c, "node1");
     let timeline = assert_never_twice(scenario, &c, w);
-    report_moves(scenario, &timeline, &moves);
+    report_moves(scenario, &timeline, &moves, u64::MAX);
 }
 
 #[test]
@@ -296,7 +296,7 @@ fn vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins() {
         .qemu_pid("node1", VM)
         .expect("pid")
         .expect("QEMU on node1");
-    note_migrations(&c);
+    let before = migration_counts(&c);
     let mark_ms = w.now_ms();
     let stopped = c
         .stop_node("node1")
@@ -307,7 +307,7 @@ fn vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins() {
     );
     c.wait_started_on(VM, "node2", Duration::from_secs(30))
         .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    assert_migrated(scenario, &c, "node1", "node2", source_pid);
+    assert_migrated(scenario, &c, "node1", "node2", source_pid, &before);
     let started = c
         .start_node("node1")
         .unwrap_or_else(|e| panic!("{scenario}: {e}"));
@@ -330,6 +330,7 @@ fn vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins() {
             label: "node1 (stopping) -> node2".into(),
             mark_ms,
         }],
+        u64::MAX,
     );
 }
 
@@ -448,4 +449,50 @@ fn dummy_crashed_node_is_fenced_and_its_resource_recovers() {
     println!("[{scenario}] {}", history.trim());
     let restarted = c.start_node("node2").expect("start node2 again");
     println!("[{scenario}] node2 back online in {}", secs(restarted));
+}
+
+#[test]
+fn three_nodes_live_migrate_then_the_target_crashes_and_is_fenced() {
+    let _serial = lock();
+    let scenario = "three_node_migrate_crash";
+    let Some(mut c) = cluster(scenario, 3) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let moves = vec![live_migrate(scenario, &c, &w, "node1", "node3")];
+    let fenced_before = c.fence_count("node3");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.crash_node("node3").expect("crash node3");
+    let fenced = c
+        .wait_fenced("node3", fenced_before, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let survivor = c
+        .wait_for(
+            "vm1 recovered on a survivor",
+            Duration::from_secs(60),
+            |c| {
+                let s = c.status()?;
+                Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+            },
+        )
+        .map(|_| {
+            let s = c.status().expect("status");
+            s.locations(VM).first().cloned().unwrap_or_default()
+        })
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let recovered = t.elapsed();
+    assert_vm_only_on(scenario, &c, &survivor);
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, mark_ms);
+    let seen = timeline
+        .first_running_only_on(&survivor, mark_ms)
+        .map_or("?".into(), |at| format!("{} ms", at - mark_ms));
+    println!(
+        "[{scenario}] node3 crashed; fenced after {}; {VM} running on {survivor} after {} \
+         (watcher: {seen})",
+        secs(fenced),
+        secs(recovered)
+    );
 }
