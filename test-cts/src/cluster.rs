@@ -722,6 +722,29 @@ impl Cluster {
         Ok(pids.into_iter().collect())
     }
 
+    /// Kills libvirtd (SIGKILL) on `node`; its QEMU guests go on running, the cluster stack too.
+    pub fn kill_libvirtd(&mut self, name: &str) -> Result<Vec<u32>, ClusterError> {
+        let i = self.index_of(name)?;
+        let pids = self.nodes[i].kill_by_comm(&["libvirtd"]);
+        self.killed.extend(&pids);
+        Ok(pids.into_iter().collect())
+    }
+
+    /// Starts libvirtd again on `node` (after `kill_libvirtd`) and waits until it answers.
+    pub fn restart_libvirtd(&mut self, name: &str) -> Result<Duration, ClusterError> {
+        let i = self.index_of(name)?;
+        let started = Instant::now();
+        if !self.nodes[i].libvirtd_running() {
+            self.nodes[i].start_libvirtd()?;
+        }
+        self.wait_for(
+            &format!("libvirtd on {name}"),
+            Duration::from_secs(60),
+            |c| Ok(c.nodes[i].libvirtd_answers()),
+        )
+        .map(|_| started.elapsed())
+    }
+
     /// Starts `node` again (after a clean stop, a crash or a fence) and waits until it is
     /// online in the cluster. A node that was down gets a fresh /run, as after a reboot.
     pub fn start_node(&mut self, name: &str) -> Result<Duration, ClusterError> {

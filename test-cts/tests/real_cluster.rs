@@ -496,3 +496,59 @@ fn three_nodes_live_migrate_then_the_target_crashes_and_is_fenced() {
         secs(recovered)
     );
 }
+
+#[test]
+fn vm_keeps_running_once_while_its_libvirtd_is_dead_and_is_reattached() {
+    let _serial = lock();
+    let scenario = "vm_libvirtd_killed";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node2");
+    let qemu = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let fenced_before = c.fence_count("node2");
+    let killed = c.kill_libvirtd("node2").expect("kill libvirtd");
+    println!("[{scenario}] libvirtd on node2 SIGKILLed ({killed:?}); QEMU {qemu} left running");
+    // Two monitor intervals (5 s each) and then some: the agent must neither report the VM
+    // stopped (Pacemaker would start a second copy) nor get node2 fenced for it.
+    std::thread::sleep(Duration::from_secs(12));
+    let s = c.status().expect("status");
+    assert!(
+        s.started_only_on(VM, "node2"),
+        "{scenario}: with libvirtd dead Pacemaker lost track of {VM}: {:?}\n{}",
+        s.resources.get(VM),
+        c.diagnostics()
+    );
+    assert_eq!(
+        c.fence_count("node2"),
+        fenced_before,
+        "{scenario}: node2 was fenced"
+    );
+    assert!(
+        Cluster::process_cmdline(qemu).contains("qemu"),
+        "{scenario}: QEMU {qemu} died with libvirtd"
+    );
+    let back = c.restart_libvirtd("node2").expect("restart libvirtd");
+    assert_eq!(
+        c.virsh_state("node2", VM).expect("virsh").as_deref(),
+        Some("running"),
+        "{scenario}: the restarted libvirtd does not see the guest"
+    );
+    assert_eq!(
+        c.qemu_pid("node2", VM).expect("pid"),
+        Some(qemu),
+        "{scenario}: the guest is not the same QEMU process"
+    );
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node2");
+    assert_never_twice(scenario, &c, w);
+    println!(
+        "[{scenario}] 12 s without libvirtd: {VM} stayed Started on node2, no fence; libvirtd \
+         back in {} and reattached QEMU {qemu}",
+        secs(back)
+    );
+}

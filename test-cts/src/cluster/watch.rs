@@ -14,6 +14,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::node::node_command;
+use super::procs;
 
 /// How long the watcher sleeps between rounds.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -25,7 +26,10 @@ pub enum DomainSeen {
     /// Defined but not running (paused for an incoming migration, shut off...), as virsh said.
     Other(String),
     Absent,
-    /// libvirtd did not answer (stopped, crashed, fenced).
+    /// libvirtd did not answer, but a QEMU process for the domain lives in the node: counted
+    /// as running, since nobody can say the guest is stopped.
+    QemuWithoutLibvirtd,
+    /// libvirtd did not answer (stopped, crashed, fenced) and no QEMU for the domain lives there.
     Unreachable,
 }
 
@@ -41,7 +45,7 @@ impl Sample {
     pub fn running_on(&self) -> Vec<&str> {
         self.seen
             .iter()
-            .filter(|(_, s)| *s == DomainSeen::Running)
+            .filter(|(_, s)| matches!(s, DomainSeen::Running | DomainSeen::QemuWithoutLibvirtd))
             .map(|(n, _)| n.as_str())
             .collect()
     }
@@ -143,6 +147,7 @@ fn short(seen: &DomainSeen) -> String {
         DomainSeen::Running => "RUNNING".into(),
         DomainSeen::Other(s) => s.clone(),
         DomainSeen::Absent => "-".into(),
+        DomainSeen::QemuWithoutLibvirtd => "QEMU-ALIVE(libvirtd down)".into(),
         DomainSeen::Unreachable => "(libvirtd down)".into(),
     }
 }
@@ -232,7 +237,7 @@ fn poll_round(domain: &str, nodes: &[(String, u32)], started: Instant) -> Sample
     let seen = nodes
         .iter()
         .zip(children)
-        .map(|((name, _), child)| {
+        .map(|((name, holder), child)| {
             let seen = match child.and_then(|c| c.wait_with_output()) {
                 Ok(out) if out.status.success() => {
                     let state = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -247,15 +252,36 @@ fn poll_round(domain: &str, nodes: &[(String, u32)], started: Instant) -> Sample
                     if err.contains("failed to get domain") || err.contains("Domain not found") {
                         DomainSeen::Absent
                     } else {
-                        DomainSeen::Unreachable
+                        unreachable(domain, *holder)
                     }
                 }
-                Err(_) => DomainSeen::Unreachable,
+                Err(_) => unreachable(domain, *holder),
             };
             (name.clone(), seen)
         })
         .collect();
     Sample { at_ms, seen }
+}
+
+/// libvirtd does not answer: is a QEMU process for `domain` alive in the node all the same?
+fn unreachable(domain: &str, holder: u32) -> DomainSeen {
+    let Some(netns) = procs::netns_of_pid(holder) else {
+        return DomainSeen::Unreachable;
+    };
+    let needle = format!("guest={domain},");
+    let qemu_alive = procs::pids_in_netns(&netns, &[holder])
+        .into_iter()
+        .any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                .unwrap_or(false)
+                && !procs::zombie(pid)
+        });
+    if qemu_alive {
+        DomainSeen::QemuWithoutLibvirtd
+    } else {
+        DomainSeen::Unreachable
+    }
 }
 
 #[cfg(test)]
