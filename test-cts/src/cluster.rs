@@ -678,6 +678,17 @@ impl Cluster {
             .map(|_| ())
     }
 
+    /// `crm_resource --ban -r <id> -N <node>`.
+    pub fn ban_resource(&self, id: &str, node: &str) -> Result<(), ClusterError> {
+        self.cli(&["crm_resource", "--ban", "-r", id, "-N", node])
+            .map(|_| ())
+    }
+
+    /// The VM agent this cluster's VM resources use.
+    pub fn vm_agent(&self) -> &VmAgent {
+        &self.vm_agent
+    }
+
     /// `crm_resource --clear -r <id>`.
     pub fn clear_resource(&self, id: &str) -> Result<(), ClusterError> {
         self.cli(&["crm_resource", "--clear", "-r", id]).map(|_| ())
@@ -720,6 +731,37 @@ impl Cluster {
         let pids = self.nodes[i].kill_by_comm(&["corosync"]);
         self.killed.extend(&pids);
         Ok(pids.into_iter().collect())
+    }
+
+    /// Throttles the live-migration streams `node` sends (QEMU's ports 49152-49167) to `kbit`
+    /// kbit/s with tc, leaving corosync and libvirt's RPC alone: a migrate_to from this node
+    /// then lasts long enough (a tiny guest sends about 0.5 MiB) to act while it runs.
+    pub fn throttle_migrations_from(&self, name: &str, kbit: u32) -> Result<(), ClusterError> {
+        let node = self.node(name)?;
+        let rate = format!("{kbit}kbit");
+        // HTB (prio and netem may be missing from the kernel): everything in an unshaped
+        // default class, QEMU's migration ports in a class of `kbit`.
+        for args in [
+            vec![
+                "tc", "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb", "default",
+                "10",
+            ],
+            vec![
+                "tc", "class", "replace", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb",
+                "rate", "10gbit",
+            ],
+            vec![
+                "tc", "class", "replace", "dev", "eth0", "parent", "1:", "classid", "1:30", "htb",
+                "rate", &rate, "ceil", &rate,
+            ],
+            vec![
+                "tc", "filter", "replace", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio",
+                "1", "u32", "match", "ip", "dport", "49152", "0xfff0", "flowid", "1:30",
+            ],
+        ] {
+            node.run_ok(&args, Duration::from_secs(10))?;
+        }
+        Ok(())
     }
 
     /// Kills libvirtd (SIGKILL) on `node`; its QEMU guests go on running, the cluster stack too.

@@ -552,3 +552,76 @@ fn vm_keeps_running_once_while_its_libvirtd_is_dead_and_is_reattached() {
         secs(back)
     );
 }
+
+/// The 2013 case: a ban starts a live migration, and the ban is removed while migrate_to
+/// still runs. The VM must end up running exactly once; with our agent (atomic migration)
+/// it must also not be rebooted. What Pacemaker did is printed either way.
+#[test]
+fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "ban_cleared_mid_migration";
+    let Some(c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let original = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    // About 0.5 MiB at 1 Mbit/s: the migration stream takes some seconds.
+    c.throttle_migrations_from("node1", 1000).expect("tc");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.ban_resource(VM, "node1").expect("crm_resource --ban");
+    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
+        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.clear_resource(VM).expect("crm_resource --clear");
+    let cleared = t.elapsed();
+    c.wait_idle(Duration::from_secs(90))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
+        let s = c.status()?;
+        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let settled = t.elapsed();
+    let s = c.status().expect("status");
+    let node = s.locations(VM).first().cloned().expect("a location");
+    assert_vm_only_on(scenario, &c, &node);
+    let pid = c.qemu_pid(&node, VM).expect("pid").expect("QEMU");
+    let how = if pid == original {
+        "the original QEMU (never moved)".to_owned()
+    } else if Cluster::process_cmdline(pid).contains("-incoming") {
+        format!("QEMU {pid}, which received the live migration")
+    } else {
+        format!("QEMU {pid}, a FRESH BOOT: the guest was restarted")
+    };
+    let results: Vec<String> = c
+        .grep_pacemaker_logs("Result of")
+        .into_iter()
+        .filter(|l| l.contains(VM) && !l.contains("monitor"))
+        .collect();
+    for line in &results {
+        let short = line.split(" | ").next().unwrap_or(line);
+        println!("[{scenario}]   {short}");
+    }
+    let timeline = assert_never_twice(scenario, &c, w);
+    let outage = timeline
+        .longest_outage_ms(mark_ms, u64::MAX)
+        .map_or("none seen".into(), |ms| format!("~{ms} ms"));
+    println!(
+        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {VM} runs on \
+         {node} as {how}; outage {outage}",
+        secs(cleared),
+        secs(settled)
+    );
+    if c.vm_agent().provider() == "highlander" {
+        assert!(
+            pid == original || Cluster::process_cmdline(pid).contains("-incoming"),
+            "{scenario}: our agent let the guest be rebooted"
+        );
+    }
+}
