@@ -764,6 +764,29 @@ impl Cluster {
         Ok(())
     }
 
+    /// SIGKILLs the agent processes on `node` running `action` for a VirtualDomain resource
+    /// (by command line: the agent's path and the action), leaving their children, such as a
+    /// `virsh migrate`, alone. Returns the PIDs killed.
+    pub fn kill_agent(&mut self, name: &str, action: &str) -> Result<Vec<u32>, ClusterError> {
+        let i = self.index_of(name)?;
+        let node = &self.nodes[i];
+        let Some(netns) = procs::netns_of_pid(node.holder_pid()) else {
+            return Ok(Vec::new());
+        };
+        let pids: BTreeSet<u32> = procs::pids_in_netns(&netns, &[node.holder_pid()])
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = Cluster::process_cmdline(*pid);
+                cmdline.contains("resource.d/")
+                    && cmdline.contains("VirtualDomain")
+                    && cmdline.split(' ').any(|a| a == action)
+            })
+            .collect();
+        procs::signal(&pids, "KILL");
+        self.killed.extend(&pids);
+        Ok(pids.into_iter().collect())
+    }
+
     /// Kills libvirtd (SIGKILL) on `node`; its QEMU guests go on running, the cluster stack too.
     pub fn kill_libvirtd(&mut self, name: &str) -> Result<Vec<u32>, ClusterError> {
         let i = self.index_of(name)?;

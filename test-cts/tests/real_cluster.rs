@@ -588,13 +588,26 @@ fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
     })
     .unwrap_or_else(|e| panic!("{scenario}: {e}"));
     let settled = t.elapsed();
+    let how = report_outcome(scenario, &c, w, original, mark_ms);
+    println!(
+        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {how}",
+        secs(cleared),
+        secs(settled)
+    );
+}
+
+/// After an interrupted migration has settled: checks the VM runs on exactly one node and
+/// never ran on two, prints the VM's operations and how it ends (the original QEMU, the one
+/// that received the migration, or a fresh boot) and, for our agent, fails on a fresh boot.
+fn report_outcome(scenario: &str, c: &Cluster, w: Watcher, original: u32, mark_ms: u64) -> String {
     let s = c.status().expect("status");
     let node = s.locations(VM).first().cloned().expect("a location");
-    assert_vm_only_on(scenario, &c, &node);
+    assert_vm_only_on(scenario, c, &node);
     let pid = c.qemu_pid(&node, VM).expect("pid").expect("QEMU");
+    let rebooted = pid != original && !Cluster::process_cmdline(pid).contains("-incoming");
     let how = if pid == original {
         "the original QEMU (never moved)".to_owned()
-    } else if Cluster::process_cmdline(pid).contains("-incoming") {
+    } else if !rebooted {
         format!("QEMU {pid}, which received the live migration")
     } else {
         format!("QEMU {pid}, a FRESH BOOT: the guest was restarted")
@@ -608,20 +621,62 @@ fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
         let short = line.split(" | ").next().unwrap_or(line);
         println!("[{scenario}]   {short}");
     }
-    let timeline = assert_never_twice(scenario, &c, w);
+    let timeline = assert_never_twice(scenario, c, w);
     let outage = timeline
         .longest_outage_ms(mark_ms, u64::MAX)
         .map_or("none seen".into(), |ms| format!("~{ms} ms"));
-    println!(
-        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {VM} runs on \
-         {node} as {how}; outage {outage}",
-        secs(cleared),
-        secs(settled)
-    );
     if c.vm_agent().provider() == "highlander" {
         assert!(
-            pid == original || Cluster::process_cmdline(pid).contains("-incoming"),
-            "{scenario}: our agent let the guest be rebooted"
+            !rebooted,
+            "{scenario}: our agent let the guest be rebooted ({how})"
         );
     }
+    format!("{VM} runs on {node} as {how}; outage {outage}")
+}
+
+/// The agent is SIGKILLed on the source while migrate_to runs (its `virsh migrate` goes on).
+/// The VM must end up running exactly once; with our agent it must also not be rebooted.
+#[test]
+fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "agent_killed_mid_migration";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let original = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    c.throttle_migrations_from("node1", 1000).expect("tc");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.move_resource(VM, "node2").expect("crm_resource --move");
+    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
+        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
+    assert!(
+        !killed.is_empty(),
+        "{scenario}: no agent process running migrate_to on node1"
+    );
+    let killed_at = t.elapsed();
+    c.wait_idle(Duration::from_secs(90))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
+        let s = c.status()?;
+        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let settled = t.elapsed();
+    c.clear_resource(VM).expect("crm_resource --clear");
+    let how = report_outcome(scenario, &c, w, original, mark_ms);
+    println!(
+        "[{scenario}] move at 0 s, agent {killed:?} SIGKILLed mid-migrate_to at {}, settled at \
+         {}: {how}",
+        secs(killed_at),
+        secs(settled)
+    );
 }
