@@ -638,38 +638,36 @@ impl Cluster {
     /// was built for, preferring `node` (score 50; stickiness 100 keeps it where it is later).
     pub fn add_vm(&self, id: &str, node: &str) -> Result<(), ClusterError> {
         let config = self.write_domain_xml(id)?;
-        self.cib_create(
-            "resources",
-            &vm_primitive_xml(id, self.vm_agent.provider(), &config.to_string_lossy()),
-        )?;
-        self.prefer_and_start(id, node)
+        let primitive = vm_primitive_xml(id, self.vm_agent.provider(), &config.to_string_lossy());
+        self.add_preferring(&primitive, id, node)
     }
 
-    /// A resource is created with target-role=Stopped (a constraint may only name an existing
-    /// resource); this adds its location preference, then lets it start.
-    fn prefer_and_start(&self, id: &str, node: &str) -> Result<(), ClusterError> {
-        self.cib_create(
-            "constraints",
-            &format!("<rsc_location id='loc-{id}' rsc='{id}' node='{node}' score='50'/>"),
-        )?;
-        self.cli(&["crm_resource", "-r", id, "--meta", "-d", "target-role"])
-            .map(|_| ())
+    /// Adds `primitive` (with id `id`) and its location preference for `node` in one CIB
+    /// update: a constraint may only name an existing resource, and one transition (not a
+    /// start elsewhere first, nor a stopped resource started later) saves seconds.
+    fn add_preferring(&self, primitive: &str, id: &str, node: &str) -> Result<(), ClusterError> {
+        self.cli(&[
+            "cibadmin",
+            "-M",
+            "-c",
+            "-X",
+            &format!(
+                "<configuration><resources>{primitive}</resources><constraints>\
+                 <rsc_location id='loc-{id}' rsc='{id}' node='{node}' score='50'/>\
+                 </constraints></configuration>"
+            ),
+        ])
+        .map(|_| ())
     }
 
     /// Adds an `ocf:pacemaker:Dummy` preferring `node`.
     pub fn add_dummy(&self, id: &str, node: &str) -> Result<(), ClusterError> {
-        self.cib_create(
-            "resources",
-            &format!(
-                "<primitive id='{id}' class='ocf' provider='pacemaker' type='Dummy'>\
-                 <meta_attributes id='{id}-meta'>\
-                 <nvpair id='{id}-target-role' name='target-role' value='Stopped'/>\
-                 </meta_attributes>\
-                 <operations><op id='{id}-monitor' name='monitor' interval='5s'/></operations>\
-                 </primitive>"
-            ),
-        )?;
-        self.prefer_and_start(id, node)
+        let primitive = format!(
+            "<primitive id='{id}' class='ocf' provider='pacemaker' type='Dummy'>\
+             <operations><op id='{id}-monitor' name='monitor' interval='5s'/></operations>\
+             </primitive>"
+        );
+        self.add_preferring(&primitive, id, node)
     }
 
     /// `crm_resource --move -r <id> -N <node>`.
@@ -967,7 +965,6 @@ pub fn vm_primitive_xml(id: &str, provider: &str, config: &str) -> String {
          </instance_attributes>\
          <meta_attributes id='{id}-meta'>\
          <nvpair id='{id}-allow-migrate' name='allow-migrate' value='true'/>\
-         <nvpair id='{id}-target-role' name='target-role' value='Stopped'/>\
          </meta_attributes>\
          <operations>\
          <op id='{id}-monitor' name='monitor' interval='5s' timeout='30s'/>\
