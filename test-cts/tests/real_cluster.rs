@@ -3,8 +3,15 @@
 //! Each scenario builds its own cluster (test_cts::cluster), one at a time, and a watcher polls
 //! every node's libvirtd throughout: the domain running on two nodes fails the scenario. The VM
 //! agent is `ocf:heartbeat:VirtualDomain` unless `HIGHLANDER_CLUSTER_AGENT=highlander` selects
-//! ours (target/release/VirtualDomain). Run: `cargo test --release -p test-cts --test real_cluster`
-//! (add `-- --nocapture` to see each scenario's report).
+//! ours (`VirtualDomain` and `VirtualDomain-libvirt` from target/release, or from
+//! `$HIGHLANDER_AGENT_DIR`). Run: `cargo test --release -p test-cts --test real_cluster`
+//! (add `-- --nocapture` to see each scenario's report; `HIGHLANDER_KEEP_CLUSTER_DIR=1` keeps
+//! the nodes' logs under /tmp/hlc<pid>-<n>).
+//!
+//! The two interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
+//! mid-migrate_to) hold every agent to "running exactly once"; only ours is also held to "not
+//! rebooted": with heartbeat's agent, Pacemaker 2.1.5 stops both sides and boots the guest
+//! again, which the scenario reports.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
