@@ -109,48 +109,59 @@ impl Node {
 
         // Network: a veth from the node's netns to the cluster's bridge in the switch netns.
         ip(&["netns", "add", &netns])?;
-        let port = format!("p{index}");
-        ip(&[
-            "link",
-            "add",
-            "eth0",
-            "netns",
-            &netns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &port,
-            "netns",
-            switch_netns,
-        ])?;
-        ip(&["-n", switch_netns, "link", "set", &port, "master", "br0"])?;
-        ip(&["-n", switch_netns, "link", "set", &port, "up"])?;
-        let cidr = format!("{}/24", config::node_addr(index));
-        ip(&["-n", &netns, "addr", "add", &cidr, "dev", "eth0"])?;
-        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
-        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
-
-        // The holder: `ip netns exec` and `unshare` exec, so its PID is sleep's own.
-        let holder = Command::new("ip")
-            .args([
+        let wired = (|| {
+            let port = format!("p{index}");
+            ip(&[
+                "link",
+                "add",
+                "eth0",
                 "netns",
-                "exec",
                 &netns,
-                "unshare",
-                "-m",
-                "--propagation",
-                "private",
-            ])
-            .args(["sleep", "infinity"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|source| ClusterError::Spawn {
-                command: format!("holder of {name}"),
-                source,
-            })?;
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &port,
+                "netns",
+                switch_netns,
+            ])?;
+            ip(&["-n", switch_netns, "link", "set", &port, "master", "br0"])?;
+            ip(&["-n", switch_netns, "link", "set", &port, "up"])?;
+            let cidr = format!("{}/24", config::node_addr(index));
+            ip(&["-n", &netns, "addr", "add", &cidr, "dev", "eth0"])?;
+            ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+            ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
+            Ok::<(), ClusterError>(())
+        })()
+        .and_then(|()| {
+            // The holder: `ip netns exec` and `unshare` exec, so its PID is sleep's own.
+            Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &netns,
+                    "unshare",
+                    "-m",
+                    "--propagation",
+                    "private",
+                ])
+                .args(["sleep", "infinity"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|source| ClusterError::Spawn {
+                    command: format!("holder of {name}"),
+                    source,
+                })
+        });
+        let holder = match wired {
+            Ok(holder) => holder,
+            Err(e) => {
+                let _ = ip(&["netns", "del", &netns]);
+                return Err(e);
+            }
+        };
         let holder_pid = holder.id();
         let node = Node {
             index,
@@ -163,17 +174,27 @@ impl Node {
             corosync: None,
             pacemakerd: None,
         };
-        node.wait_holder_ready()?;
-        node.mount_private(files)?;
-        write(
-            &files.fence_state_dir.join(&node.name).join("holder.pid"),
-            &format!("{holder_pid}\n"),
-        )?;
-        Ok(node)
+        let ready = node
+            .wait_holder_ready()
+            .and_then(|()| node.mount_private(files))
+            .and_then(|()| {
+                write(
+                    &files.fence_state_dir.join(&node.name).join("holder.pid"),
+                    &format!("{holder_pid}\n"),
+                )
+            });
+        match ready {
+            Ok(()) => Ok(node),
+            Err(e) => {
+                let mut node = node;
+                node.destroy(&mut BTreeSet::new());
+                Err(e)
+            }
+        }
     }
 
-    /// The holder has left the start-up mount namespace of `ip netns exec` once its mount
-    /// namespace differs from its parent's view; wait until `unshare` has exec'd `sleep`.
+    /// `ip netns exec` and `unshare` exec in turn; once the holder's command is `sleep`, its
+    /// private mount namespace exists and the node's mounts can go into it.
     fn wait_holder_ready(&self) -> Result<(), ClusterError> {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5) {
