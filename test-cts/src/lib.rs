@@ -5,5 +5,6 @@
 pub mod libvirt;
 pub mod ocf;
 pub mod process;
+pub mod cluster;
 pub mod shared;
 pub mod watcher;

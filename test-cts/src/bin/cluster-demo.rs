@@ -1,0 +1,183 @@
+//! `cluster-demo`: a local two-node corosync + Pacemaker cluster with one tiny VM, live-migrated
+//! back and forth by Pacemaker while it prints what Pacemaker and the agent do; then torn down.
+//!
+//! Usage: `cluster-demo [heartbeat|highlander] [moves]` (root; default: heartbeat, 2 moves).
+//! `highlander` installs target/release/VirtualDomain (or `$HIGHLANDER_AGENT_DIR`) as
+//! `ocf:highlander:VirtualDomain` in both nodes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use test_cts::cluster::{Cluster, ClusterSpec, VmAgent, unsupported_reason};
+
+const VM: &str = "vm1";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(agent) = args.first() {
+        if agent != "heartbeat" && agent != "highlander" {
+            eprintln!("usage: cluster-demo [heartbeat|highlander] [moves]");
+            return ExitCode::from(2);
+        }
+    }
+    let moves: usize = match args.get(1).map(|m| m.parse()) {
+        None => 2,
+        Some(Ok(m)) => m,
+        Some(Err(_)) => {
+            eprintln!("usage: cluster-demo [heartbeat|highlander] [moves]");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(reason) = unsupported_reason() {
+        eprintln!("cluster-demo: this machine cannot run the demo cluster: {reason}");
+        return ExitCode::from(1);
+    }
+    let agent = match args.first().map(String::as_str) {
+        Some("highlander") => {
+            let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| {
+                    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
+                });
+            VmAgent::Highlander(dir)
+        }
+        _ => VmAgent::Heartbeat,
+    };
+    match run(agent, moves) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cluster-demo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(agent: VmAgent, moves: usize) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "== bringing up node1 and node2 (each a network + mount namespace with corosync, \
+         Pacemaker and libvirtd); VM agent ocf:{}:VirtualDomain",
+        agent.provider()
+    );
+    let c = Cluster::start(ClusterSpec::new(2, agent))?;
+    for (step, d) in &c.timings {
+        println!("   {step}: {:.2}s", d.as_secs_f64());
+    }
+    let mut seen = BTreeMap::new();
+    skip_logs(&c, &mut seen);
+    println!("== adding {VM} (a diskless 32 MiB QEMU guest), preferring node1");
+    let t = Instant::now();
+    c.add_vm(VM, "node1")?;
+    c.wait_started_on(VM, "node1", Duration::from_secs(60))?;
+    println!(
+        "   {VM} running on node1 after {:.2}s",
+        t.elapsed().as_secs_f64()
+    );
+    print_logs(&c, &mut seen);
+    let mut here = "node1".to_owned();
+    for _ in 0..moves {
+        let there = if here == "node1" { "node2" } else { "node1" };
+        println!("== crm_resource --move {VM} to {there}");
+        let t = Instant::now();
+        c.move_resource(VM, there)?;
+        c.wait_started_on(VM, there, Duration::from_secs(60))?;
+        let took = t.elapsed();
+        c.clear_resource(VM)?;
+        print_logs(&c, &mut seen);
+        let pid = c.qemu_pid(there, VM)?.unwrap_or(0);
+        let migrated = Cluster::process_cmdline(pid).contains("-incoming");
+        let job = c
+            .run(
+                there,
+                &[
+                    "virsh",
+                    "-c",
+                    "qemu:///system",
+                    "domjobinfo",
+                    "--completed",
+                    VM,
+                ],
+            )
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let downtime = job
+            .lines()
+            .find(|l| l.starts_with("Total downtime"))
+            .map(|l| l.split_whitespace().skip(2).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "not reported".into());
+        println!(
+            "   {VM} on {there} after {:.2}s: QEMU {pid} {}; guest downtime {downtime}",
+            took.as_secs_f64(),
+            if migrated {
+                "received a live migration"
+            } else {
+                "was BOOTED (no live migration)"
+            }
+        );
+        here = there.to_owned();
+    }
+    println!("== tearing down (every process of both nodes, by PID)");
+    drop(c);
+    println!("   done");
+    Ok(())
+}
+
+/// The pacemaker.log lines a person wants to see: what the controller initiates, each result,
+/// and what the VirtualDomain agent itself logs.
+fn interesting(line: &str) -> bool {
+    !line.contains("(cib_perform_op)")
+        && (line.contains("Initiating")
+            || line.contains("Result of")
+            || (line.contains("VirtualDomain") && line.contains("notice"))
+            || line.contains("INFO:")
+            || line.contains("ERROR:"))
+        && line.contains(VM)
+}
+
+fn node_log(c: &Cluster, node: &str) -> Vec<String> {
+    c.node(node)
+        .ok()
+        .and_then(|n| fs::read_to_string(n.dir.join("log-pacemaker/pacemaker.log")).ok())
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn skip_logs(c: &Cluster, seen: &mut BTreeMap<String, usize>) {
+    for node in c.node_names() {
+        let n = node_log(c, &node).len();
+        seen.insert(node, n);
+    }
+}
+
+/// Prints the new interesting lines of both nodes' logs, merged in time order.
+fn print_logs(c: &Cluster, seen: &mut BTreeMap<String, usize>) {
+    let mut merged: Vec<(String, String, String)> = Vec::new();
+    for node in c.node_names() {
+        let lines = node_log(c, &node);
+        let from = seen.get(&node).copied().unwrap_or(0).min(lines.len());
+        for line in lines[from..].iter().filter(|l| interesting(l)) {
+            // "Nov 30 09:46:39.123 host daemon [pid] (function) \tnotice: message | details"
+            let stamp: String = line.chars().take(15).collect();
+            let text = line.split_once(") \t").map_or(line.as_str(), |(_, m)| m);
+            let text = text.split(" | ").next().unwrap_or(text);
+            let text = text
+                .split_once("  VirtualDomain")
+                .map_or(text.to_owned(), |(_, m)| {
+                    format!(
+                        "VirtualDomain{}",
+                        m.split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            .trim_start_matches("VirtualDomain")
+                    )
+                });
+            merged.push((stamp, node.clone(), text.trim().to_owned()));
+        }
+        seen.insert(node, lines.len());
+    }
+    merged.sort_by(|a, b| a.0.cmp(&b.0));
+    for (stamp, node, text) in merged {
+        println!("   {stamp} [{node}] {text}");
+    }
+}

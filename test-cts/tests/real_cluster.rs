@@ -1,0 +1,689 @@
+//! Ring 3: a real corosync + Pacemaker cluster on this machine drives a real QEMU guest.
+//!
+//! Each scenario builds its own cluster (test_cts::cluster), one at a time, and a watcher polls
+//! every node's libvirtd throughout: the domain running on two nodes fails the scenario. The VM
+//! agent is `ocf:heartbeat:VirtualDomain` unless `HIGHLANDER_CLUSTER_AGENT=highlander` selects
+//! ours (`VirtualDomain` and `VirtualDomain-libvirt` from target/release, or from
+//! `$HIGHLANDER_AGENT_DIR`). Run: `cargo test --release -p test-cts --test real_cluster`
+//! (add `-- --nocapture` to see each scenario's report; `HIGHLANDER_KEEP_CLUSTER_DIR=1` keeps
+//! the nodes' logs under /tmp/hlc<pid>-<n>).
+//!
+//! The two interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
+//! mid-migrate_to) hold every agent to "running exactly once"; only ours is also held to "not
+//! rebooted": with heartbeat's agent, Pacemaker 2.1.5 stops both sides and boots the guest
+//! again, which the scenario reports.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use test_cts::cluster::{Cluster, ClusterSpec, Timeline, VmAgent, Watcher, unsupported_reason};
+
+/// Clusters share 2 cores: scenarios run one after another.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const VM: &str = "vm1";
+
+/// Builds a cluster, or returns `None` after saying loudly why this machine cannot (and
+/// panicking instead under CI, where a skip would hide a broken suite).
+fn cluster(scenario: &str, nodes: usize) -> Option<Cluster> {
+    if let Some(reason) = unsupported_reason() {
+        let msg = format!("SKIPPED real_cluster::{scenario}: {reason}");
+        assert!(std::env::var_os("CI").is_none(), "{msg}; CI must not skip");
+        eprintln!("{msg}");
+        return None;
+    }
+    let agent = VmAgent::from_env().expect("HIGHLANDER_CLUSTER_AGENT");
+    let cluster = Cluster::start(ClusterSpec::new(nodes, agent.clone()))
+        .unwrap_or_else(|e| panic!("{scenario}: cluster did not come up: {e}"));
+    let timings: Vec<String> = cluster
+        .timings
+        .iter()
+        .map(|(step, d)| format!("{step} {:.2}s", d.as_secs_f64()))
+        .collect();
+    println!(
+        "[{scenario}] {nodes}-node cluster {} with {:?}: {}",
+        cluster.name(),
+        agent.provider(),
+        timings.join(", ")
+    );
+    Some(cluster)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Fails unless the timeline never confirmed the domain on two nodes; prints the timeline.
+fn assert_never_twice(scenario: &str, cluster: &Cluster, watcher: Watcher) -> Timeline {
+    let timeline = watcher.finish();
+    println!(
+        "[{scenario}] watcher: {} rounds, every {} ms on average; changes:",
+        timeline.samples.len(),
+        timeline.mean_round_ms()
+    );
+    for line in timeline.changes() {
+        println!("[{scenario}]   {line}");
+    }
+    let doubles = timeline.double_runs();
+    assert!(
+        doubles.is_empty(),
+        "{scenario}: {} ran on two nodes at once: {:?}\n{}",
+        timeline.domain,
+        doubles,
+        cluster.diagnostics()
+    );
+    assert!(
+        timeline.samples.len() > 5,
+        "{scenario}: the watcher polled only {} times",
+        timeline.samples.len()
+    );
+    timeline
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2}s", d.as_secs_f64())
+}
+
+/// Starts the VM preferring `node` and waits for it to run there.
+fn start_vm(scenario: &str, c: &Cluster, node: &str) {
+    let t = Instant::now();
+    c.add_vm(VM, node).expect("add vm");
+    c.wait_started_on(VM, node, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    assert_eq!(
+        c.virsh_state(node, VM).expect("virsh").as_deref(),
+        Some("running"),
+        "{scenario}: Pacemaker says started, libvirt on {node} disagrees"
+    );
+    println!(
+        "[{scenario}] {VM} started on {node} in {}",
+        secs(t.elapsed())
+    );
+}
+
+/// A move the scenario made: when (watcher clock), what, and where to.
+struct Move {
+    label: String,
+    mark_ms: u64,
+}
+
+/// Moves the VM with crm_resource --move and checks it was a live migration.
+fn live_migrate(scenario: &str, c: &Cluster, w: &Watcher, source: &str, target: &str) -> Move {
+    let source_pid = c
+        .qemu_pid(source, VM)
+        .expect("pid")
+        .expect("QEMU on source");
+    let before = migration_counts(c);
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.move_resource(VM, target).expect("crm_resource --move");
+    c.wait_started_on(VM, target, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let took = t.elapsed();
+    c.clear_resource(VM).expect("crm_resource --clear");
+    assert_migrated(scenario, c, source, target, source_pid, &before);
+    println!(
+        "[{scenario}] {VM} live-migrated {source} -> {target}: Pacemaker done in {}",
+        secs(took)
+    );
+    Move {
+        label: format!("{source} -> {target}"),
+        mark_ms,
+    }
+}
+
+/// How many successful migrate_to and migrate_from of the VM each node's log shows, keyed by
+/// (operation, node): taken before a move, so `assert_migrated` can check they grew.
+type MigrationCounts = BTreeMap<(String, String), usize>;
+
+fn migration_counts(c: &Cluster) -> MigrationCounts {
+    let mut counts = MigrationCounts::new();
+    for node in c.node_names() {
+        for op in ["migrate_to", "migrate_from"] {
+            let needle = format!("Result of {op} operation for {VM} on {node}: ok");
+            counts.insert(
+                (op.to_owned(), node.clone()),
+                c.grep_pacemaker_logs(&needle).len(),
+            );
+        }
+    }
+    counts
+}
+
+/// Asserts the VM on `target` arrived by live migration from `source`: the history shows
+/// migrate_to on the source and migrate_from on the target, the source's QEMU is gone, and
+/// the target's QEMU was started to receive a migration (`-incoming`), not booted.
+fn assert_migrated(
+    scenario: &str,
+    c: &Cluster,
+    source: &str,
+    target: &str,
+    source_pid: u32,
+    before: &MigrationCounts,
+) {
+    let target_pid = c.qemu_pid(target, VM).expect("pid").unwrap_or_else(|| {
+        panic!(
+            "{scenario}: no QEMU for {VM} on {target}\n{}",
+            c.diagnostics()
+        )
+    });
+    let cmdline = Cluster::process_cmdline(target_pid);
+    assert!(
+        cmdline.contains("-incoming"),
+        "{scenario}: QEMU {target_pid} on {target} was booted, not migrated into: {cmdline}"
+    );
+    assert!(
+        c.qemu_pid(source, VM).expect("pid").is_none(),
+        "{scenario}: QEMU {source_pid} still runs on {source}"
+    );
+    // The controller logs each result; crm_mon keeps no history of a node that left.
+    for (op, node) in [("migrate_to", source), ("migrate_from", target)] {
+        let needle = format!("Result of {op} operation for {VM} on {node}: ok");
+        let seen = c.grep_pacemaker_logs(&needle).len();
+        assert!(
+            seen > before
+                .get(&(op.to_owned(), node.to_owned()))
+                .copied()
+                .unwrap_or(0),
+            "{scenario}: no new `{needle}` in the logs\n{}",
+            c.diagnostics()
+        );
+    }
+    let job = c
+        .run(
+            target,
+            &[
+                "virsh",
+                "-c",
+                "qemu:///system",
+                "domjobinfo",
+                "--completed",
+                VM,
+            ],
+        )
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let field = |name: &str| {
+        job.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "(not reported)".into())
+    };
+    println!(
+        "[{scenario}] {target}: QEMU {target_pid} was started with -incoming; libvirt's job: \
+         total downtime {}, time elapsed {}",
+        field("Total downtime"),
+        field("Time elapsed")
+    );
+}
+
+/// Prints each move's outage as the watcher saw it (between this move and the next one, or
+/// `end_ms` for the last).
+fn report_moves(scenario: &str, timeline: &Timeline, moves: &[Move], end_ms: u64) {
+    for (i, m) in moves.iter().enumerate() {
+        let until = moves.get(i + 1).map_or(end_ms, |n| n.mark_ms);
+        match timeline.longest_outage_ms(m.mark_ms, until) {
+            Some(ms) => println!(
+                "[{scenario}] {}: watcher saw the VM down for ~{ms} ms",
+                m.label
+            ),
+            None => println!(
+                "[{scenario}] {}: watcher never saw the VM down (outage below one round, ~{} ms)",
+                m.label,
+                timeline.mean_round_ms()
+            ),
+        }
+    }
+}
+
+/// Where the VM's QEMU runs now, checked against the node Pacemaker names.
+fn assert_vm_only_on(scenario: &str, c: &Cluster, node: &str) {
+    for other in c.node_names() {
+        if c.state(&other).expect("state") == test_cts::cluster::NodeState::Down {
+            continue;
+        }
+        let state = c.virsh_state(&other, VM).expect("virsh");
+        if other == node {
+            assert_eq!(
+                state.as_deref(),
+                Some("running"),
+                "{scenario}: {VM} not running on {node}"
+            );
+        } else {
+            assert_ne!(
+                state.as_deref(),
+                Some("running"),
+                "{scenario}: {VM} also runs on {other}"
+            );
+        }
+    }
+}
+
+#[test]
+fn vm_starts_is_monitored_and_live_migrates_back_and_forth() {
+    let _serial = lock();
+    let scenario = "vm_live_migration";
+    let Some(c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    c.wait_for(
+        "a recurring monitor of vm1 on node1",
+        Duration::from_secs(30),
+        |c| {
+            Ok(c.operation_history(VM, "node1")?
+                .iter()
+                .any(|o| o == "monitor:5000"))
+        },
+    )
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let moves = vec![
+        live_migrate(scenario, &c, &w, "node1", "node2"),
+        live_migrate(scenario, &c, &w, "node2", "node1"),
+    ];
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, u64::MAX);
+}
+
+#[test]
+fn vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins() {
+    let _serial = lock();
+    let scenario = "vm_node_stop_start";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let source_pid = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    let before = migration_counts(&c);
+    let mark_ms = w.now_ms();
+    let stopped = c
+        .stop_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    println!(
+        "[{scenario}] node1's pacemakerd and corosync stopped cleanly in {}",
+        secs(stopped)
+    );
+    c.wait_started_on(VM, "node2", Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    assert_migrated(scenario, &c, "node1", "node2", source_pid, &before);
+    let started = c
+        .start_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    println!(
+        "[{scenario}] node1 started again, online in {}",
+        secs(started)
+    );
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert!(
+        c.status().expect("status").started_only_on(VM, "node2"),
+        "{scenario}: {VM} moved when node1 rejoined\n{}",
+        c.diagnostics()
+    );
+    assert_vm_only_on(scenario, &c, "node2");
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(
+        scenario,
+        &timeline,
+        &[Move {
+            label: "node1 (stopping) -> node2".into(),
+            mark_ms,
+        }],
+        u64::MAX,
+    );
+}
+
+/// Crashes or isolates the VM's node and checks it is fenced and the VM recovers on node1.
+fn fence_and_recover(scenario: &str, corosync_only: bool) {
+    let _serial = lock();
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node2");
+    let victim_qemu = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let fenced_before = c.fence_count("node2");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    let killed = if corosync_only {
+        c.kill_corosync("node2").expect("kill corosync")
+    } else {
+        c.crash_node("node2").expect("crash node2")
+    };
+    println!(
+        "[{scenario}] node2 {}: SIGKILL to {:?}",
+        if corosync_only {
+            "lost corosync"
+        } else {
+            "crashed"
+        },
+        killed
+    );
+    let fenced = c
+        .wait_fenced("node2", fenced_before, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    assert!(
+        !test_cts::cluster::Cluster::process_cmdline(victim_qemu).contains("qemu"),
+        "{scenario}: node2's QEMU {victim_qemu} survived the fence"
+    );
+    c.wait_started_on(VM, "node1", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let recovered = t.elapsed();
+    let pid = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    assert!(
+        !Cluster::process_cmdline(pid).contains("-incoming"),
+        "{scenario}: the recovered VM should be a fresh boot on node1"
+    );
+    assert_vm_only_on(scenario, &c, "node1");
+    let restarted = c
+        .start_node("node2")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    let timeline = assert_never_twice(scenario, &c, w);
+    let up_again = timeline
+        .first_running_only_on("node1", mark_ms)
+        .map_or("?".into(), |at| format!("{} ms", at - mark_ms));
+    println!(
+        "[{scenario}] node2 fenced {} after the fault ({}); {VM} running on node1 {} after \
+         it (watcher: {up_again}); node2 back online in {}",
+        secs(fenced),
+        c.fence_log().lines().last().unwrap_or("").trim(),
+        secs(recovered),
+        secs(restarted)
+    );
+}
+
+#[test]
+fn vm_on_a_crashed_node_is_fenced_and_recovers_on_the_survivor() {
+    fence_and_recover("vm_crash_fence", false);
+}
+
+#[test]
+fn vm_on_a_node_that_lost_corosync_is_fenced_before_it_starts_elsewhere() {
+    fence_and_recover("vm_corosync_loss_fence", true);
+}
+
+#[test]
+fn dummy_crashed_node_is_fenced_and_its_resource_recovers() {
+    let _serial = lock();
+    let scenario = "dummy_crash_fence";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    c.add_dummy("dummy1", "node2").expect("add dummy");
+    c.wait_started_on("dummy1", "node2", Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let fenced_before = c.fence_count("node2");
+    let t = Instant::now();
+    let killed = c.crash_node("node2").expect("crash node2");
+    println!(
+        "[{scenario}] crashed node2: SIGKILL to {} processes",
+        killed.len()
+    );
+    let fenced = c
+        .wait_fenced("node2", fenced_before, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_started_on("dummy1", "node1", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let recovered = t.elapsed();
+    let history = c
+        .cli(&["stonith_admin", "--history", "node2"])
+        .expect("stonith_admin --history");
+    assert!(
+        history.contains("node2") && history.contains("successful"),
+        "{scenario}: Pacemaker's fencing history has no successful fence of node2: {history}"
+    );
+    println!(
+        "[{scenario}] node2 fenced {} after the crash; dummy1 recovered on node1 after {}",
+        secs(fenced),
+        secs(recovered)
+    );
+    println!("[{scenario}] {}", history.trim());
+    let restarted = c.start_node("node2").expect("start node2 again");
+    println!("[{scenario}] node2 back online in {}", secs(restarted));
+}
+
+#[test]
+fn three_nodes_live_migrate_then_the_target_crashes_and_is_fenced() {
+    let _serial = lock();
+    let scenario = "three_node_migrate_crash";
+    let Some(mut c) = cluster(scenario, 3) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let moves = vec![live_migrate(scenario, &c, &w, "node1", "node3")];
+    let fenced_before = c.fence_count("node3");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.crash_node("node3").expect("crash node3");
+    let fenced = c
+        .wait_fenced("node3", fenced_before, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let survivor = c
+        .wait_for(
+            "vm1 recovered on a survivor",
+            Duration::from_secs(60),
+            |c| {
+                let s = c.status()?;
+                Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+            },
+        )
+        .map(|_| {
+            let s = c.status().expect("status");
+            s.locations(VM).first().cloned().unwrap_or_default()
+        })
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let recovered = t.elapsed();
+    assert_vm_only_on(scenario, &c, &survivor);
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, mark_ms);
+    let seen = timeline
+        .first_running_only_on(&survivor, mark_ms)
+        .map_or("?".into(), |at| format!("{} ms", at - mark_ms));
+    println!(
+        "[{scenario}] node3 crashed; fenced after {}; {VM} running on {survivor} after {} \
+         (watcher: {seen})",
+        secs(fenced),
+        secs(recovered)
+    );
+}
+
+#[test]
+fn vm_keeps_running_once_while_its_libvirtd_is_dead_and_is_reattached() {
+    let _serial = lock();
+    let scenario = "vm_libvirtd_killed";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node2");
+    let qemu = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let fenced_before = c.fence_count("node2");
+    let killed = c.kill_libvirtd("node2").expect("kill libvirtd");
+    println!("[{scenario}] libvirtd on node2 SIGKILLed ({killed:?}); QEMU {qemu} left running");
+    // Two monitor intervals (5 s each) and then some: the agent must neither report the VM
+    // stopped (Pacemaker would start a second copy) nor get node2 fenced for it.
+    std::thread::sleep(Duration::from_secs(12));
+    let s = c.status().expect("status");
+    assert!(
+        s.started_only_on(VM, "node2"),
+        "{scenario}: with libvirtd dead Pacemaker lost track of {VM}: {:?}\n{}",
+        s.resources.get(VM),
+        c.diagnostics()
+    );
+    assert_eq!(
+        c.fence_count("node2"),
+        fenced_before,
+        "{scenario}: node2 was fenced"
+    );
+    assert!(
+        Cluster::process_cmdline(qemu).contains("qemu"),
+        "{scenario}: QEMU {qemu} died with libvirtd"
+    );
+    let back = c.restart_libvirtd("node2").expect("restart libvirtd");
+    assert_eq!(
+        c.virsh_state("node2", VM).expect("virsh").as_deref(),
+        Some("running"),
+        "{scenario}: the restarted libvirtd does not see the guest"
+    );
+    assert_eq!(
+        c.qemu_pid("node2", VM).expect("pid"),
+        Some(qemu),
+        "{scenario}: the guest is not the same QEMU process"
+    );
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node2");
+    assert_never_twice(scenario, &c, w);
+    println!(
+        "[{scenario}] 12 s without libvirtd: {VM} stayed Started on node2, no fence; libvirtd \
+         back in {} and reattached QEMU {qemu}",
+        secs(back)
+    );
+}
+
+/// The 2013 case: a ban starts a live migration, and the ban is removed while migrate_to
+/// still runs. The VM must end up running exactly once; with our agent (atomic migration)
+/// it must also not be rebooted. What Pacemaker did is printed either way.
+#[test]
+fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "ban_cleared_mid_migration";
+    let Some(c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let original = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    // About 0.5 MiB at 1 Mbit/s: the migration stream takes some seconds.
+    c.throttle_migrations_from("node1", 1000).expect("tc");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.ban_resource(VM, "node1").expect("crm_resource --ban");
+    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
+        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.clear_resource(VM).expect("crm_resource --clear");
+    let cleared = t.elapsed();
+    c.wait_idle(Duration::from_secs(90))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
+        let s = c.status()?;
+        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let settled = t.elapsed();
+    let how = report_outcome(scenario, &c, w, original, mark_ms);
+    println!(
+        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {how}",
+        secs(cleared),
+        secs(settled)
+    );
+}
+
+/// After an interrupted migration has settled: checks the VM runs on exactly one node and
+/// never ran on two, prints the VM's operations and how it ends (the original QEMU, the one
+/// that received the migration, or a fresh boot) and, for our agent, fails on a fresh boot.
+fn report_outcome(scenario: &str, c: &Cluster, w: Watcher, original: u32, mark_ms: u64) -> String {
+    let s = c.status().expect("status");
+    let node = s.locations(VM).first().cloned().expect("a location");
+    assert_vm_only_on(scenario, c, &node);
+    let pid = c.qemu_pid(&node, VM).expect("pid").expect("QEMU");
+    let rebooted = pid != original && !Cluster::process_cmdline(pid).contains("-incoming");
+    let how = if pid == original {
+        "the original QEMU (never moved)".to_owned()
+    } else if !rebooted {
+        format!("QEMU {pid}, which received the live migration")
+    } else {
+        format!("QEMU {pid}, a FRESH BOOT: the guest was restarted")
+    };
+    let results: Vec<String> = c
+        .grep_pacemaker_logs("Result of")
+        .into_iter()
+        .filter(|l| l.contains(VM) && !l.contains("monitor"))
+        .collect();
+    for line in &results {
+        let short = line.split(" | ").next().unwrap_or(line);
+        println!("[{scenario}]   {short}");
+    }
+    let timeline = assert_never_twice(scenario, c, w);
+    let outage = timeline
+        .longest_outage_ms(mark_ms, u64::MAX)
+        .map_or("none seen".into(), |ms| format!("~{ms} ms"));
+    if c.vm_agent().provider() == "highlander" {
+        assert!(
+            !rebooted,
+            "{scenario}: our agent let the guest be rebooted ({how})"
+        );
+    }
+    format!("{VM} runs on {node} as {how}; outage {outage}")
+}
+
+/// The agent is SIGKILLed on the source while migrate_to runs (its `virsh migrate` goes on).
+/// The VM must end up running exactly once; with our agent it must also not be rebooted.
+#[test]
+fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "agent_killed_mid_migration";
+    let Some(mut c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let original = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    c.throttle_migrations_from("node1", 1000).expect("tc");
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    c.move_resource(VM, "node2").expect("crm_resource --move");
+    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
+        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
+    assert!(
+        !killed.is_empty(),
+        "{scenario}: no agent process running migrate_to on node1"
+    );
+    let killed_at = t.elapsed();
+    c.wait_idle(Duration::from_secs(90))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
+        let s = c.status()?;
+        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let settled = t.elapsed();
+    c.clear_resource(VM).expect("crm_resource --clear");
+    let how = report_outcome(scenario, &c, w, original, mark_ms);
+    println!(
+        "[{scenario}] move at 0 s, agent {killed:?} SIGKILLed mid-migrate_to at {}, settled at \
+         {}: {how}",
+        secs(killed_at),
+        secs(settled)
+    );
+}
