@@ -778,6 +778,6 @@ mod tests {
         assert_eq!(cib.status[0].lrm[0].ops[0].call_id, 3);
         assert_eq!(cib.diagnostics.len(), 1);
         assert_eq!(cib.diagnostics[0].id, "c");
-        assert_eq!(cib.diagnostics[0].line, 3);
+        assert_eq!(cib.diagnostics[0].line, 4);
     }
 }
