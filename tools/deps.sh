@@ -14,6 +14,8 @@ PACKAGES=(
     pacemaker-cli-utils pacemaker corosync
     # namespaces for test nodes
     iproute2 util-linux procps
+    # /usr/bin/time: peak memory in bench/pengine.sh
+    time
 )
 
 missing=()
