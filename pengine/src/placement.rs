@@ -23,6 +23,8 @@ pub struct Desired {
     pub trace: Vec<Vec<ScoreNote>>,
     /// Why a resource could not be placed.
     pub unplaced_reason: Vec<Option<String>>,
+    /// Resources the scheduler leaves alone (unmanaged, or fencing enabled without a device).
+    pub unmanaged: Vec<bool>,
     /// Top-level entries in processing order (priority, then score on the current node).
     pub order: Vec<Top>,
 }
@@ -690,7 +692,8 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
             .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
     });
-    let unmanaged = unit_blocked_or_unmanaged(obs, u);
+    let unmanaged =
+        unit_blocked_or_unmanaged(obs, u) || (obs.stonith_enabled && !obs.have_stonith_resource);
     let mut choice = candidates.first().map(|c| c.0);
     if unmanaged {
         choice = if running.len() == 1 {
@@ -718,7 +721,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 a = None;
             }
         }
-        if !obs.resources[ri].managed {
+        if !obs.resources[ri].managed || unmanaged {
             a = if obs.resources[ri].running_on.len() == 1 {
                 Some(obs.resources[ri].running_on[0])
             } else {
@@ -865,6 +868,11 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
             trace: vec![Vec::new(); n],
             unplaced_reason: vec![None; n],
             order: Vec::new(),
+            unmanaged: obs
+                .resources
+                .iter()
+                .map(|r| !r.managed || (obs.stonith_enabled && !obs.have_stonith_resource))
+                .collect(),
         },
         num_resources: vec![0; obs.nodes.len()],
         util_used: vec![BTreeMap::new(); obs.nodes.len()],
