@@ -816,27 +816,24 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             (prio, pos, u)
         })
         .collect();
+    // Pacemaker sorts before location constraints apply: only the symmetric default score
+    // on the current node counts, so running resources come first.
     let keys: Vec<(i64, Vec<i64>)> = units
         .iter()
         .map(|(_, _, u)| {
             let first = unit_key(obs, *u);
-            if first == usize::MAX {
-                return (-INFINITY, vec![]);
-            }
-            let scores = base_scores(ctx, first);
-            ctx.desired.trace[first].clear();
-            let r = &obs.resources[first];
-            let cur = r
-                .running_on
-                .first()
-                .and_then(|n| scores.get(n).copied())
-                .unwrap_or(-INFINITY);
-            let per: Vec<i64> = (0..obs.nodes.len())
-                .map(|ni| scores.get(&ni).copied().unwrap_or(-INFINITY))
-                .collect();
-            (cur, per)
+            let running = first != usize::MAX && !obs.resources[first].running_on.is_empty();
+            (
+                if running && obs.symmetric {
+                    0
+                } else {
+                    -INFINITY
+                },
+                vec![],
+            )
         })
         .collect();
+    let _ = &mut ctx.desired;
     let mut idx: Vec<usize> = (0..units.len()).collect();
     idx.sort_by(|&a, &b| {
         units[b]
