@@ -15,6 +15,8 @@
 //!   --jobs N          worker threads (default: the number of CPUs)
 //!   --timeout S       seconds per candidate run (default 30)
 //!   --failures        print each failing case with its first difference
+//!   --show-families   print each selected case's families and whether it is in issue 5's
+//!                     target (primitives and groups only), and run nothing
 //!   NAME...           only cases whose name contains one of these
 //! ```
 //!
@@ -41,6 +43,7 @@ struct Args {
     families: Vec<Family>,
     options: RunOptions,
     failures: bool,
+    show_families: bool,
     filters: Vec<String>,
     list_tests: bool,
 }
@@ -53,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         families: Vec::new(),
         options: RunOptions::default(),
         failures: false,
+        show_families: false,
         filters: Vec::new(),
         list_tests: false,
     };
@@ -64,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
             "--require-all" => args.require_all = true,
             "--update" => args.update = true,
             "--failures" => args.failures = true,
+            "--show-families" => args.show_families = true,
             "--family" => {
                 let name = value("--family")?;
                 let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
@@ -149,6 +154,19 @@ fn run(args: &Args, corpus_dir: &std::path::Path) -> Result<bool, String> {
         })
         .cloned()
         .collect();
+    if args.show_families {
+        for case in &selected {
+            let set = families.get(&case.name).cloned().unwrap_or_default();
+            let names: Vec<&str> = set.iter().map(|f| f.name()).collect();
+            let target = if families::in_target(&set) {
+                "target"
+            } else {
+                "-"
+            };
+            println!("{}\t{target}\t{}", case.name, names.join(" "));
+        }
+        return Ok(true);
+    }
     let default_candidate = args.candidate.is_none();
     let command = args
         .candidate
