@@ -24,6 +24,7 @@ pub enum Kind {
     GroupStopped,
     Fence,
     Shutdown,
+    ClearFailcount,
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -148,6 +149,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         plan.edge(w[0], w[1]);
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    // Fail-count clears found while unpacking.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_failcount_on {
+            plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+        }
+    }
     // Probes, node-major.
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {

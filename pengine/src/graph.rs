@@ -216,6 +216,24 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::ClearFailcount => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("clear_failcount-{r}-{n}"),
+                    "clear_failcount",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::Cluster,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::Shutdown => {
                 let n = a
                     .node
@@ -380,9 +398,18 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
             EventKind::Fence => {
                 let _ = writeln!(out, "  * Fencing {} (reboot)", node);
             }
-            EventKind::Cluster => {
-                let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
-            }
+            EventKind::Cluster => match ga.rsc {
+                Some(r) => {
+                    let _ = writeln!(
+                        out,
+                        "  * Cluster action:  {} for {} on {}",
+                        ga.task, obs.resources[r].id, node
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
+                }
+            },
         }
     }
     out
