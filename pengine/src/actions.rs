@@ -211,7 +211,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
                     target_node = Some(*target);
                 }
-                Change::Restart { node } => {
+                Change::Restart { node, .. } => {
                     stop_ids.push(stop_on(&mut plan, *node, None));
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
                     target_node = Some(*node);

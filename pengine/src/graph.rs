@@ -511,7 +511,9 @@ pub fn render_summary(
                     ));
                 }
             }
-            Change::Restart { node } => lines.push(line("Restart", name(*node), None, false)),
+            Change::Restart { node, reason } => {
+                lines.push(line("Restart", name(*node), reason.clone(), false))
+            }
             Change::Migrate { source, target } => {
                 lines.push(line(
                     "Migrate",
