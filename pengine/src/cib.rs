@@ -342,6 +342,7 @@ pub struct Cib {
     pub orders: Vec<Order>,
     pub status: Vec<NodeState>,
     pub have_quorum: bool,
+    pub quorum_panic: bool,
     pub dc_uuid: Option<String>,
     pub execution_date: Option<i64>,
     pub diagnostics: Vec<Diagnostic>,
@@ -510,6 +511,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
     let ctx = Ctx { ids };
     let mut cib = Cib {
         have_quorum: root.attr("have-quorum").map(is_true).unwrap_or(false),
+        quorum_panic: root.attr("no-quorum-panic").map(is_true).unwrap_or(false),
         dc_uuid: root.attr("dc-uuid").map(str::to_string),
         execution_date: root
             .attr("execution-date")

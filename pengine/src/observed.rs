@@ -133,6 +133,8 @@ pub struct Resource {
     pub pending_task: Option<(String, usize)>,
     pub stops_forced: Vec<usize>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
+    /// A node to fence because an operation with on-fail=fence failed there.
+    pub fence_on: Option<usize>,
     /// Nodes where an expired fail count is cleared.
     pub clear_failcount_on: Vec<usize>,
     pub target_role: Option<Role>,
@@ -217,11 +219,13 @@ impl Observed {
         self.groups.iter().position(|g| g.id == id)
     }
     /// Can this cluster fence this node?
-    pub fn can_fence(&self) -> bool {
+    pub fn can_fence(&self, ni: usize) -> bool {
         self.stonith_enabled
             && (self.have_stonith_resource
                 || self.option("have-watchdog").map(is_true).unwrap_or(false))
-            && (self.have_quorum || self.no_quorum_policy == NoQuorum::Ignore)
+            && (self.have_quorum
+                || self.no_quorum_policy == NoQuorum::Ignore
+                || self.nodes[ni].online)
     }
 }
 
@@ -399,7 +403,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         Some("suicide") => NoQuorum::Suicide,
         _ => NoQuorum::Stop,
     };
-    if no_quorum_policy == NoQuorum::Suicide && !stonith_enabled {
+    if no_quorum_policy == NoQuorum::Suicide
+        && (!stonith_enabled || !(cib.quorum_panic || have_quorum))
+    {
         no_quorum_policy = NoQuorum::Stop;
     }
     let startup_fencing = stonith_enabled && flag("startup-fencing", true);
@@ -699,6 +705,11 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     // Resources running on offline nodes with fencing: the node must be fenced.
     let mut fences = Vec::new();
+    for r in &obs.resources {
+        if let Some(ni) = r.fence_on {
+            fences.push((ni, format!("{} failed there", r.id)));
+        }
+    }
     for r in &obs.resources {
         if r.role > Role::Stopped && r.managed {
             for &ni in &r.running_on {
@@ -1037,7 +1048,9 @@ fn unpack_lrm_resource(
         OnFail::Ignore => {}
         OnFail::Demote => rsc.failed = true,
         OnFail::Fence => {
-            let _ = "fence handled by planner via stop failure";
+            if rsc.fence_on.is_none() {
+                rsc.fence_on = Some(ni);
+            }
         }
         OnFail::Standby => {}
         OnFail::Block => {

@@ -105,9 +105,8 @@ fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
-    let can_fence = obs.can_fence();
     for (ni, n) in obs.nodes.iter().enumerate() {
-        if n.unclean && can_fence {
+        if n.unclean && obs.can_fence(ni) {
             rec.fence.push((
                 ni,
                 n.fence_reason
@@ -263,6 +262,7 @@ fn then_members(obs: &Observed, e: End) -> Vec<usize> {
 
 /// Applies mandatory orderings: an unrunnable first start makes the then start unrunnable, and a
 /// required first start makes the then start required (a restart when it would otherwise stay).
+#[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
 pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconciliation) {
     let n = obs.resources.len();
     let mut st: Vec<StartState> = vec![StartState::default(); n];
