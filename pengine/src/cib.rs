@@ -159,7 +159,21 @@ pub fn parse_score(s: &str) -> Option<i64> {
         "infinity" | "+infinity" | "inf" | "+inf" => Some(INFINITY),
         "-infinity" | "-inf" => Some(-INFINITY),
         "red" | "yellow" | "green" => None,
-        _ => t.parse::<i64>().ok().map(|v| v.clamp(-INFINITY, INFINITY)),
+        _ => {
+            // Like strtol: a leading integer, the rest ignored ("2.0" is 2).
+            let sign_len = usize::from(t.starts_with(['+', '-']));
+            let digits = t[sign_len..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if digits == 0 {
+                return None;
+            }
+            t[..sign_len + digits]
+                .parse::<i64>()
+                .ok()
+                .map(|v| v.clamp(-INFINITY, INFINITY))
+        }
     }
 }
 

@@ -675,6 +675,19 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             );
         }
     }
+    // Resources are listed by priority (highest first), configuration order otherwise.
+    let prio = |obs: &Observed, t: &Top| -> i64 {
+        let meta = match *t {
+            Top::Primitive(ri) => &obs.resources[ri].meta,
+            Top::Group(gi) => &obs.groups[gi].meta,
+        };
+        meta.get("priority")
+            .and_then(|v| parse_score(v))
+            .unwrap_or(0)
+    };
+    let mut top = std::mem::take(&mut obs.top);
+    top.sort_by_key(|t| std::cmp::Reverse(prio(&obs, t)));
+    obs.top = top;
     for o in orphans {
         obs.top.push(Top::Primitive(obs.resources.len()));
         obs.resources.push(o);
