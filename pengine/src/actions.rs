@@ -13,6 +13,14 @@ pub enum Kind {
     Monitor {
         interval_ms: u64,
     },
+    /// A recurring monitor for the Stopped role (expects "not running").
+    StoppedMonitor {
+        interval_ms: u64,
+    },
+    /// Cancel a recurring operation that is no longer wanted.
+    Cancel {
+        interval_ms: u64,
+    },
     /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
     Migrate {
         source: usize,
@@ -117,6 +125,21 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
     }
 }
 
+fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| {
+            o.role
+                .as_deref()
+                .map(|r| r.eq_ignore_ascii_case("stopped"))
+                .unwrap_or(false)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
 fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
     obs.resources[ri]
         .ops
@@ -159,6 +182,26 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
         probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+    }
+    // Cancels of active Stopped-role monitors where the resource will run.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+            }
+        }
     }
     // Resource actions in processing order.
     let order = desired.order.clone();
@@ -249,6 +292,47 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
                         if let Some(s) = start_id {
                             plan.edge(s, m);
+                        }
+                    }
+                }
+            }
+            // Stopped-role monitors on every other node where the resource will not run.
+            let stopped_ivs = stopped_monitors(obs, ri);
+            if !stopped_ivs.is_empty() && !desired.unmanaged[ri] {
+                let will_run = match &rec.changes[ri] {
+                    Change::Stop { .. } => None,
+                    Change::Start {
+                        blocked: Some(_), ..
+                    } => None,
+                    _ => desired.assigned[ri],
+                };
+                for (ni, n) in obs.nodes.iter().enumerate() {
+                    if Some(ni) == will_run || !n.online || n.unclean || n.pending {
+                        continue;
+                    }
+                    for &iv in &stopped_ivs {
+                        let active = r
+                            .stopped_monitors
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            && !r.running_on.contains(&ni);
+                        if active {
+                            continue;
+                        }
+                        let m = plan.add(act(
+                            Kind::StoppedMonitor { interval_ms: iv },
+                            Some(ri),
+                            Some(ni),
+                        ));
+                        for &(pr, pid) in &probe_ids {
+                            if pr == ri && plan.actions[pid].node == Some(ni) {
+                                plan.edge(pid, m);
+                            }
+                        }
+                        for &st in &stop_ids {
+                            if plan.actions[st].node == Some(ni) {
+                                plan.edge(st, m);
+                            }
                         }
                     }
                 }

@@ -27,6 +27,8 @@ pub struct GraphAction {
     pub runnable: bool,
     /// For migrations: (source, target).
     pub migrate: Option<(usize, usize)>,
+    /// The result the action is expected to return (7 for probes and Stopped-role monitors).
+    pub expected_rc: i32,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -74,6 +76,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: ev,
                 runnable: a.runnable,
                 migrate: mig,
+                expected_rc: if matches!(a.kind, Kind::Probe | Kind::StoppedMonitor { .. }) {
+                    7
+                } else {
+                    0
+                },
             });
             g.actions.len() - 1
         };
@@ -116,7 +123,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Monitor { interval_ms } => {
+            Kind::Cancel { interval_ms } => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "monitor", *interval_ms),
+                    "cancel",
+                    a.rsc,
+                    a.node,
+                    *interval_ms,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Monitor { interval_ms } | Kind::StoppedMonitor { interval_ms } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,

@@ -135,6 +135,8 @@ pub struct Resource {
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
     /// A node to fence because an operation with on-fail=fence failed there.
     pub fence_on: Option<usize>,
+    /// Recurring monitors whose latest result is "not running" (Stopped-role monitors).
+    pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
     pub clear_failcount_on: Vec<usize>,
     pub target_role: Option<Role>,
@@ -1049,6 +1051,22 @@ fn unpack_lrm_resource(
         }
     }
 
+    // Stopped-role monitors: the latest entry per interval returned "not running".
+    let mut latest: BTreeMap<u64, &RscOp> = BTreeMap::new();
+    for op in &sorted {
+        if op.operation == "monitor" && op.interval_ms > 0 {
+            latest.insert(op.interval_ms, op);
+        }
+    }
+    for (iv, op) in latest {
+        if op.rc_code == 7 && op.op_status == 0 && target_rc(op) == 7 {
+            rsc.stopped_monitors.push(ActiveRecurring {
+                node: ni,
+                name: "monitor".into(),
+                interval_ms: iv,
+            });
+        }
+    }
     // process_rsc_state
     if role != Role::Unknown {
         rsc.known_on.insert(ni);
