@@ -33,6 +33,8 @@ pub enum Kind {
     Fence,
     Shutdown,
     ClearFailcount,
+    /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
+    LoadStopped,
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -172,6 +174,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         plan.edge(w[0], w[1]);
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    // With a placement strategy, every node gets a load_stopped pseudo action.
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    if obs.placement_strategy != "default" {
+        for ni in (0..obs.nodes.len()).rev() {
+            let mut a = act(Kind::LoadStopped, None, Some(ni));
+            a.pseudo = true;
+            load_stopped[ni] = Some(plan.add(a));
+        }
+    }
     // Fail-count clears found while unpacking.
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
@@ -355,6 +366,26 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
         if let Top::Group(gi) = *t {
             group_actions(obs, &mut plan, gi);
+        }
+    }
+    // Stops release load before starts consume it.
+    if obs.placement_strategy != "default" {
+        for i in 0..plan.actions.len() {
+            let Some(ni) = plan.actions[i].node else {
+                continue;
+            };
+            let Some(ls) = load_stopped[ni] else { continue };
+            match plan.actions[i].kind {
+                Kind::Stop => plan.edge(i, ls),
+                Kind::Start => plan.edge(ls, i),
+                Kind::Migrate { source, .. } => {
+                    plan.edge(ls, i);
+                    if let Some(src) = load_stopped[source] {
+                        plan.edge_rel(i, src, Rel::Stop);
+                    }
+                }
+                _ => {}
+            }
         }
     }
     // Ordering constraints.
