@@ -259,8 +259,12 @@ fn run(args: &Args, corpus_dir: &std::path::Path) -> Result<bool, String> {
         );
     }
     if verdict.is_ok() {
+        let judged = results
+            .iter()
+            .filter(|r| list.cases.contains_key(&r.name))
+            .count();
         println!(
-            "passing list: all {} listed cases still pass what they passed",
+            "passing list: the {judged} listed cases that ran (of {}) still pass what they passed",
             list.cases.len()
         );
     }
