@@ -16,6 +16,8 @@ PACKAGES=(
     iproute2 util-linux procps
     # benchmarks (bench/agent.sh): medians of repeated runs
     hyperfine
+    # /usr/bin/time: peak memory in bench/pengine.sh
+    time
 )
 
 missing=()
