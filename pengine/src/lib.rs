@@ -5,6 +5,7 @@
 //! `status` renders the cluster status block.
 
 pub mod actions;
+pub mod atomic;
 pub mod cib;
 pub mod graph;
 pub mod observed;
