@@ -133,6 +133,8 @@ pub struct Resource {
     pub pending_task: Option<(String, usize)>,
     pub stops_forced: Vec<usize>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
+    /// Nodes where an expired fail count is cleared.
+    pub clear_failcount_on: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
 }
@@ -586,6 +588,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     for node in &mut obs.nodes {
+        if node.unseen {
+            continue;
+        }
         if node
             .attrs
             .get("standby")
@@ -599,7 +604,6 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .get("maintenance")
             .map(|v| is_true(v))
             .unwrap_or(false)
-            || maintenance_mode
         {
             node.maintenance = true;
         }
@@ -747,6 +751,24 @@ fn node_health(options: &BTreeMap<String, String>, attrs: &BTreeMap<String, Stri
     health
 }
 
+/// A resource's fail count on a node and the time of its last failure, from node attributes.
+pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str) -> (i64, i64) {
+    let mut count = 0i64;
+    let mut last = 0i64;
+    for (k, v) in attrs {
+        if let Some(rest) = k.strip_prefix("fail-count-") {
+            if rest.split('#').next() == Some(rsc) {
+                count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
+            }
+        } else if let Some(rest) = k.strip_prefix("last-failure-") {
+            if rest.split('#').next() == Some(rsc) {
+                last = last.max(v.trim().parse().unwrap_or(0));
+            }
+        }
+    }
+    (count, last)
+}
+
 fn unpack_lrm_resource(
     rsc: &mut Resource,
     ni: usize,
@@ -786,10 +808,31 @@ fn unpack_lrm_resource(
         let mut expired = false;
         if failure_timeout_s > 0 && status != 7 {
             if let Some(change) = op.last_rc_change {
-                if now > change + failure_timeout_s && rc != trc && trc >= 0 {
+                if now >= change + failure_timeout_s {
                     expired = true;
                 }
             }
+        }
+        if expired {
+            let (count, last) = node_failcount(&nodes[ni].attrs, &rsc.id);
+            // Fail counts of failures whose on-fail is block never expire.
+            let block_failure = sorted.iter().any(|o| {
+                let t = target_rc(o);
+                (o.op_status != 0 || (t >= 0 && o.rc_code != t && !(is_probe(o) && o.rc_code == 7)))
+                    && o.op_status != -1
+                    && rsc.on_fail_for(&o.operation, o.interval_ms, stonith_enabled)
+                        == OnFail::Block
+            });
+            if count > 0 {
+                if block_failure || now < last + failure_timeout_s {
+                    expired = false;
+                } else if !rsc.clear_failcount_on.contains(&ni) {
+                    rsc.clear_failcount_on.push(ni);
+                }
+            }
+        }
+        if expired && probe && matches!(rc, 0 | 7 | 8 | 190 | 191) {
+            expired = false;
         }
         // remap
         let mask_probe = probe && (rc == 5 || rc == 2 || status == 7);
