@@ -403,7 +403,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
                 continue;
             };
             if o.task != Task::MigrateTo
-                || std::ptr::eq(o, m)
+                || (s_node == source && o.call_id == m.call_id)
                 || t >= history.len()
                 || t == s_node
                 || matches!(o.answer, Answer::Failed | Answer::NotRunning)
@@ -917,6 +917,507 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
         }
         Location::Stopped { .. } => "runs nowhere".to_string(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline hooks: the adapters between the pipeline's types and the model above. Each is called
+// once from `crate::schedule` (after `observed`, after `reconcile`, after `actions`) and from the
+// summary renderer; they touch only resources whose model is `atomic` and whose last migration is
+// still open, so two-phase output (Pacemaker's) is unchanged.
+// ---------------------------------------------------------------------------------------------
+
+use crate::actions::{Action, Kind, Plan, Rel};
+use crate::cib::Cib;
+use crate::observed::{Observed, Role};
+use crate::placement::Desired;
+use crate::reconcile::{Change, Reconciliation};
+
+/// One atomic resource with an open migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtomicEntry {
+    /// Index into `Observed::resources`.
+    pub rsc: usize,
+    pub location: Location,
+    /// Filled by [`reconcile`].
+    pub decision: Option<Decision>,
+    /// Nodes the decision needs fenced that the cluster cannot fence (the plan then waits).
+    pub cannot_fence: Vec<usize>,
+}
+
+/// The atomic model's view of one scheduler run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AtomicView {
+    pub entries: Vec<AtomicEntry>,
+    /// Invalid `migration-model` values; those resources keep the two-phase model.
+    pub errors: Vec<AtomicError>,
+}
+
+/// Each node's presence, as the model sees it.
+pub fn presence_of(obs: &Observed) -> Vec<Presence> {
+    obs.nodes
+        .iter()
+        .map(|n| {
+            if n.unclean {
+                Presence::Lost
+            } else if n.online {
+                Presence::Online
+            } else {
+                Presence::Down
+            }
+        })
+        .collect()
+}
+
+/// One resource's history on every node (indices as in `obs.nodes`), from the CIB status.
+pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> {
+    let presence = presence_of(obs);
+    let mut history: Vec<NodeHistory> = presence
+        .iter()
+        .map(|&presence| NodeHistory {
+            presence,
+            ops: Vec::new(),
+        })
+        .collect();
+    let node_of = |name: &str| obs.nodes.iter().position(|n| n.uname == name);
+    for st in &cib.status {
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.id == st.id || n.uname == st.uname)
+        else {
+            continue;
+        };
+        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
+            for op in &lr.ops {
+                let record = OpRecord {
+                    task: Task::parse(&op.operation),
+                    call_id: op.call_id,
+                    answer: Answer::from_status(op.op_status, op.rc_code),
+                    migrate_source: op.migrate_source.as_deref().and_then(node_of),
+                    migrate_target: op.migrate_target.as_deref().and_then(node_of),
+                    last_rc_change: op.last_rc_change.unwrap_or(0),
+                };
+                // `_last_failure_0` repeats an entry that is already there.
+                if !history[ni].ops.contains(&record) {
+                    history[ni].ops.push(record);
+                }
+            }
+        }
+    }
+    history
+}
+
+/// Hook after `observed`: finds the atomic resources with an open migration and rewrites their
+/// observed state to the exact one (running on one node, a confirmation pending), or marks the
+/// location unknown (live candidates lose their "known" state, so they are probed).
+pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
+    let mut view = AtomicView::default();
+    for ri in 0..obs.resources.len() {
+        let r = &obs.resources[ri];
+        if r.orphan || r.is_stonith() {
+            continue;
+        }
+        let model = match model_for(
+            &r.id,
+            &r.class,
+            r.provider.as_deref(),
+            &r.kind,
+            r.meta.get(MIGRATION_MODEL_META).map(String::as_str),
+        ) {
+            Ok(m) => m,
+            Err(e) => {
+                view.errors.push(e);
+                MigrationModel::TwoPhase
+            }
+        };
+        if model != MigrationModel::Atomic {
+            continue;
+        }
+        let history = history_for(cib, obs, &r.id);
+        let location = locate(&history);
+        if location == Location::Settled {
+            continue;
+        }
+        let presence = presence_of(obs);
+        let r = &mut obs.resources[ri];
+        // Pacemaker's reading of the same history (failed on both, forced stops) no longer applies.
+        r.failed = false;
+        r.stop_flag = false;
+        r.migratable_cleared = false;
+        r.stops_forced.clear();
+        r.pending_migrate_to.clear();
+        r.partial_migration = None;
+        r.dangling_sources.clear();
+        if r.pending_task
+            .as_ref()
+            .is_some_and(|(task, _)| task.starts_with("migrate_"))
+        {
+            r.pending_task = None;
+        }
+        match &location {
+            Location::Settled => {}
+            Location::Exact {
+                migration,
+                node,
+                confirm,
+                ..
+            } => {
+                r.running_on = vec![*node];
+                r.role = Role::Started;
+                r.known_on.insert(*node);
+                if *confirm {
+                    r.partial_migration = Some((migration.source, *node));
+                }
+            }
+            Location::Unknown { candidates, .. } => {
+                // A copy on a lost node dies with the fencing (an implied stop); the live
+                // candidates are probed before anything else.
+                r.running_on = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&c| presence.get(c) == Some(&Presence::Lost))
+                    .collect();
+                r.role = if r.running_on.is_empty() {
+                    Role::Stopped
+                } else {
+                    Role::Started
+                };
+                for c in candidates {
+                    if presence.get(*c) == Some(&Presence::Online) {
+                        r.known_on.remove(c);
+                    }
+                }
+            }
+            Location::Stopped { .. } => {
+                r.running_on.clear();
+                r.role = Role::Stopped;
+            }
+        }
+        view.entries.push(AtomicEntry {
+            rsc: ri,
+            location,
+            decision: None,
+            cannot_fence: Vec::new(),
+        });
+    }
+    view
+}
+
+/// The nodes a decision needs fenced.
+fn fences_needed(decision: &Decision) -> Vec<usize> {
+    match decision {
+        Decision::Probe { fence, .. }
+        | Decision::ProbeThenStart { fence, .. }
+        | Decision::Reboot { fence, .. } => fence.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Hook after `reconcile`: decides each open migration and sets the resource's change (and its
+/// probes) so the ordinary action builder produces the plan.
+pub fn reconcile(
+    view: &mut AtomicView,
+    obs: &Observed,
+    desired: &Desired,
+    rec: &mut Reconciliation,
+) {
+    let presence = presence_of(obs);
+    for e in &mut view.entries {
+        let ri = e.rsc;
+        if ri >= rec.changes.len() || desired.unmanaged.get(ri).copied().unwrap_or(true) {
+            continue;
+        }
+        let r = &obs.resources[ri];
+        let decision = decide(
+            &e.location,
+            &presence,
+            desired.assigned.get(ri).copied().flatten(),
+            r.meta_bool("allow-migrate", false),
+        );
+        e.cannot_fence = fences_needed(&decision)
+            .into_iter()
+            .filter(|n| !rec.fence.iter().any(|(f, _)| f == n))
+            .collect();
+        let change = if !e.cannot_fence.is_empty() {
+            // Nothing is safe until the lost node is fenced: wait.
+            Change::Keep
+        } else {
+            match &decision {
+                Decision::Defer => rec.changes[ri].clone(),
+                Decision::Keep { .. } | Decision::Cleanup { .. } | Decision::Probe { .. } => {
+                    Change::Keep
+                }
+                Decision::Finish { source, target, .. } => Change::Migrate {
+                    source: *source,
+                    target: *target,
+                },
+                Decision::Migrate { source, target, .. } => Change::Migrate {
+                    source: *source,
+                    target: *target,
+                },
+                Decision::Move { source, target, .. } => Change::Move {
+                    source: *source,
+                    target: *target,
+                    stops: vec![*source],
+                },
+                Decision::Stop { node, .. } => Change::Stop {
+                    sources: vec![*node],
+                    reason: Some(
+                        desired
+                            .unplaced_reason
+                            .get(ri)
+                            .cloned()
+                            .flatten()
+                            .unwrap_or_else(|| "node availability".into()),
+                    ),
+                    blocked: false,
+                },
+                Decision::Start { target, .. } => Change::Start {
+                    target: *target,
+                    blocked: None,
+                },
+                Decision::ProbeThenStart { fence, target, .. } => Change::Recover {
+                    source: fence.first().copied().unwrap_or(*target),
+                    target: *target,
+                    stops: fence.clone(),
+                },
+                Decision::Reboot {
+                    fence,
+                    target: Some(target),
+                    ..
+                } => Change::Recover {
+                    source: fence.first().copied().unwrap_or(*target),
+                    target: *target,
+                    stops: fence.clone(),
+                },
+                Decision::Reboot {
+                    fence,
+                    target: None,
+                    ..
+                } => Change::Stop {
+                    sources: fence.clone(),
+                    reason: Some("node availability".into()),
+                    blocked: false,
+                },
+            }
+        };
+        rec.changes[ri] = change;
+        let probes: Vec<usize> = match &decision {
+            Decision::Probe { probe, .. } if e.cannot_fence.is_empty() => probe.clone(),
+            Decision::ProbeThenStart { probe, .. } if e.cannot_fence.is_empty() => vec![*probe],
+            _ => Vec::new(),
+        };
+        for n in probes {
+            if !rec.probes.contains(&(ri, n)) {
+                rec.probes.push((ri, n));
+            }
+        }
+        e.decision = Some(decision);
+    }
+}
+
+/// The stale sources a decision cleans up beyond what its migration's own stop covers.
+fn extra_cleanup(decision: &Decision) -> Vec<usize> {
+    match decision {
+        Decision::Finish {
+            source, cleanup, ..
+        } => cleanup.iter().copied().filter(|c| c != source).collect(),
+        Decision::Migrate {
+            source, cleanup, ..
+        }
+        | Decision::Move {
+            source, cleanup, ..
+        } => cleanup.iter().copied().filter(|c| c != source).collect(),
+        Decision::Cleanup { stops, .. } => stops.clone(),
+        Decision::Stop { node, cleanup } => cleanup.iter().copied().filter(|c| c != node).collect(),
+        Decision::Start { cleanup, .. } | Decision::Reboot { cleanup, .. } => cleanup.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Hook after `actions`: adds the bookkeeping stops on stale sources (nodes a successful
+/// migrate_to left), ordered before the resource's start or migration, and after fencing when
+/// the node is lost.
+pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
+    let presence = presence_of(obs);
+    for e in &view.entries {
+        let Some(decision) = &e.decision else {
+            continue;
+        };
+        if !e.cannot_fence.is_empty() {
+            continue;
+        }
+        let ri = e.rsc;
+        let starts = plan.starts(ri);
+        // A migration whose source is lost: its stop there waits for the fencing.
+        if let Decision::Finish { source, .. } = decision {
+            if presence.get(*source) == Some(&Presence::Lost) {
+                let fence = plan
+                    .actions
+                    .iter()
+                    .position(|a| a.kind == Kind::Fence && a.node == Some(*source));
+                if let Some(f) = fence {
+                    for &s in &starts {
+                        plan.edges.push((f, s, Rel::Stop));
+                    }
+                }
+            }
+        }
+        for c in extra_cleanup(decision) {
+            let lost = presence.get(c) == Some(&Presence::Lost);
+            if presence.get(c) == Some(&Presence::Down) {
+                continue;
+            }
+            let exists = plan
+                .actions
+                .iter()
+                .any(|a| a.rsc == Some(ri) && a.node == Some(c) && a.kind == Kind::Stop);
+            if exists {
+                continue;
+            }
+            plan.actions.push(Action {
+                kind: Kind::Stop,
+                rsc: Some(ri),
+                group: None,
+                node: Some(c),
+                pseudo: lost,
+                runnable: true,
+                reason: None,
+            });
+            let stop = plan.actions.len() - 1;
+            if lost {
+                let fence = plan
+                    .actions
+                    .iter()
+                    .position(|a| a.kind == Kind::Fence && a.node == Some(c));
+                if let Some(f) = fence {
+                    plan.edges.push((f, stop, Rel::Plain));
+                }
+            }
+            for &s in &starts {
+                plan.edges.push((stop, s, Rel::Plain));
+            }
+        }
+        let _ = rec;
+    }
+}
+
+/// What the plan does, in words, for the summary.
+fn describe_decision(decision: &Decision, names: &[String]) -> String {
+    let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+    let list = |v: &[usize]| v.iter().map(|&n| name(n)).collect::<Vec<_>>().join(" ");
+    let clean = |v: &[usize]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!(", clean up {}", list(v))
+        }
+    };
+    match decision {
+        Decision::Defer => "ordinary plan".into(),
+        Decision::Keep { node } => format!("keep it on {}", name(*node)),
+        Decision::Cleanup { node, stops } => match node {
+            Some(n) => format!("keep it on {}{}", name(*n), clean(stops)),
+            None => format!("leave it stopped{}", clean(stops)),
+        },
+        Decision::Finish {
+            target, cleanup, ..
+        } => format!(
+            "finish the migration: confirm on {}{}",
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Migrate {
+            source,
+            target,
+            cleanup,
+        } => format!(
+            "migrate live {} -> {}{}",
+            name(*source),
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Move {
+            source,
+            target,
+            cleanup,
+        } => format!(
+            "move {} -> {} by stop and start (allow-migrate is off){}",
+            name(*source),
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Stop { node, cleanup } => format!("stop it on {}{}", name(*node), clean(cleanup)),
+        Decision::Start { target, cleanup } => {
+            format!("start it on {}{}", name(*target), clean(cleanup))
+        }
+        Decision::Probe { probe, fence, .. } => {
+            let fenced = if fence.is_empty() {
+                String::new()
+            } else {
+                format!("fence {}, ", list(fence))
+            };
+            format!(
+                "{fenced}probe {} first, nothing else until they answer",
+                list(probe)
+            )
+        }
+        Decision::ProbeThenStart {
+            probe,
+            target,
+            cause,
+            ..
+        } => format!(
+            "probe {}; start on {} only if the probe finds it nowhere (reboot: {})",
+            name(*probe),
+            name(*target),
+            cause.describe(names)
+        ),
+        Decision::Reboot {
+            target: Some(t),
+            cause,
+            ..
+        } => format!("reboot on {} due to {}", name(*t), cause.describe(names)),
+        Decision::Reboot {
+            target: None,
+            cause,
+            ..
+        } => format!(
+            "stopped due to {}; no node may run it",
+            cause.describe(names)
+        ),
+    }
+}
+
+/// The summary section for atomic resources: where each one is and what the plan does (empty
+/// when no atomic resource has an open migration, so two-phase output is unchanged).
+pub fn render_notes(view: &AtomicView, obs: &Observed) -> String {
+    if view.entries.is_empty() && view.errors.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = obs.nodes.iter().map(|n| n.uname.clone()).collect();
+    let mut out = String::from("Atomic Migrations:\n");
+    for e in &view.entries {
+        let id = obs
+            .resources
+            .get(e.rsc)
+            .map(|r| r.id.as_str())
+            .unwrap_or("?");
+        let what = describe_location(&e.location, &names);
+        let plan = match (&e.decision, e.cannot_fence.is_empty()) {
+            (_, false) => {
+                let list: Vec<&str> = e.cannot_fence.iter().map(|&n| names[n].as_str()).collect();
+                format!("wait: {} cannot be fenced", list.join(" "))
+            }
+            (Some(d), true) => describe_decision(d, &names),
+            (None, true) => "unmanaged: no action".into(),
+        };
+        out.push_str(&format!("  * {id}: {what}; {plan}\n"));
+    }
+    for err in &view.errors {
+        out.push_str(&format!("  * {err}; using two-phase\n"));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -133,6 +133,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             Kind::Migrate { source, target } => {
                 let r = rname.clone().unwrap_or_default();
                 let m = Some((*source, *target));
+                // On a source being fenced (an atomic migration finishing after the source was
+                // lost), the fencing implies the stop.
+                let stop_event = if obs.nodes[*source].unclean {
+                    EventKind::Pseudo
+                } else {
+                    EventKind::RscOp
+                };
                 let stop = push(
                     &mut g,
                     op_key(&r, "stop", 0),
@@ -140,7 +147,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     a.rsc,
                     Some(*source),
                     0,
-                    EventKind::RscOp,
+                    stop_event,
                     None,
                 );
                 let start = push(
@@ -153,16 +160,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     EventKind::Pseudo,
                     m,
                 );
-                let to = push(
-                    &mut g,
-                    op_key(&r, "migrate_to", 0),
-                    "migrate_to",
-                    a.rsc,
-                    Some(*source),
-                    0,
-                    EventKind::RscOp,
-                    m,
-                );
+                // A partial migration (migrate_to done on `source`) continues with migrate_from.
+                let continues = a.rsc.is_some_and(|ri| {
+                    obs.resources[ri].partial_migration == Some((*source, *target))
+                });
+                let to = (!continues).then(|| {
+                    push(
+                        &mut g,
+                        op_key(&r, "migrate_to", 0),
+                        "migrate_to",
+                        a.rsc,
+                        Some(*source),
+                        0,
+                        EventKind::RscOp,
+                        m,
+                    )
+                });
                 let from = push(
                     &mut g,
                     op_key(&r, "migrate_from", 0),
@@ -173,7 +186,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     EventKind::RscOp,
                     m,
                 );
-                g.edges.push((to, from));
+                let to = match to {
+                    Some(to) => {
+                        g.edges.push((to, from));
+                        to
+                    }
+                    None => from,
+                };
                 g.edges.push((from, stop));
                 g.edges.push((from, start));
                 g.edges.push((stop, start));
@@ -308,6 +327,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             if pred(pi) {
                 let mut created = map[pi].2.clone();
                 created.reverse();
+                // a continuing migration maps its migrate_to slot to migrate_from
+                created.dedup();
                 v.extend(created);
             }
         }
