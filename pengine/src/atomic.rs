@@ -306,6 +306,21 @@ fn call_key(op: &OpRecord) -> i64 {
     if op.call_id < 0 { i64::MAX } else { op.call_id }
 }
 
+/// When an entry was recorded, for comparing entries of different nodes. Old inputs lack
+/// last-rc-change on migrate_to: then it is at least as new as its node's earlier entries.
+fn recorded_at(history: &[NodeHistory], node: usize, op: &OpRecord) -> i64 {
+    if op.last_rc_change > 0 {
+        return op.last_rc_change;
+    }
+    history[node]
+        .ops
+        .iter()
+        .filter(|o| call_key(o) <= call_key(op))
+        .map(|o| o.last_rc_change)
+        .max()
+        .unwrap_or(0)
+}
+
 /// Reads where the resource runs after its last migration.
 pub fn locate(history: &[NodeHistory]) -> Location {
     let Some((source, m)) = latest_migrate_to(history) else {
@@ -315,6 +330,9 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         return Location::Settled;
     };
     let migration = Migration { source, target };
+    // When the migrate_to was recorded, for comparing with the target's entries. Old inputs lack
+    // last-rc-change on migrate_to: then it is at least as new as the source's earlier entries.
+    let m_time = recorded_at(history, source, m);
 
     // The source's own later state: its newest entry after the migrate_to (same node: call ids).
     let source_after = history[source]
@@ -325,22 +343,31 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         .max_by_key(|(k, _)| *k)
         .map(|(_, s)| s);
     // The target's own later state: its newest entry among those recorded after the migrate_to
-    // (different nodes: last-rc-change), the migrate_from that answers this migration, and any
-    // entry still pending.
+    // (different nodes: last-rc-change), the migrate_from that answers this migration, any entry
+    // still pending, and what follows them.
+    let after_migrate_to = |o: &OpRecord| {
+        let answers_it = o.task == Task::MigrateFrom && o.migrate_source == Some(source);
+        if o.answer == Answer::Pending {
+            // in flight now: newer than anything recorded
+            true
+        } else if answers_it {
+            // a migrate_from follows its migrate_to; old inputs do not record when
+            o.last_rc_change == 0 || o.last_rc_change >= m_time
+        } else {
+            o.last_rc_change > m_time
+        }
+    };
+    // Same node: whatever follows such an entry (by call id) follows the migrate_to too.
+    let first_after = history[target]
+        .ops
+        .iter()
+        .filter(|o| after_migrate_to(o))
+        .map(call_key)
+        .min();
     let target_after = history[target]
         .ops
         .iter()
-        .filter(|o| {
-            let answers_it = o.task == Task::MigrateFrom && o.migrate_source == Some(source);
-            if o.answer == Answer::Pending {
-                // in flight now: newer than anything recorded
-                true
-            } else if answers_it {
-                o.last_rc_change >= m.last_rc_change
-            } else {
-                o.last_rc_change > m.last_rc_change
-            }
-        })
+        .filter(|o| first_after.is_some_and(|k| call_key(o) >= k))
         .filter_map(|o| {
             let s = if o.task == Task::MigrateFrom && o.answer != Answer::Ok {
                 // migrate_from said the VM is not on the target: against migrate_to's word.
@@ -348,13 +375,15 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             } else {
                 own_state(o)?
             };
-            // Same node: call ids order its entries.
             Some((call_key(o), s))
         })
         .max_by_key(|(k, _)| *k)
         .map(|(_, s)| s);
 
-    if source_after.is_some() && target_after.is_some() {
+    // Both nodes have answered since: the migration is closed, unless an answer is itself unsure.
+    let certain =
+        |s: &Option<Seen>| matches!(s, Some(Seen::Running { .. } | Seen::NotRunning { .. }));
+    if certain(&source_after) && certain(&target_after) {
         return Location::Settled;
     }
     let from_migrate_to = match m.answer {
@@ -392,7 +421,15 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         }
         None => from_migrate_to.1,
     };
-    if seen[target] == Seen::Unsure(Doubt::Contradiction) && source_after.is_none() {
+    // A migrate_from that failed says the VM did not arrive: unless the source has spoken since,
+    // it may still be there, whatever the target did afterwards.
+    let contradicted = history[target].ops.iter().any(|o| {
+        o.task == Task::MigrateFrom
+            && o.migrate_source == Some(source)
+            && o.answer != Answer::Ok
+            && first_after.is_some_and(|k| call_key(o) >= k)
+    });
+    if contradicted && source_after.is_none() && history[source].presence != Presence::Down {
         seen[source] = Seen::Unsure(Doubt::Contradiction);
     }
     // An older migration towards a node with nothing newer there may have left the VM on it:
@@ -410,7 +447,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
                 || history[t]
                     .ops
                     .iter()
-                    .any(|x| x.last_rc_change > o.last_rc_change)
+                    .any(|x| x.last_rc_change > recorded_at(history, s_node, o))
             {
                 continue;
             }
@@ -913,9 +950,16 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
             candidates, doubt, ..
         } => {
             let c: Vec<&str> = candidates.iter().map(|&n| name(n)).collect();
-            format!("unknown between {} ({})", c.join(" and "), doubt.text())
+            match c.as_slice() {
+                [one] => format!("unknown: on {one} or nowhere ({})", doubt.text()),
+                _ => format!("unknown between {} ({})", c.join(" and "), doubt.text()),
+            }
         }
-        Location::Stopped { .. } => "runs nowhere".to_string(),
+        Location::Stopped { migration, .. } => format!(
+            "runs nowhere (stopped since migration {} -> {})",
+            name(migration.source),
+            name(migration.target)
+        ),
     }
 }
 
@@ -1403,7 +1447,12 @@ pub fn render_notes(view: &AtomicView, obs: &Observed) -> String {
             .get(e.rsc)
             .map(|r| r.id.as_str())
             .unwrap_or("?");
-        let what = describe_location(&e.location, &names);
+        let mut what = describe_location(&e.location, &names);
+        if let Location::Stopped { migration, .. } = &e.location {
+            if presence_of(obs).get(migration.target) == Some(&Presence::Down) {
+                what = format!("{what}; {} is down", names[migration.target]);
+            }
+        }
         let plan = match (&e.decision, e.cannot_fence.is_empty()) {
             (_, false) => {
                 let list: Vec<&str> = e.cannot_fence.iter().map(|&n| names[n].as_str()).collect();
@@ -1881,6 +1930,55 @@ mod tests {
         assert_eq!(
             describe_location(&locate(&h), &names),
             "runs on node2 (migrate_to from node1 succeeded; confirmation pending)"
+        );
+    }
+
+    #[test]
+    fn migrate_to_without_last_rc_change_is_newer_than_the_targets_old_probe() {
+        // migrate-partial-2: the migrate_to entry has no last-rc-change attribute.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops[1].last_rc_change = 0;
+        assert!(matches!(
+            locate(&h),
+            Location::Exact {
+                node: 1,
+                confirm: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn failed_migrate_from_then_stopped_source_leaves_the_target_in_doubt() {
+        // migrate-fail-3: Pacemaker restarts it on the target; we probe the target first.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Failed, T0 + 410, 0, 1));
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![1],
+                doubt: Doubt::Contradiction
+            }
+        );
+    }
+
+    #[test]
+    fn failed_migrate_from_then_stopped_target_leaves_the_source_in_doubt() {
+        // migrate-fail-4: Pacemaker stops the source and starts on the target; we probe the source.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Failed, T0 + 410, 0, 1));
+        h[1].ops.push(op(Task::Stop, 8, Answer::Ok, T0 + 420));
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0],
+                doubt: Doubt::Contradiction
+            }
         );
     }
 
