@@ -45,6 +45,8 @@ pub struct TransitionGraph {
     pub edges: Vec<(usize, usize)>,
     /// Synapses in Pacemaker's order.
     pub synapses: Vec<Synapse>,
+    /// Orderings that exist but do not constrain the graph (drawn dashed in DOT).
+    pub optional_edges: Vec<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -274,13 +276,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::Shutdown => {
-                let n = a
-                    .node
-                    .map(|n| obs.nodes[n].uname.clone())
-                    .unwrap_or_default();
                 let i = push(
                     &mut g,
-                    format!("do_shutdown-{n}"),
+                    "do_shutdown".to_string(),
                     "do_shutdown",
                     None,
                     a.node,
@@ -317,15 +315,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         {
             let first = if is_mig(f) { map[f].2[3] } else { map[f].1 };
             g.edges.push((first, map[t].2[2]));
+            if is_mig(f) {
+                g.optional_edges.push((map[f].2[1], map[t].2[2]));
+            }
         }
         // "A stop then B stop" also orders A's stop before B's migrate_to.
         if rel == Rel::Stop
             && is_mig(t)
-            && !is_mig(f)
             && plan.actions[f].rsc.is_some()
             && plan.actions[f].rsc != plan.actions[t].rsc
         {
-            g.edges.push((map[f].1, map[t].2[2]));
+            if is_mig(f) {
+                g.optional_edges.push((map[f].2[0], map[t].2[2]));
+            } else {
+                g.edges.push((map[f].1, map[t].2[2]));
+            }
         }
     }
     // Unrunnable actions make their mandatory dependents unrunnable.
@@ -734,9 +738,14 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
     match a.node {
-        Some(n) if a.rsc.is_some() || a.event != EventKind::Pseudo => {
+        Some(n)
+            if a.rsc.is_some()
+                || a.event != EventKind::Pseudo
+                || a.task.starts_with("load_stopped") =>
+        {
             format!("{} {}", a.key, obs.nodes[n].uname)
         }
+        None if a.rsc.is_some() && a.event == EventKind::RscOp => format!("{} <none>", a.key),
         _ => a.key.clone(),
     }
 }
@@ -764,6 +773,34 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
                 "\"{}\" -> \"{}\" [ style = bold]",
                 dot_label(obs, &g.actions[i]),
                 dot_label(obs, &g.actions[s.action])
+            ));
+        }
+    }
+    let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
+    for (a, ga) in g.actions.iter().enumerate() {
+        if !ga.runnable {
+            lines.push(format!(
+                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"black\"]",
+                dot_label(obs, ga)
+            ));
+            let _ = a;
+        }
+    }
+    for &(f, t) in &g.edges {
+        if drawn(f) && drawn(t) && (!g.actions[f].runnable || !g.actions[t].runnable) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
+            ));
+        }
+    }
+    for &(f, t) in &g.optional_edges {
+        if in_graph.contains(&f) && in_graph.contains(&t) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
             ));
         }
     }
