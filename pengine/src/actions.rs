@@ -442,8 +442,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for &ni in &rec.shutdown {
         let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
         for i in 0..plan.actions.len() {
+            if plan.actions[i].dot_only {
+                continue;
+            }
             if plan.actions[i].node == Some(ni) && matches!(plan.actions[i].kind, Kind::Stop) {
                 plan.edge(i, sd);
+            }
+            if let Kind::Migrate { source, .. } = plan.actions[i].kind {
+                if source == ni {
+                    plan.edge_rel(i, sd, Rel::Stop);
+                }
             }
         }
     }

@@ -547,7 +547,8 @@ pub fn render_summary(
                 if !runnable_start(ri) {
                     lines.push(line("Stop", name(*source), start_reason.clone(), false));
                 } else if source == target {
-                    lines.push(line("Recover", name(*source), None, false));
+                    let verb = if r.failed { "Recover" } else { "Restart" };
+                    lines.push(line(verb, name(*source), None, false));
                 } else {
                     lines.push(line(
                         "Recover",
