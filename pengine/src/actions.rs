@@ -13,6 +13,14 @@ pub enum Kind {
     Monitor {
         interval_ms: u64,
     },
+    /// A recurring monitor for the Stopped role (expects "not running").
+    StoppedMonitor {
+        interval_ms: u64,
+    },
+    /// Cancel a recurring operation that is no longer wanted.
+    Cancel {
+        interval_ms: u64,
+    },
     /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
     Migrate {
         source: usize,
@@ -25,6 +33,8 @@ pub enum Kind {
     Fence,
     Shutdown,
     ClearFailcount,
+    /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
+    LoadStopped,
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -50,6 +60,8 @@ pub struct Action {
     pub pseudo: bool,
     pub runnable: bool,
     pub reason: Option<String>,
+    /// A required but unrunnable action kept only so DOT can draw it (never in the graph).
+    pub dot_only: bool,
 }
 
 /// Actions plus "first before then" edges (indexes into `actions`).
@@ -68,7 +80,11 @@ impl Plan {
     }
     pub fn find(&self, rsc: usize, kind: &Kind) -> Vec<usize> {
         (0..self.actions.len())
-            .filter(|&i| self.actions[i].rsc == Some(rsc) && &self.actions[i].kind == kind)
+            .filter(|&i| {
+                self.actions[i].rsc == Some(rsc)
+                    && &self.actions[i].kind == kind
+                    && !self.actions[i].dot_only
+            })
             .collect()
     }
     fn find_group(&self, g: usize, kind: &Kind) -> Option<usize> {
@@ -84,6 +100,7 @@ impl Plan {
             .filter(|&i| {
                 self.actions[i].rsc == Some(rsc)
                     && matches!(self.actions[i].kind, Kind::Start | Kind::Migrate { .. })
+                    && !self.actions[i].dot_only
             })
             .collect()
     }
@@ -92,6 +109,7 @@ impl Plan {
             .filter(|&i| {
                 self.actions[i].rsc == Some(rsc)
                     && matches!(self.actions[i].kind, Kind::Stop | Kind::Migrate { .. })
+                    && !self.actions[i].dot_only
             })
             .collect()
     }
@@ -114,7 +132,23 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
         pseudo: false,
         runnable: true,
         reason: None,
+        dot_only: false,
     }
+}
+
+fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| {
+            o.role
+                .as_deref()
+                .map(|r| r.eq_ignore_ascii_case("stopped"))
+                .unwrap_or(false)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
 }
 
 fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
@@ -149,6 +183,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         plan.edge(w[0], w[1]);
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    // With a placement strategy, every node gets a load_stopped pseudo action.
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    if obs.placement_strategy != "default" {
+        for ni in (0..obs.nodes.len()).rev() {
+            let mut a = act(Kind::LoadStopped, None, Some(ni));
+            a.pseudo = true;
+            load_stopped[ni] = Some(plan.add(a));
+        }
+    }
     // Fail-count clears found while unpacking.
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
@@ -159,6 +202,26 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
         probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+    }
+    // Cancels of active Stopped-role monitors where the resource will run.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+            }
+        }
     }
     // Resource actions in processing order.
     let order = desired.order.clone();
@@ -180,6 +243,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let mut stop_ids = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
+            let mut dot_start: Option<usize> = None;
             match &rec.changes[ri] {
                 Change::Keep => {
                     if let Some(ni) = desired.assigned[ri] {
@@ -203,6 +267,28 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     for &s in sources {
                         stop_ids.push(stop_on(&mut plan, s, reason.clone()));
                     }
+                    let referenced = obs.orders.iter().any(|o| {
+                        o.first_action == "start"
+                            && (o.first == r.id
+                                || r.group
+                                    .map(|g| obs.groups[g].id == o.first)
+                                    .unwrap_or(false))
+                    });
+                    if !desired.unmanaged[ri]
+                        && (r.failed || referenced || desired.assigned[ri].is_some())
+                    {
+                        let mut a = act(Kind::Start, Some(ri), desired.assigned[ri]);
+                        a.runnable = false;
+                        a.dot_only = true;
+                        let s = plan.add(a);
+                        for &st in &stop_ids {
+                            plan.edge(st, s);
+                        }
+                        if desired.assigned[ri].is_some() {
+                            target_node = desired.assigned[ri];
+                            dot_start = Some(s);
+                        }
+                    }
                 }
                 Change::Move { target, stops, .. } | Change::Recover { target, stops, .. } => {
                     for &s in stops {
@@ -211,7 +297,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
                     target_node = Some(*target);
                 }
-                Change::Restart { node } => {
+                Change::Restart { node, .. } => {
                     stop_ids.push(stop_on(&mut plan, *node, None));
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
                     target_node = Some(*node);
@@ -235,7 +321,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
             // Recurring monitors on the target.
             if let Some(ni) = target_node {
-                let runnable = start_id.map(|s| plan.actions[s].runnable).unwrap_or(true);
+                let runnable = start_id.map(|s| plan.actions[s].runnable).unwrap_or(true)
+                    && dot_start.is_none();
+                if !runnable {
+                    // Required but unrunnable monitors are only drawn.
+                    let from = start_id.or(dot_start);
+                    for iv in recurring_monitors(obs, ri) {
+                        let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
+                        a.runnable = false;
+                        a.dot_only = true;
+                        let m = plan.add(a);
+                        if let Some(s) = from {
+                            plan.edge(s, m);
+                        }
+                    }
+                }
                 if runnable {
                     for iv in recurring_monitors(obs, ri) {
                         let active = r
@@ -249,6 +349,47 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
                         if let Some(s) = start_id {
                             plan.edge(s, m);
+                        }
+                    }
+                }
+            }
+            // Stopped-role monitors on every other node where the resource will not run.
+            let stopped_ivs = stopped_monitors(obs, ri);
+            if !stopped_ivs.is_empty() && !desired.unmanaged[ri] {
+                let will_run = match &rec.changes[ri] {
+                    Change::Stop { .. } => None,
+                    Change::Start {
+                        blocked: Some(_), ..
+                    } => None,
+                    _ => desired.assigned[ri],
+                };
+                for (ni, n) in obs.nodes.iter().enumerate() {
+                    if Some(ni) == will_run || !n.online || n.unclean || n.pending {
+                        continue;
+                    }
+                    for &iv in &stopped_ivs {
+                        let active = r
+                            .stopped_monitors
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            && !r.running_on.contains(&ni);
+                        if active {
+                            continue;
+                        }
+                        let m = plan.add(act(
+                            Kind::StoppedMonitor { interval_ms: iv },
+                            Some(ri),
+                            Some(ni),
+                        ));
+                        for &(pr, pid) in &probe_ids {
+                            if pr == ri && plan.actions[pid].node == Some(ni) {
+                                plan.edge(pid, m);
+                            }
+                        }
+                        for &st in &stop_ids {
+                            if plan.actions[st].node == Some(ni) {
+                                plan.edge(st, m);
+                            }
                         }
                     }
                 }
@@ -273,6 +414,26 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             group_actions(obs, &mut plan, gi);
         }
     }
+    // Stops release load before starts consume it.
+    if obs.placement_strategy != "default" {
+        for i in 0..plan.actions.len() {
+            let Some(ni) = plan.actions[i].node else {
+                continue;
+            };
+            let Some(ls) = load_stopped[ni] else { continue };
+            match plan.actions[i].kind {
+                Kind::Stop => plan.edge(i, ls),
+                Kind::Start => plan.edge(ls, i),
+                Kind::Migrate { source, .. } => {
+                    plan.edge(ls, i);
+                    if let Some(src) = load_stopped[source] {
+                        plan.edge_rel(i, src, Rel::Stop);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
     // Ordering constraints.
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
@@ -281,8 +442,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for &ni in &rec.shutdown {
         let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
         for i in 0..plan.actions.len() {
+            if plan.actions[i].dot_only {
+                continue;
+            }
             if plan.actions[i].node == Some(ni) && matches!(plan.actions[i].kind, Kind::Stop) {
                 plan.edge(i, sd);
+            }
+            if let Kind::Migrate { source, .. } = plan.actions[i].kind {
+                if source == ni {
+                    plan.edge_rel(i, sd, Rel::Stop);
+                }
             }
         }
     }
@@ -317,6 +486,7 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         ids[3] = Some(plan.add(b));
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
+        plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();
         for s in &starts {
             for &x in s {
@@ -332,6 +502,7 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         }
     }
     if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
+        plan.edge_rel(gs, gd, Rel::GroupStop);
         let mut prev: Vec<usize> = Vec::new();
         for s in stops.iter().rev() {
             for &x in s {

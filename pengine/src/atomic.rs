@@ -524,7 +524,7 @@ impl RebootCause {
             RebootCause::LostDuringMigration { migration, lost } => {
                 let lost: Vec<&str> = lost.iter().map(|&n| name(n)).collect();
                 format!(
-                    "{} lost during migration {} -> {} (fenced); only if not found",
+                    "{} lost during migration {} -> {} (fenced)",
                     lost.join(" "),
                     name(migration.source),
                     name(migration.target)
@@ -1327,6 +1327,7 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
                 pseudo: lost,
                 runnable: true,
                 reason: None,
+                dot_only: false,
             });
             let stop = plan.actions.len() - 1;
             if lost {

@@ -35,6 +35,10 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);
+    // Atomic decisions first, so dependents see them; again after the ordering propagation, so a
+    // dependency cannot turn an atomic resource's plan into a stop and start.
+    atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
+    reconcile::propagate_orderings(&observed, &desired, &mut reconciliation);
     atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
     let mut plan = actions::build(&observed, &desired, &reconciliation);
     atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);

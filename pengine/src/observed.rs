@@ -133,6 +133,10 @@ pub struct Resource {
     pub pending_task: Option<(String, usize)>,
     pub stops_forced: Vec<usize>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
+    /// A node to fence because an operation with on-fail=fence failed there.
+    pub fence_on: Option<usize>,
+    /// Recurring monitors whose latest result is "not running" (Stopped-role monitors).
+    pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
     pub clear_failcount_on: Vec<usize>,
     pub target_role: Option<Role>,
@@ -217,11 +221,13 @@ impl Observed {
         self.groups.iter().position(|g| g.id == id)
     }
     /// Can this cluster fence this node?
-    pub fn can_fence(&self) -> bool {
+    pub fn can_fence(&self, ni: usize) -> bool {
         self.stonith_enabled
             && (self.have_stonith_resource
                 || self.option("have-watchdog").map(is_true).unwrap_or(false))
-            && (self.have_quorum || self.no_quorum_policy == NoQuorum::Ignore)
+            && (self.have_quorum
+                || self.no_quorum_policy == NoQuorum::Ignore
+                || self.nodes[ni].online)
     }
 }
 
@@ -399,7 +405,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         Some("suicide") => NoQuorum::Suicide,
         _ => NoQuorum::Stop,
     };
-    if no_quorum_policy == NoQuorum::Suicide && !stonith_enabled {
+    if no_quorum_policy == NoQuorum::Suicide
+        && (!stonith_enabled || !(cib.quorum_panic || have_quorum))
+    {
         no_quorum_policy = NoQuorum::Stop;
     }
     let startup_fencing = stonith_enabled && flag("startup-fencing", true);
@@ -669,6 +677,19 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             );
         }
     }
+    // Resources are listed by priority (highest first), configuration order otherwise.
+    let prio = |obs: &Observed, t: &Top| -> i64 {
+        let meta = match *t {
+            Top::Primitive(ri) => &obs.resources[ri].meta,
+            Top::Group(gi) => &obs.groups[gi].meta,
+        };
+        meta.get("priority")
+            .and_then(|v| parse_score(v))
+            .unwrap_or(0)
+    };
+    let mut top = std::mem::take(&mut obs.top);
+    top.sort_by_key(|t| std::cmp::Reverse(prio(&obs, t)));
+    obs.top = top;
     for o in orphans {
         obs.top.push(Top::Primitive(obs.resources.len()));
         obs.resources.push(o);
@@ -699,6 +720,11 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     // Resources running on offline nodes with fencing: the node must be fenced.
     let mut fences = Vec::new();
+    for r in &obs.resources {
+        if let Some(ni) = r.fence_on {
+            fences.push((ni, format!("{} failed there", r.id)));
+        }
+    }
     for r in &obs.resources {
         if r.role > Role::Stopped && r.managed {
             for &ni in &r.running_on {
@@ -1025,6 +1051,22 @@ fn unpack_lrm_resource(
         }
     }
 
+    // Stopped-role monitors: the latest entry per interval returned "not running".
+    let mut latest: BTreeMap<u64, &RscOp> = BTreeMap::new();
+    for op in &sorted {
+        if op.operation == "monitor" && op.interval_ms > 0 {
+            latest.insert(op.interval_ms, op);
+        }
+    }
+    for (iv, op) in latest {
+        if op.rc_code == 7 && op.op_status == 0 && target_rc(op) == 7 {
+            rsc.stopped_monitors.push(ActiveRecurring {
+                node: ni,
+                name: "monitor".into(),
+                interval_ms: iv,
+            });
+        }
+    }
     // process_rsc_state
     if role != Role::Unknown {
         rsc.known_on.insert(ni);
@@ -1037,7 +1079,9 @@ fn unpack_lrm_resource(
         OnFail::Ignore => {}
         OnFail::Demote => rsc.failed = true,
         OnFail::Fence => {
-            let _ = "fence handled by planner via stop failure";
+            if rsc.fence_on.is_none() {
+                rsc.fence_on = Some(ni);
+            }
         }
         OnFail::Standby => {}
         OnFail::Block => {
