@@ -60,6 +60,8 @@ pub struct Action {
     pub pseudo: bool,
     pub runnable: bool,
     pub reason: Option<String>,
+    /// A required but unrunnable action kept only so DOT can draw it (never in the graph).
+    pub dot_only: bool,
 }
 
 /// Actions plus "first before then" edges (indexes into `actions`).
@@ -78,7 +80,11 @@ impl Plan {
     }
     pub fn find(&self, rsc: usize, kind: &Kind) -> Vec<usize> {
         (0..self.actions.len())
-            .filter(|&i| self.actions[i].rsc == Some(rsc) && &self.actions[i].kind == kind)
+            .filter(|&i| {
+                self.actions[i].rsc == Some(rsc)
+                    && &self.actions[i].kind == kind
+                    && !self.actions[i].dot_only
+            })
             .collect()
     }
     fn find_group(&self, g: usize, kind: &Kind) -> Option<usize> {
@@ -94,6 +100,7 @@ impl Plan {
             .filter(|&i| {
                 self.actions[i].rsc == Some(rsc)
                     && matches!(self.actions[i].kind, Kind::Start | Kind::Migrate { .. })
+                    && !self.actions[i].dot_only
             })
             .collect()
     }
@@ -102,6 +109,7 @@ impl Plan {
             .filter(|&i| {
                 self.actions[i].rsc == Some(rsc)
                     && matches!(self.actions[i].kind, Kind::Stop | Kind::Migrate { .. })
+                    && !self.actions[i].dot_only
             })
             .collect()
     }
@@ -124,6 +132,7 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
         pseudo: false,
         runnable: true,
         reason: None,
+        dot_only: false,
     }
 }
 
@@ -234,6 +243,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let mut stop_ids = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
+            let mut dot_start: Option<usize> = None;
             match &rec.changes[ri] {
                 Change::Keep => {
                     if let Some(ni) = desired.assigned[ri] {
@@ -256,6 +266,28 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 } => {
                     for &s in sources {
                         stop_ids.push(stop_on(&mut plan, s, reason.clone()));
+                    }
+                    let referenced = obs.orders.iter().any(|o| {
+                        o.first_action == "start"
+                            && (o.first == r.id
+                                || r.group
+                                    .map(|g| obs.groups[g].id == o.first)
+                                    .unwrap_or(false))
+                    });
+                    if !desired.unmanaged[ri]
+                        && (r.failed || referenced || desired.assigned[ri].is_some())
+                    {
+                        let mut a = act(Kind::Start, Some(ri), desired.assigned[ri]);
+                        a.runnable = false;
+                        a.dot_only = true;
+                        let s = plan.add(a);
+                        for &st in &stop_ids {
+                            plan.edge(st, s);
+                        }
+                        if desired.assigned[ri].is_some() {
+                            target_node = desired.assigned[ri];
+                            dot_start = Some(s);
+                        }
                     }
                 }
                 Change::Move { target, stops, .. } | Change::Recover { target, stops, .. } => {
@@ -289,7 +321,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
             // Recurring monitors on the target.
             if let Some(ni) = target_node {
-                let runnable = start_id.map(|s| plan.actions[s].runnable).unwrap_or(true);
+                let runnable = start_id.map(|s| plan.actions[s].runnable).unwrap_or(true)
+                    && dot_start.is_none();
+                if !runnable {
+                    // Required but unrunnable monitors are only drawn.
+                    let from = start_id.or(dot_start);
+                    for iv in recurring_monitors(obs, ri) {
+                        let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
+                        a.runnable = false;
+                        a.dot_only = true;
+                        let m = plan.add(a);
+                        if let Some(s) = from {
+                            plan.edge(s, m);
+                        }
+                    }
+                }
                 if runnable {
                     for iv in recurring_monitors(obs, ri) {
                         let active = r
@@ -396,8 +442,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for &ni in &rec.shutdown {
         let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
         for i in 0..plan.actions.len() {
+            if plan.actions[i].dot_only {
+                continue;
+            }
             if plan.actions[i].node == Some(ni) && matches!(plan.actions[i].kind, Kind::Stop) {
                 plan.edge(i, sd);
+            }
+            if let Kind::Migrate { source, .. } = plan.actions[i].kind {
+                if source == ni {
+                    plan.edge_rel(i, sd, Rel::Stop);
+                }
             }
         }
     }
@@ -432,6 +486,7 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         ids[3] = Some(plan.add(b));
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
+        plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();
         for s in &starts {
             for &x in s {
@@ -447,6 +502,7 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         }
     }
     if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
+        plan.edge_rel(gs, gd, Rel::GroupStop);
         let mut prev: Vec<usize> = Vec::new();
         for s in stops.iter().rev() {
             for &x in s {

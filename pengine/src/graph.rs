@@ -45,6 +45,8 @@ pub struct TransitionGraph {
     pub edges: Vec<(usize, usize)>,
     /// Synapses in Pacemaker's order.
     pub synapses: Vec<Synapse>,
+    /// Orderings that exist but do not constrain the graph (drawn dashed in DOT).
+    pub optional_edges: Vec<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -154,6 +156,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             Kind::Migrate { source, target } => {
                 let r = rname.clone().unwrap_or_default();
                 let m = Some((*source, *target));
+                // On a source being fenced (an atomic migration finishing after the source was
+                // lost), the fencing implies the stop.
+                let stop_event = if obs.nodes[*source].unclean {
+                    EventKind::Pseudo
+                } else {
+                    EventKind::RscOp
+                };
                 let stop = push(
                     &mut g,
                     op_key(&r, "stop", 0),
@@ -161,7 +170,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     a.rsc,
                     Some(*source),
                     0,
-                    EventKind::RscOp,
+                    stop_event,
                     None,
                 );
                 let start = push(
@@ -174,16 +183,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     EventKind::Pseudo,
                     m,
                 );
-                let to = push(
-                    &mut g,
-                    op_key(&r, "migrate_to", 0),
-                    "migrate_to",
-                    a.rsc,
-                    Some(*source),
-                    0,
-                    EventKind::RscOp,
-                    m,
-                );
+                // A partial migration (migrate_to done on `source`) continues with migrate_from.
+                let continues = a.rsc.is_some_and(|ri| {
+                    obs.resources[ri].partial_migration == Some((*source, *target))
+                });
+                let to = (!continues).then(|| {
+                    push(
+                        &mut g,
+                        op_key(&r, "migrate_to", 0),
+                        "migrate_to",
+                        a.rsc,
+                        Some(*source),
+                        0,
+                        EventKind::RscOp,
+                        m,
+                    )
+                });
                 let from = push(
                     &mut g,
                     op_key(&r, "migrate_from", 0),
@@ -194,7 +209,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     EventKind::RscOp,
                     m,
                 );
-                g.edges.push((to, from));
+                let to = match to {
+                    Some(to) => {
+                        g.edges.push((to, from));
+                        to
+                    }
+                    None => from,
+                };
                 g.edges.push((from, stop));
                 g.edges.push((from, start));
                 g.edges.push((stop, start));
@@ -274,13 +295,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::Shutdown => {
-                let n = a
-                    .node
-                    .map(|n| obs.nodes[n].uname.clone())
-                    .unwrap_or_default();
                 let i = push(
                     &mut g,
-                    format!("do_shutdown-{n}"),
+                    "do_shutdown".to_string(),
                     "do_shutdown",
                     None,
                     a.node,
@@ -317,15 +334,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         {
             let first = if is_mig(f) { map[f].2[3] } else { map[f].1 };
             g.edges.push((first, map[t].2[2]));
+            if is_mig(f) {
+                g.optional_edges.push((map[f].2[1], map[t].2[2]));
+            }
         }
         // "A stop then B stop" also orders A's stop before B's migrate_to.
         if rel == Rel::Stop
             && is_mig(t)
-            && !is_mig(f)
             && plan.actions[f].rsc.is_some()
             && plan.actions[f].rsc != plan.actions[t].rsc
         {
-            g.edges.push((map[f].1, map[t].2[2]));
+            if is_mig(f) {
+                g.optional_edges.push((map[f].2[0], map[t].2[2]));
+            } else {
+                g.edges.push((map[f].1, map[t].2[2]));
+            }
         }
     }
     // Unrunnable actions make their mandatory dependents unrunnable.
@@ -350,6 +373,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             if pred(pi) {
                 let mut created = map[pi].2.clone();
                 created.reverse();
+                // a continuing migration maps its migrate_to slot to migrate_from
+                created.dedup();
                 v.extend(created);
             }
         }
@@ -543,7 +568,8 @@ pub fn render_summary(
                 if !runnable_start(ri) {
                     lines.push(line("Stop", name(*source), start_reason.clone(), false));
                 } else if source == target {
-                    lines.push(line("Recover", name(*source), None, false));
+                    let verb = if r.failed { "Recover" } else { "Restart" };
+                    lines.push(line(verb, name(*source), None, false));
                 } else {
                     lines.push(line(
                         "Recover",
@@ -734,9 +760,14 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
     match a.node {
-        Some(n) if a.rsc.is_some() || a.event != EventKind::Pseudo => {
+        Some(n)
+            if a.rsc.is_some()
+                || a.event != EventKind::Pseudo
+                || a.task.starts_with("load_stopped") =>
+        {
             format!("{} {}", a.key, obs.nodes[n].uname)
         }
+        None if a.rsc.is_some() && a.event == EventKind::RscOp => format!("{} <none>", a.key),
         _ => a.key.clone(),
     }
 }
@@ -764,6 +795,34 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
                 "\"{}\" -> \"{}\" [ style = bold]",
                 dot_label(obs, &g.actions[i]),
                 dot_label(obs, &g.actions[s.action])
+            ));
+        }
+    }
+    let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
+    for (a, ga) in g.actions.iter().enumerate() {
+        if !ga.runnable {
+            lines.push(format!(
+                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"black\"]",
+                dot_label(obs, ga)
+            ));
+            let _ = a;
+        }
+    }
+    for &(f, t) in &g.edges {
+        if drawn(f) && drawn(t) && (!g.actions[f].runnable || !g.actions[t].runnable) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
+            ));
+        }
+    }
+    for &(f, t) in &g.optional_edges {
+        if in_graph.contains(&f) && in_graph.contains(&t) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
             ));
         }
     }

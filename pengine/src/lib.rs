@@ -5,6 +5,7 @@
 //! `status` renders the cluster status block.
 
 pub mod actions;
+pub mod atomic;
 pub mod cib;
 pub mod graph;
 pub mod observed;
@@ -23,15 +24,24 @@ pub struct Transition {
     pub reconciliation: reconcile::Reconciliation,
     pub plan: actions::Plan,
     pub graph: graph::TransitionGraph,
+    /// Atomic resources with an open migration (see `atomic`).
+    pub atomic: atomic::AtomicView,
 }
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
-    let observed = observed::observe(cib, now);
+    let mut observed = observed::observe(cib, now);
+    // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
+    let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);
+    // Atomic decisions first, so dependents see them; again after the ordering propagation, so a
+    // dependency cannot turn an atomic resource's plan into a stop and start.
+    atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
     reconcile::propagate_orderings(&observed, &desired, &mut reconciliation);
-    let plan = actions::build(&observed, &desired, &reconciliation);
+    atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
+    let mut plan = actions::build(&observed, &desired, &reconciliation);
+    atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);
     let graph = graph::expand(&observed, &plan);
     Transition {
         observed,
@@ -39,6 +49,7 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
         reconciliation,
         plan,
         graph,
+        atomic,
     }
 }
 
@@ -94,6 +105,11 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
         &t.reconciliation,
         &t.graph,
     ));
+    let notes = atomic::render_notes(&t.atomic, &t.observed);
+    if !notes.is_empty() {
+        out.push('\n');
+        out.push_str(&notes);
+    }
     let fired = graph::firing_order(&t.graph);
     out.push('\n');
     out.push_str("Executing Cluster Transition:\n");

@@ -197,6 +197,18 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     }
                 }
             }
+            (_, Some(_))
+                if r.meta
+                    .get("multiple-active")
+                    .map(|v| v == "stop_only")
+                    .unwrap_or(false) =>
+            {
+                Change::Stop {
+                    sources: r.running_on.clone(),
+                    reason: Some("node availability".into()),
+                    blocked: false,
+                }
+            }
             (_, Some(t)) => {
                 let s = current.unwrap_or(t);
                 if s == t {

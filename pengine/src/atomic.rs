@@ -1,0 +1,2002 @@
+//! The atomic migration model: where a VM runs after an interrupted live migration, and the plan that ends it with the VM running once.
+//!
+//! Pacemaker's own model (`two-phase`) treats migrate_to as half a stop and migrate_from as half a
+//! start, so after an interruption it may believe the resource runs on both nodes and restarts it.
+//! An agent that migrates atomically and answers truthfully (ours: `ocf:highlander:VirtualDomain`)
+//! lets us know better:
+//! - migrate_to answered success: the VM runs on the target (confirmation and source cleanup
+//!   pending); answered failure: it still runs on the source;
+//! - migrate_to pending, timed out or unanswered, or answers that contradict each other: the VM is
+//!   on the source or the target, nobody knows which, so both are probed before anything else.
+//!
+//! This module is pure and works on its own small input types ([`NodeHistory`], [`OpRecord`]),
+//! which the pipeline fills from the CIB. [`locate`] reads the history, [`decide`] picks the plan
+//! for a desired node, [`Decision::steps`] expands it into Pacemaker's vocabulary (migrate_to,
+//! migrate_from, stop, the pseudo start, probes and fencing) with orderings.
+
+use std::collections::BTreeSet;
+
+/// The meta-attribute that selects a resource's migration model.
+pub const MIGRATION_MODEL_META: &str = "migration-model";
+
+/// How a resource's live migrations are modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum MigrationModel {
+    /// Pacemaker 2.1.5's model, for any agent: reproduces its decisions.
+    #[default]
+    TwoPhase,
+    /// For agents whose migrate_to is atomic and truthful.
+    Atomic,
+}
+
+impl MigrationModel {
+    /// The meta-attribute value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MigrationModel::TwoPhase => "two-phase",
+            MigrationModel::Atomic => "atomic",
+        }
+    }
+
+    /// Parses a meta-attribute value (case-insensitive, surrounding blanks ignored).
+    pub fn parse(value: &str) -> Option<MigrationModel> {
+        let v = value.trim();
+        if v.eq_ignore_ascii_case("two-phase") {
+            Some(MigrationModel::TwoPhase)
+        } else if v.eq_ignore_ascii_case("atomic") {
+            Some(MigrationModel::Atomic)
+        } else {
+            None
+        }
+    }
+
+    /// The model an agent gets without the meta-attribute: `atomic` for
+    /// `ocf:highlander:VirtualDomain` (its meta-data advertises it), `two-phase` for every other.
+    pub fn default_for_agent(class: &str, provider: Option<&str>, kind: &str) -> MigrationModel {
+        if class == "ocf" && provider == Some("highlander") && kind == "VirtualDomain" {
+            MigrationModel::Atomic
+        } else {
+            MigrationModel::TwoPhase
+        }
+    }
+}
+
+/// Errors of the atomic model's inputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AtomicError {
+    #[error("resource '{resource}': migration-model '{value}' is neither two-phase nor atomic")]
+    InvalidModel { resource: String, value: String },
+}
+
+/// The model of one resource: its `migration-model` meta-attribute if set, else the agent's default.
+/// An invalid value is an error carrying it; callers report it and fall back to `two-phase`.
+pub fn model_for(
+    resource: &str,
+    class: &str,
+    provider: Option<&str>,
+    kind: &str,
+    meta_value: Option<&str>,
+) -> Result<MigrationModel, AtomicError> {
+    match meta_value {
+        None => Ok(MigrationModel::default_for_agent(class, provider, kind)),
+        Some(v) => MigrationModel::parse(v).ok_or_else(|| AtomicError::InvalidModel {
+            resource: resource.to_string(),
+            value: v.to_string(),
+        }),
+    }
+}
+
+/// What an operation in the history was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    MigrateTo,
+    MigrateFrom,
+    Start,
+    Stop,
+    /// A probe or a recurring monitor.
+    Monitor,
+    /// Anything else (promote, notify, reload...): it says nothing about where the VM runs.
+    Other,
+}
+
+impl Task {
+    /// From the `operation` attribute.
+    pub fn parse(operation: &str) -> Task {
+        match operation {
+            "migrate_to" => Task::MigrateTo,
+            "migrate_from" => Task::MigrateFrom,
+            "start" => Task::Start,
+            "stop" => Task::Stop,
+            "monitor" => Task::Monitor,
+            _ => Task::Other,
+        }
+    }
+}
+
+/// What the agent answered, from an entry's op-status and rc-code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// rc 0.
+    Ok,
+    /// rc 7 (only meaningful for monitors, stops and starts).
+    NotRunning,
+    /// The agent answered with an error, or refused to run (not installed, not supported).
+    Failed,
+    /// Still running (op-status -1 or rc 193).
+    Pending,
+    /// Nobody answered: timed out, cancelled, the executor lost the node.
+    NoAnswer,
+}
+
+impl Answer {
+    /// Classifies a history entry.
+    pub fn from_status(op_status: i32, rc_code: i32) -> Answer {
+        match op_status {
+            -1 => Answer::Pending,
+            // done, error, hard error, fatal: the agent ran and answered
+            0 | 4 | 5 | 6 => match rc_code {
+                0 => Answer::Ok,
+                7 => Answer::NotRunning,
+                193 => Answer::Pending,
+                _ => Answer::Failed,
+            },
+            // not supported, not installed: the agent never acted
+            3 | 7 => Answer::Failed,
+            // cancelled, timed out, not connected, invalid, ...
+            _ => Answer::NoAnswer,
+        }
+    }
+}
+
+/// One history entry, as the model needs it. Node fields are indices into the history slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRecord {
+    pub task: Task,
+    /// -1 for pending entries.
+    pub call_id: i64,
+    pub answer: Answer,
+    pub migrate_source: Option<usize>,
+    pub migrate_target: Option<usize>,
+    /// Seconds since the epoch; compares entries of different nodes.
+    pub last_rc_change: i64,
+}
+
+/// Whether a node can act and what its loss means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// A member that runs actions.
+    Online,
+    /// Lost without a clean shutdown: it will be fenced, and whatever ran there dies.
+    Lost,
+    /// Cleanly down (or fenced already): nothing runs there.
+    Down,
+}
+
+/// One node's history of the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHistory {
+    pub presence: Presence,
+    pub ops: Vec<OpRecord>,
+}
+
+/// Why the location is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doubt {
+    /// migrate_to has not answered yet.
+    Pending,
+    /// migrate_to (or migrate_from) got no answer: timeout, cancel, lost connection.
+    NoAnswer,
+    /// The answers contradict each other (migrate_to succeeded, migrate_from failed).
+    Contradiction,
+    /// The history says it runs on more than one node.
+    SeveralRunning,
+    /// A node's own later result is itself unsure (a failed stop or start).
+    UnsureResult,
+}
+
+impl Doubt {
+    fn text(self) -> &'static str {
+        match self {
+            Doubt::Pending => "migrate_to pending",
+            Doubt::NoAnswer => "migrate_to unanswered",
+            Doubt::Contradiction => "migrate_from contradicts migrate_to",
+            Doubt::SeveralRunning => "history shows it on several nodes",
+            Doubt::UnsureResult => "a later result is unsure",
+        }
+    }
+}
+
+/// The last live migration of a resource: migrate_to on `source` towards `target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    pub source: usize,
+    pub target: usize,
+}
+
+/// Where the resource is, after its last migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// No migration in the history, or it was closed by later results on both nodes:
+    /// the ordinary reading of the history stands.
+    Settled,
+    /// It runs on exactly one node.
+    Exact {
+        migration: Migration,
+        node: usize,
+        /// The migration `source -> node` still needs its confirmation (migrate_from on `node`).
+        confirm: bool,
+        /// Nodes whose last entry is a successful migrate_to away: a stop records that they no
+        /// longer run it (the VM is not there; the stop is bookkeeping).
+        cleanup: Vec<usize>,
+    },
+    /// It runs on one of `candidates` or nowhere; probe them before anything else.
+    Unknown {
+        migration: Migration,
+        candidates: Vec<usize>,
+        doubt: Doubt,
+    },
+    /// It runs nowhere.
+    Stopped {
+        migration: Migration,
+        cleanup: Vec<usize>,
+    },
+}
+
+/// What one node's history says about the resource after the migration's migrate_to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Running { confirmed: bool },
+    NotRunning { cleanup: bool },
+    Unsure(Doubt),
+}
+
+fn own_state(op: &OpRecord) -> Option<Seen> {
+    let seen = match (op.task, op.answer) {
+        (Task::Other, _) => return None,
+        (_, Answer::Pending) => Seen::Unsure(Doubt::Pending),
+        (_, Answer::NoAnswer) => Seen::Unsure(Doubt::NoAnswer),
+        (Task::Start | Task::MigrateFrom | Task::Monitor, Answer::Ok) => {
+            Seen::Running { confirmed: true }
+        }
+        (Task::Stop, Answer::Ok) | (_, Answer::NotRunning) => Seen::NotRunning { cleanup: false },
+        (Task::MigrateTo, Answer::Ok) => Seen::NotRunning { cleanup: true },
+        // A failed migrate_to leaves the VM where it was (the agent's guarantee).
+        (Task::MigrateTo, Answer::Failed) => Seen::Running { confirmed: true },
+        (_, Answer::Failed) => Seen::Unsure(Doubt::UnsureResult),
+    };
+    Some(seen)
+}
+
+/// The latest migrate_to of the resource, across nodes: by last-rc-change, a pending entry first,
+/// then the higher call id, then the lower node index (deterministic).
+fn latest_migrate_to(history: &[NodeHistory]) -> Option<(usize, &OpRecord)> {
+    let mut best: Option<(usize, &OpRecord)> = None;
+    for (n, h) in history.iter().enumerate() {
+        for op in &h.ops {
+            if op.task != Task::MigrateTo || op.migrate_source != Some(n) {
+                continue;
+            }
+            let Some(t) = op.migrate_target else {
+                continue;
+            };
+            if t == n || t >= history.len() {
+                continue;
+            }
+            let key = |o: &OpRecord| {
+                (
+                    o.last_rc_change,
+                    o.answer == Answer::Pending,
+                    if o.call_id < 0 { i64::MAX } else { o.call_id },
+                )
+            };
+            let better = match best {
+                None => true,
+                Some((_, b)) => key(op) > key(b),
+            };
+            if better {
+                best = Some((n, op));
+            }
+        }
+    }
+    best
+}
+
+/// Orders entries of one node as Pacemaker does: by call id, pending entries last.
+fn call_key(op: &OpRecord) -> i64 {
+    if op.call_id < 0 { i64::MAX } else { op.call_id }
+}
+
+/// When an entry was recorded, for comparing entries of different nodes. Old inputs lack
+/// last-rc-change on migrate_to: then it is at least as new as its node's earlier entries.
+fn recorded_at(history: &[NodeHistory], node: usize, op: &OpRecord) -> i64 {
+    if op.last_rc_change > 0 {
+        return op.last_rc_change;
+    }
+    history[node]
+        .ops
+        .iter()
+        .filter(|o| call_key(o) <= call_key(op))
+        .map(|o| o.last_rc_change)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Reads where the resource runs after its last migration.
+pub fn locate(history: &[NodeHistory]) -> Location {
+    let Some((source, m)) = latest_migrate_to(history) else {
+        return Location::Settled;
+    };
+    let Some(target) = m.migrate_target else {
+        return Location::Settled;
+    };
+    let migration = Migration { source, target };
+    // When the migrate_to was recorded, for comparing with the target's entries. Old inputs lack
+    // last-rc-change on migrate_to: then it is at least as new as the source's earlier entries.
+    let m_time = recorded_at(history, source, m);
+
+    // The source's own later state: its newest entry after the migrate_to (same node: call ids).
+    let source_after = history[source]
+        .ops
+        .iter()
+        .filter(|o| call_key(o) > call_key(m) && m.answer != Answer::Pending)
+        .filter_map(|o| own_state(o).map(|s| (call_key(o), s)))
+        .max_by_key(|(k, _)| *k)
+        .map(|(_, s)| s);
+    // The target's own later state: its newest entry among those recorded after the migrate_to
+    // (different nodes: last-rc-change), the migrate_from that answers this migration, any entry
+    // still pending, and what follows them.
+    let after_migrate_to = |o: &OpRecord| {
+        let answers_it = o.task == Task::MigrateFrom && o.migrate_source == Some(source);
+        if o.answer == Answer::Pending {
+            // in flight now: newer than anything recorded
+            true
+        } else if answers_it {
+            // a migrate_from follows its migrate_to; old inputs do not record when
+            o.last_rc_change == 0 || o.last_rc_change >= m_time
+        } else {
+            o.last_rc_change > m_time
+        }
+    };
+    // Same node: whatever follows such an entry (by call id) follows the migrate_to too.
+    let first_after = history[target]
+        .ops
+        .iter()
+        .filter(|o| after_migrate_to(o))
+        .map(call_key)
+        .min();
+    let target_after = history[target]
+        .ops
+        .iter()
+        .filter(|o| first_after.is_some_and(|k| call_key(o) >= k))
+        .filter_map(|o| {
+            let s = if o.task == Task::MigrateFrom && o.answer != Answer::Ok {
+                // migrate_from said the VM is not on the target: against migrate_to's word.
+                Seen::Unsure(Doubt::Contradiction)
+            } else {
+                own_state(o)?
+            };
+            Some((call_key(o), s))
+        })
+        .max_by_key(|(k, _)| *k)
+        .map(|(_, s)| s);
+
+    // Both nodes have answered since: the migration is closed, unless an answer is itself unsure.
+    let certain =
+        |s: &Option<Seen>| matches!(s, Some(Seen::Running { .. } | Seen::NotRunning { .. }));
+    if certain(&source_after) && certain(&target_after) {
+        return Location::Settled;
+    }
+    let from_migrate_to = match m.answer {
+        Answer::Ok => (
+            Seen::NotRunning { cleanup: true },
+            Seen::Running { confirmed: false },
+        ),
+        Answer::Failed | Answer::NotRunning => (
+            Seen::Running { confirmed: true },
+            Seen::NotRunning { cleanup: false },
+        ),
+        Answer::Pending => (Seen::Unsure(Doubt::Pending), Seen::Unsure(Doubt::Pending)),
+        Answer::NoAnswer => (Seen::Unsure(Doubt::NoAnswer), Seen::Unsure(Doubt::NoAnswer)),
+    };
+    // Every node's own word: its newest entry (an older copy that was never stopped still counts).
+    let mut seen: Vec<Seen> = history
+        .iter()
+        .map(|h| {
+            h.ops
+                .iter()
+                .filter_map(|o| own_state(o).map(|s| (call_key(o), s)))
+                .max_by_key(|(k, _)| *k)
+                .map(|(_, s)| s)
+                .unwrap_or(Seen::NotRunning { cleanup: false })
+        })
+        .collect();
+    seen[source] = source_after.unwrap_or(from_migrate_to.0);
+    seen[target] = match target_after {
+        Some(s) => s,
+        // A failed migrate_to does not clear an older copy on the target that was never stopped.
+        None if matches!(m.answer, Answer::Failed | Answer::NotRunning)
+            && matches!(seen[target], Seen::Running { .. } | Seen::Unsure(_)) =>
+        {
+            seen[target]
+        }
+        None => from_migrate_to.1,
+    };
+    // A migrate_from that failed says the VM did not arrive: unless the source has spoken since,
+    // it may still be there, whatever the target did afterwards.
+    let contradicted = history[target].ops.iter().any(|o| {
+        o.task == Task::MigrateFrom
+            && o.migrate_source == Some(source)
+            && o.answer != Answer::Ok
+            && first_after.is_some_and(|k| call_key(o) >= k)
+    });
+    if contradicted && source_after.is_none() && history[source].presence != Presence::Down {
+        seen[source] = Seen::Unsure(Doubt::Contradiction);
+    }
+    // An older migration towards a node with nothing newer there may have left the VM on it:
+    // if nothing else says it runs there, that contradicts the later answers.
+    for (s_node, h) in history.iter().enumerate() {
+        for o in &h.ops {
+            let (Some(t), true) = (o.migrate_target, o.migrate_source == Some(s_node)) else {
+                continue;
+            };
+            if o.task != Task::MigrateTo
+                || (s_node == source && o.call_id == m.call_id)
+                || t >= history.len()
+                || t == s_node
+                || matches!(o.answer, Answer::Failed | Answer::NotRunning)
+                || history[t]
+                    .ops
+                    .iter()
+                    .any(|x| x.last_rc_change > recorded_at(history, s_node, o))
+            {
+                continue;
+            }
+            if let Seen::NotRunning { .. } = seen[t] {
+                seen[t] = Seen::Unsure(Doubt::Contradiction);
+            }
+        }
+    }
+    let target_seen = seen[target];
+
+    let mut running = Vec::new();
+    let mut unsure = Vec::new();
+    let mut cleanup = Vec::new();
+    let mut doubt = None;
+    for (node, s) in seen.into_iter().enumerate() {
+        // A cleanly down node runs nothing, and cannot be cleaned up.
+        if history[node].presence == Presence::Down {
+            continue;
+        }
+        match s {
+            Seen::Running { .. } => running.push(node),
+            Seen::NotRunning { cleanup: true } => cleanup.push(node),
+            Seen::NotRunning { cleanup: false } => {}
+            Seen::Unsure(d) => {
+                unsure.push(node);
+                doubt = doubt.or(Some(d));
+            }
+        }
+    }
+    if let Some(doubt) = doubt {
+        let candidates: BTreeSet<usize> = running.iter().chain(unsure.iter()).copied().collect();
+        return Location::Unknown {
+            migration,
+            candidates: candidates.into_iter().collect(),
+            doubt,
+        };
+    }
+    match running.as_slice() {
+        [] => Location::Stopped { migration, cleanup },
+        [node] => Location::Exact {
+            migration,
+            node: *node,
+            confirm: *node == target && target_seen == Seen::Running { confirmed: false },
+            cleanup,
+        },
+        _ => Location::Unknown {
+            migration,
+            candidates: running,
+            doubt: Doubt::SeveralRunning,
+        },
+    }
+}
+
+/// Why a plan restarts the VM (it could not keep it running).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebootCause {
+    /// The only copy ran on a node that is lost and will be fenced.
+    RanOnLostNode { node: usize },
+    /// The location was unknown and every node that could run it was lost (fenced) or probed.
+    LostDuringMigration {
+        migration: Migration,
+        lost: Vec<usize>,
+    },
+}
+
+impl RebootCause {
+    /// The summary text, with node names.
+    pub fn describe(&self, names: &[String]) -> String {
+        let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+        match self {
+            RebootCause::RanOnLostNode { node } => {
+                format!("{} lost with the only copy (fenced)", name(*node))
+            }
+            RebootCause::LostDuringMigration { migration, lost } => {
+                let lost: Vec<&str> = lost.iter().map(|&n| name(n)).collect();
+                format!(
+                    "{} lost during migration {} -> {} (fenced)",
+                    lost.join(" "),
+                    name(migration.source),
+                    name(migration.target)
+                )
+            }
+        }
+    }
+}
+
+/// The plan for one atomic resource after its last migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// No open migration: the ordinary plan applies.
+    Defer,
+    /// Stays where it runs, nothing to do.
+    Keep { node: usize },
+    /// Stays where it runs; stale sources get a bookkeeping stop.
+    Cleanup {
+        node: Option<usize>,
+        stops: Vec<usize>,
+    },
+    /// Confirms the migration on `target` (migrate_from), then cleans up.
+    Finish {
+        source: usize,
+        target: usize,
+        cleanup: Vec<usize>,
+    },
+    /// Migrates live from where it runs (back to the old source, or onward).
+    Migrate {
+        source: usize,
+        target: usize,
+        cleanup: Vec<usize>,
+    },
+    /// Moves by stop and start because allow-migrate is off (a deliberate move, not a recovery).
+    Move {
+        source: usize,
+        target: usize,
+        cleanup: Vec<usize>,
+    },
+    /// Stops where it runs (no node may keep it).
+    Stop { node: usize, cleanup: Vec<usize> },
+    /// It runs nowhere: starts on `target`.
+    Start { target: usize, cleanup: Vec<usize> },
+    /// Location unknown: fence the lost candidates, probe the others, nothing else.
+    Probe {
+        probe: Vec<usize>,
+        fence: Vec<usize>,
+        doubt: Doubt,
+    },
+    /// One candidate is left after fencing the lost ones: probe it, and start on `target` only
+    /// after the probe (a probe that finds it running aborts the transition).
+    ProbeThenStart {
+        probe: usize,
+        fence: Vec<usize>,
+        target: usize,
+        cause: RebootCause,
+    },
+    /// Live migration is impossible: fence, then start on `target` if any node may run it.
+    Reboot {
+        fence: Vec<usize>,
+        target: Option<usize>,
+        cleanup: Vec<usize>,
+        cause: RebootCause,
+    },
+}
+
+/// Picks the plan for a located resource. `desired` is where placement wants it (None: nowhere);
+/// `can_migrate` is false when allow-migrate is off.
+pub fn decide(
+    location: &Location,
+    presence: &[Presence],
+    desired: Option<usize>,
+    can_migrate: bool,
+) -> Decision {
+    let is = |n: usize, p: Presence| presence.get(n).copied() == Some(p);
+    match location {
+        Location::Settled => Decision::Defer,
+        Location::Exact {
+            node,
+            confirm,
+            cleanup,
+            migration,
+        } => {
+            let node = *node;
+            if is(node, Presence::Lost) {
+                let cleanup = cleanup
+                    .iter()
+                    .copied()
+                    .filter(|&c| Some(c) != desired)
+                    .collect();
+                return Decision::Reboot {
+                    fence: vec![node],
+                    target: desired.filter(|&d| d != node),
+                    cleanup,
+                    cause: RebootCause::RanOnLostNode { node },
+                };
+            }
+            match desired {
+                Some(d) if d == node => {
+                    if *confirm {
+                        Decision::Finish {
+                            source: migration.source,
+                            target: node,
+                            cleanup: cleanup.clone(),
+                        }
+                    } else if cleanup.is_empty() {
+                        Decision::Keep { node }
+                    } else {
+                        Decision::Cleanup {
+                            node: Some(node),
+                            stops: cleanup.clone(),
+                        }
+                    }
+                }
+                Some(d) => {
+                    // The destination needs no cleanup: the VM goes back there.
+                    let cleanup: Vec<usize> = cleanup.iter().copied().filter(|&c| c != d).collect();
+                    if can_migrate {
+                        Decision::Migrate {
+                            source: node,
+                            target: d,
+                            cleanup,
+                        }
+                    } else {
+                        Decision::Move {
+                            source: node,
+                            target: d,
+                            cleanup,
+                        }
+                    }
+                }
+                None => Decision::Stop {
+                    node,
+                    cleanup: cleanup.clone(),
+                },
+            }
+        }
+        Location::Stopped { cleanup, .. } => match desired {
+            Some(d) => Decision::Start {
+                target: d,
+                cleanup: cleanup.iter().copied().filter(|&c| c != d).collect(),
+            },
+            None if cleanup.is_empty() => Decision::Cleanup {
+                node: None,
+                stops: Vec::new(),
+            },
+            None => Decision::Cleanup {
+                node: None,
+                stops: cleanup.clone(),
+            },
+        },
+        Location::Unknown {
+            migration,
+            candidates,
+            doubt,
+        } => {
+            let live: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&c| is(c, Presence::Online))
+                .collect();
+            let lost: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&c| is(c, Presence::Lost))
+                .collect();
+            let cause = RebootCause::LostDuringMigration {
+                migration: *migration,
+                lost: lost.clone(),
+            };
+            match (live.as_slice(), desired) {
+                ([], _) => Decision::Reboot {
+                    fence: lost,
+                    target: desired,
+                    cleanup: Vec::new(),
+                    cause,
+                },
+                ([only], Some(target)) if !lost.is_empty() => Decision::ProbeThenStart {
+                    probe: *only,
+                    fence: lost,
+                    target,
+                    cause,
+                },
+                _ => Decision::Probe {
+                    probe: live,
+                    fence: lost,
+                    doubt: *doubt,
+                },
+            }
+        }
+    }
+}
+
+/// One action of an expanded plan, in Pacemaker's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Step {
+    Fence(usize),
+    /// A one-off monitor (rc 7 expected: a running VM aborts the transition).
+    Probe(usize),
+    MigrateTo {
+        source: usize,
+        target: usize,
+    },
+    MigrateFrom {
+        source: usize,
+        target: usize,
+    },
+    Stop(usize),
+    /// The stop that fencing implies (a pseudo action).
+    ImpliedStop(usize),
+    /// The pseudo start that ends a migration.
+    PseudoStart(usize),
+    Start(usize),
+}
+
+/// An expanded plan: steps and "first -> then" orderings between them (indices into `steps`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Steps {
+    pub steps: Vec<Step>,
+    pub edges: Vec<(usize, usize)>,
+}
+
+impl Steps {
+    fn add(&mut self, step: Step) -> usize {
+        if let Some(i) = self.steps.iter().position(|s| *s == step) {
+            return i;
+        }
+        self.steps.push(step);
+        self.steps.len() - 1
+    }
+
+    fn order(&mut self, first: usize, then: usize) {
+        if first != then && !self.edges.contains(&(first, then)) {
+            self.edges.push((first, then));
+        }
+    }
+
+    /// A stop of `node` that cleans up a stale record: real on a member, implied by fencing on
+    /// a lost node, nothing on a node that is down. Returns the step that completes it.
+    fn cleanup_stop(&mut self, node: usize, presence: &[Presence]) -> Option<usize> {
+        match presence.get(node).copied() {
+            Some(Presence::Online) => Some(self.add(Step::Stop(node))),
+            Some(Presence::Lost) => {
+                let f = self.add(Step::Fence(node));
+                let s = self.add(Step::ImpliedStop(node));
+                self.order(f, s);
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    fn fence_and_implied_stop(&mut self, node: usize) -> usize {
+        let f = self.add(Step::Fence(node));
+        let s = self.add(Step::ImpliedStop(node));
+        self.order(f, s);
+        s
+    }
+}
+
+impl Decision {
+    /// True when the plan starts the VM afresh (a reboot), as opposed to keeping it running.
+    pub fn reboots(&self) -> bool {
+        matches!(
+            self,
+            Decision::ProbeThenStart { .. }
+                | Decision::Reboot {
+                    target: Some(_),
+                    ..
+                }
+        )
+    }
+
+    /// Expands the decision into actions and orderings.
+    pub fn steps(&self, presence: &[Presence]) -> Steps {
+        let mut p = Steps::default();
+        match self {
+            Decision::Defer | Decision::Keep { .. } => {}
+            Decision::Cleanup { stops, .. } => {
+                for &c in stops {
+                    p.cleanup_stop(c, presence);
+                }
+            }
+            Decision::Finish {
+                source,
+                target,
+                cleanup,
+            } => {
+                let mf = p.add(Step::MigrateFrom {
+                    source: *source,
+                    target: *target,
+                });
+                let start = p.add(Step::PseudoStart(*target));
+                p.order(mf, start);
+                for &c in cleanup {
+                    if let Some(s) = p.cleanup_stop(c, presence) {
+                        p.order(mf, s);
+                        p.order(s, start);
+                    }
+                }
+            }
+            Decision::Migrate {
+                source,
+                target,
+                cleanup,
+            } => {
+                let (source, target) = (*source, *target);
+                let mt = p.add(Step::MigrateTo { source, target });
+                let mf = p.add(Step::MigrateFrom { source, target });
+                let stop = p.add(Step::Stop(source));
+                let start = p.add(Step::PseudoStart(target));
+                p.order(mt, mf);
+                p.order(mf, stop);
+                p.order(mf, start);
+                p.order(stop, start);
+                for &c in cleanup {
+                    if let Some(s) = p.cleanup_stop(c, presence) {
+                        p.order(s, start);
+                    }
+                }
+            }
+            Decision::Move {
+                source,
+                target,
+                cleanup,
+            } => {
+                let stop = p.add(Step::Stop(*source));
+                let start = p.add(Step::Start(*target));
+                p.order(stop, start);
+                for &c in cleanup {
+                    if let Some(s) = p.cleanup_stop(c, presence) {
+                        p.order(s, start);
+                    }
+                }
+            }
+            Decision::Stop { node, cleanup } => {
+                p.add(Step::Stop(*node));
+                for &c in cleanup {
+                    p.cleanup_stop(c, presence);
+                }
+            }
+            Decision::Start { target, cleanup } => {
+                let start = p.add(Step::Start(*target));
+                for &c in cleanup {
+                    if let Some(s) = p.cleanup_stop(c, presence) {
+                        p.order(s, start);
+                    }
+                }
+            }
+            Decision::Probe { probe, fence, .. } => {
+                for &f in fence {
+                    p.add(Step::Fence(f));
+                }
+                for &n in probe {
+                    p.add(Step::Probe(n));
+                }
+            }
+            Decision::ProbeThenStart {
+                probe,
+                fence,
+                target,
+                ..
+            } => {
+                let mut firsts = Vec::new();
+                for &f in fence {
+                    firsts.push(p.fence_and_implied_stop(f));
+                }
+                firsts.push(p.add(Step::Probe(*probe)));
+                let start = p.add(Step::Start(*target));
+                for f in firsts {
+                    p.order(f, start);
+                }
+            }
+            Decision::Reboot {
+                fence,
+                target,
+                cleanup,
+                ..
+            } => {
+                let mut firsts = Vec::new();
+                for &f in fence {
+                    firsts.push(p.fence_and_implied_stop(f));
+                }
+                for &c in cleanup {
+                    if let Some(s) = p.cleanup_stop(c, presence) {
+                        firsts.push(s);
+                    }
+                }
+                if let Some(t) = target {
+                    let start = p.add(Step::Start(*t));
+                    for f in firsts {
+                        p.order(f, start);
+                    }
+                }
+            }
+        }
+        p
+    }
+}
+
+/// A one-line account of a location, with node names (for summaries and `explain`).
+pub fn describe_location(location: &Location, names: &[String]) -> String {
+    let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+    match location {
+        Location::Settled => "no open migration".to_string(),
+        Location::Exact {
+            migration,
+            node,
+            confirm,
+            ..
+        } => {
+            if *confirm {
+                format!(
+                    "runs on {} (migrate_to from {} succeeded; confirmation pending)",
+                    name(*node),
+                    name(migration.source)
+                )
+            } else {
+                format!("runs on {}", name(*node))
+            }
+        }
+        Location::Unknown {
+            candidates, doubt, ..
+        } => {
+            let c: Vec<&str> = candidates.iter().map(|&n| name(n)).collect();
+            match c.as_slice() {
+                [one] => format!("unknown: on {one} or nowhere ({})", doubt.text()),
+                _ => format!("unknown between {} ({})", c.join(" and "), doubt.text()),
+            }
+        }
+        Location::Stopped { migration, .. } => format!(
+            "runs nowhere (stopped since migration {} -> {})",
+            name(migration.source),
+            name(migration.target)
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline hooks: the adapters between the pipeline's types and the model above. Each is called
+// once from `crate::schedule` (after `observed`, after `reconcile`, after `actions`) and from the
+// summary renderer; they touch only resources whose model is `atomic` and whose last migration is
+// still open, so two-phase output (Pacemaker's) is unchanged.
+// ---------------------------------------------------------------------------------------------
+
+use crate::actions::{Action, Kind, Plan, Rel};
+use crate::cib::Cib;
+use crate::observed::{Observed, Role};
+use crate::placement::Desired;
+use crate::reconcile::{Change, Reconciliation};
+
+/// One atomic resource with an open migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtomicEntry {
+    /// Index into `Observed::resources`.
+    pub rsc: usize,
+    pub location: Location,
+    /// Filled by [`reconcile`].
+    pub decision: Option<Decision>,
+    /// Nodes the decision needs fenced that the cluster cannot fence (the plan then waits).
+    pub cannot_fence: Vec<usize>,
+}
+
+/// The atomic model's view of one scheduler run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AtomicView {
+    pub entries: Vec<AtomicEntry>,
+    /// Invalid `migration-model` values; those resources keep the two-phase model.
+    pub errors: Vec<AtomicError>,
+}
+
+/// Each node's presence, as the model sees it.
+pub fn presence_of(obs: &Observed) -> Vec<Presence> {
+    obs.nodes
+        .iter()
+        .map(|n| {
+            if n.unclean {
+                Presence::Lost
+            } else if n.online {
+                Presence::Online
+            } else {
+                Presence::Down
+            }
+        })
+        .collect()
+}
+
+/// One resource's history on every node (indices as in `obs.nodes`), from the CIB status.
+pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> {
+    let presence = presence_of(obs);
+    let mut history: Vec<NodeHistory> = presence
+        .iter()
+        .map(|&presence| NodeHistory {
+            presence,
+            ops: Vec::new(),
+        })
+        .collect();
+    let node_of = |name: &str| obs.nodes.iter().position(|n| n.uname == name);
+    for st in &cib.status {
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.id == st.id || n.uname == st.uname)
+        else {
+            continue;
+        };
+        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
+            for op in &lr.ops {
+                let record = OpRecord {
+                    task: Task::parse(&op.operation),
+                    call_id: op.call_id,
+                    answer: Answer::from_status(op.op_status, op.rc_code),
+                    migrate_source: op.migrate_source.as_deref().and_then(node_of),
+                    migrate_target: op.migrate_target.as_deref().and_then(node_of),
+                    last_rc_change: op.last_rc_change.unwrap_or(0),
+                };
+                // `_last_failure_0` repeats an entry that is already there.
+                if !history[ni].ops.contains(&record) {
+                    history[ni].ops.push(record);
+                }
+            }
+        }
+    }
+    history
+}
+
+/// Hook after `observed`: finds the atomic resources with an open migration and rewrites their
+/// observed state to the exact one (running on one node, a confirmation pending), or marks the
+/// location unknown (live candidates lose their "known" state, so they are probed).
+pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
+    let mut view = AtomicView::default();
+    for ri in 0..obs.resources.len() {
+        let r = &obs.resources[ri];
+        if r.orphan || r.is_stonith() {
+            continue;
+        }
+        let model = match model_for(
+            &r.id,
+            &r.class,
+            r.provider.as_deref(),
+            &r.kind,
+            r.meta.get(MIGRATION_MODEL_META).map(String::as_str),
+        ) {
+            Ok(m) => m,
+            Err(e) => {
+                view.errors.push(e);
+                MigrationModel::TwoPhase
+            }
+        };
+        if model != MigrationModel::Atomic {
+            continue;
+        }
+        let history = history_for(cib, obs, &r.id);
+        let location = locate(&history);
+        if location == Location::Settled {
+            continue;
+        }
+        let presence = presence_of(obs);
+        let r = &mut obs.resources[ri];
+        // Pacemaker's reading of the same history (failed on both, forced stops) no longer applies.
+        r.failed = false;
+        r.stop_flag = false;
+        r.migratable_cleared = false;
+        r.stops_forced.clear();
+        r.pending_migrate_to.clear();
+        r.partial_migration = None;
+        r.dangling_sources.clear();
+        if r.pending_task
+            .as_ref()
+            .is_some_and(|(task, _)| task.starts_with("migrate_"))
+        {
+            r.pending_task = None;
+        }
+        match &location {
+            Location::Settled => {}
+            Location::Exact {
+                migration,
+                node,
+                confirm,
+                ..
+            } => {
+                r.running_on = vec![*node];
+                r.role = Role::Started;
+                r.known_on.insert(*node);
+                if *confirm {
+                    r.partial_migration = Some((migration.source, *node));
+                }
+            }
+            Location::Unknown { candidates, .. } => {
+                // A copy on a lost node dies with the fencing (an implied stop); the live
+                // candidates are probed before anything else.
+                r.running_on = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&c| presence.get(c) == Some(&Presence::Lost))
+                    .collect();
+                r.role = if r.running_on.is_empty() {
+                    Role::Stopped
+                } else {
+                    Role::Started
+                };
+                for c in candidates {
+                    if presence.get(*c) == Some(&Presence::Online) {
+                        r.known_on.remove(c);
+                    }
+                }
+            }
+            Location::Stopped { .. } => {
+                r.running_on.clear();
+                r.role = Role::Stopped;
+            }
+        }
+        view.entries.push(AtomicEntry {
+            rsc: ri,
+            location,
+            decision: None,
+            cannot_fence: Vec::new(),
+        });
+    }
+    view
+}
+
+/// The nodes a decision needs fenced.
+fn fences_needed(decision: &Decision) -> Vec<usize> {
+    match decision {
+        Decision::Probe { fence, .. }
+        | Decision::ProbeThenStart { fence, .. }
+        | Decision::Reboot { fence, .. } => fence.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Hook after `reconcile`: decides each open migration and sets the resource's change (and its
+/// probes) so the ordinary action builder produces the plan.
+pub fn reconcile(
+    view: &mut AtomicView,
+    obs: &Observed,
+    desired: &Desired,
+    rec: &mut Reconciliation,
+) {
+    let presence = presence_of(obs);
+    for e in &mut view.entries {
+        let ri = e.rsc;
+        if ri >= rec.changes.len() || desired.unmanaged.get(ri).copied().unwrap_or(true) {
+            continue;
+        }
+        let r = &obs.resources[ri];
+        let decision = decide(
+            &e.location,
+            &presence,
+            desired.assigned.get(ri).copied().flatten(),
+            r.meta_bool("allow-migrate", false),
+        );
+        e.cannot_fence = fences_needed(&decision)
+            .into_iter()
+            .filter(|n| !rec.fence.iter().any(|(f, _)| f == n))
+            .collect();
+        let change = if !e.cannot_fence.is_empty() {
+            // Nothing is safe until the lost node is fenced: wait.
+            Change::Keep
+        } else {
+            match &decision {
+                Decision::Defer => rec.changes[ri].clone(),
+                Decision::Keep { .. } | Decision::Cleanup { .. } | Decision::Probe { .. } => {
+                    Change::Keep
+                }
+                Decision::Finish { source, target, .. } => Change::Migrate {
+                    source: *source,
+                    target: *target,
+                },
+                Decision::Migrate { source, target, .. } => Change::Migrate {
+                    source: *source,
+                    target: *target,
+                },
+                Decision::Move { source, target, .. } => Change::Move {
+                    source: *source,
+                    target: *target,
+                    stops: vec![*source],
+                },
+                Decision::Stop { node, .. } => Change::Stop {
+                    sources: vec![*node],
+                    reason: Some(
+                        desired
+                            .unplaced_reason
+                            .get(ri)
+                            .cloned()
+                            .flatten()
+                            .unwrap_or_else(|| "node availability".into()),
+                    ),
+                    blocked: false,
+                },
+                Decision::Start { target, .. } => Change::Start {
+                    target: *target,
+                    blocked: None,
+                },
+                Decision::ProbeThenStart { fence, target, .. } => Change::Recover {
+                    source: fence.first().copied().unwrap_or(*target),
+                    target: *target,
+                    stops: fence.clone(),
+                },
+                Decision::Reboot {
+                    fence,
+                    target: Some(target),
+                    ..
+                } => Change::Recover {
+                    source: fence.first().copied().unwrap_or(*target),
+                    target: *target,
+                    stops: fence.clone(),
+                },
+                Decision::Reboot {
+                    fence,
+                    target: None,
+                    ..
+                } => Change::Stop {
+                    sources: fence.clone(),
+                    reason: Some("node availability".into()),
+                    blocked: false,
+                },
+            }
+        };
+        rec.changes[ri] = change;
+        let probes: Vec<usize> = match &decision {
+            Decision::Probe { probe, .. } if e.cannot_fence.is_empty() => probe.clone(),
+            Decision::ProbeThenStart { probe, .. } if e.cannot_fence.is_empty() => vec![*probe],
+            _ => Vec::new(),
+        };
+        for n in probes {
+            if !rec.probes.contains(&(ri, n)) {
+                rec.probes.push((ri, n));
+            }
+        }
+        e.decision = Some(decision);
+    }
+}
+
+/// The stale sources a decision cleans up beyond what its migration's own stop covers.
+fn extra_cleanup(decision: &Decision) -> Vec<usize> {
+    match decision {
+        Decision::Finish {
+            source, cleanup, ..
+        } => cleanup.iter().copied().filter(|c| c != source).collect(),
+        Decision::Migrate {
+            source, cleanup, ..
+        }
+        | Decision::Move {
+            source, cleanup, ..
+        } => cleanup.iter().copied().filter(|c| c != source).collect(),
+        Decision::Cleanup { stops, .. } => stops.clone(),
+        Decision::Stop { node, cleanup } => cleanup.iter().copied().filter(|c| c != node).collect(),
+        Decision::Start { cleanup, .. } | Decision::Reboot { cleanup, .. } => cleanup.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Hook after `actions`: adds the bookkeeping stops on stale sources (nodes a successful
+/// migrate_to left), ordered before the resource's start or migration, and after fencing when
+/// the node is lost.
+pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
+    let presence = presence_of(obs);
+    for e in &view.entries {
+        let Some(decision) = &e.decision else {
+            continue;
+        };
+        if !e.cannot_fence.is_empty() {
+            continue;
+        }
+        let ri = e.rsc;
+        let starts = plan.starts(ri);
+        // A migration whose source is lost: its stop there waits for the fencing.
+        if let Decision::Finish { source, .. } = decision {
+            if presence.get(*source) == Some(&Presence::Lost) {
+                let fence = plan
+                    .actions
+                    .iter()
+                    .position(|a| a.kind == Kind::Fence && a.node == Some(*source));
+                if let Some(f) = fence {
+                    for &s in &starts {
+                        plan.edges.push((f, s, Rel::Stop));
+                    }
+                }
+            }
+        }
+        for c in extra_cleanup(decision) {
+            let lost = presence.get(c) == Some(&Presence::Lost);
+            if presence.get(c) == Some(&Presence::Down) {
+                continue;
+            }
+            let exists = plan
+                .actions
+                .iter()
+                .any(|a| a.rsc == Some(ri) && a.node == Some(c) && a.kind == Kind::Stop);
+            if exists {
+                continue;
+            }
+            plan.actions.push(Action {
+                kind: Kind::Stop,
+                rsc: Some(ri),
+                group: None,
+                node: Some(c),
+                pseudo: lost,
+                runnable: true,
+                reason: None,
+                dot_only: false,
+            });
+            let stop = plan.actions.len() - 1;
+            if lost {
+                let fence = plan
+                    .actions
+                    .iter()
+                    .position(|a| a.kind == Kind::Fence && a.node == Some(c));
+                if let Some(f) = fence {
+                    plan.edges.push((f, stop, Rel::Plain));
+                }
+            }
+            for &s in &starts {
+                plan.edges.push((stop, s, Rel::Plain));
+            }
+        }
+        let _ = rec;
+    }
+}
+
+/// What the plan does, in words, for the summary.
+fn describe_decision(decision: &Decision, names: &[String]) -> String {
+    let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+    let list = |v: &[usize]| v.iter().map(|&n| name(n)).collect::<Vec<_>>().join(" ");
+    let clean = |v: &[usize]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!(", clean up {}", list(v))
+        }
+    };
+    match decision {
+        Decision::Defer => "ordinary plan".into(),
+        Decision::Keep { node } => format!("keep it on {}", name(*node)),
+        Decision::Cleanup { node, stops } => match node {
+            Some(n) => format!("keep it on {}{}", name(*n), clean(stops)),
+            None => format!("leave it stopped{}", clean(stops)),
+        },
+        Decision::Finish {
+            target, cleanup, ..
+        } => format!(
+            "finish the migration: confirm on {}{}",
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Migrate {
+            source,
+            target,
+            cleanup,
+        } => format!(
+            "migrate live {} -> {}{}",
+            name(*source),
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Move {
+            source,
+            target,
+            cleanup,
+        } => format!(
+            "move {} -> {} by stop and start (allow-migrate is off){}",
+            name(*source),
+            name(*target),
+            clean(cleanup)
+        ),
+        Decision::Stop { node, cleanup } => format!("stop it on {}{}", name(*node), clean(cleanup)),
+        Decision::Start { target, cleanup } => {
+            format!("start it on {}{}", name(*target), clean(cleanup))
+        }
+        Decision::Probe { probe, fence, .. } => {
+            let fenced = if fence.is_empty() {
+                String::new()
+            } else {
+                format!("fence {}, ", list(fence))
+            };
+            format!(
+                "{fenced}probe {} first, nothing else until they answer",
+                list(probe)
+            )
+        }
+        Decision::ProbeThenStart {
+            probe,
+            target,
+            cause,
+            ..
+        } => format!(
+            "probe {}; start on {} only if the probe finds it nowhere (reboot: {})",
+            name(*probe),
+            name(*target),
+            cause.describe(names)
+        ),
+        Decision::Reboot {
+            target: Some(t),
+            cause,
+            ..
+        } => format!("reboot on {} due to {}", name(*t), cause.describe(names)),
+        Decision::Reboot {
+            target: None,
+            cause,
+            ..
+        } => format!(
+            "stopped due to {}; no node may run it",
+            cause.describe(names)
+        ),
+    }
+}
+
+/// The summary section for atomic resources: where each one is and what the plan does (empty
+/// when no atomic resource has an open migration, so two-phase output is unchanged).
+pub fn render_notes(view: &AtomicView, obs: &Observed) -> String {
+    if view.entries.is_empty() && view.errors.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = obs.nodes.iter().map(|n| n.uname.clone()).collect();
+    let mut out = String::from("Atomic Migrations:\n");
+    for e in &view.entries {
+        let id = obs
+            .resources
+            .get(e.rsc)
+            .map(|r| r.id.as_str())
+            .unwrap_or("?");
+        let mut what = describe_location(&e.location, &names);
+        if let Location::Stopped { migration, .. } = &e.location {
+            if presence_of(obs).get(migration.target) == Some(&Presence::Down) {
+                what = format!("{what}; {} is down", names[migration.target]);
+            }
+        }
+        let plan = match (&e.decision, e.cannot_fence.is_empty()) {
+            (_, false) => {
+                let list: Vec<&str> = e.cannot_fence.iter().map(|&n| names[n].as_str()).collect();
+                format!("wait: {} cannot be fenced", list.join(" "))
+            }
+            (Some(d), true) => describe_decision(d, &names),
+            (None, true) => "unmanaged: no action".into(),
+        };
+        out.push_str(&format!("  * {id}: {what}; {plan}\n"));
+    }
+    for err in &view.errors {
+        out.push_str(&format!("  * {err}; using two-phase\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: i64 = 1_764_489_600;
+
+    fn op(task: Task, call_id: i64, answer: Answer, t: i64) -> OpRecord {
+        OpRecord {
+            task,
+            call_id,
+            answer,
+            migrate_source: None,
+            migrate_target: None,
+            last_rc_change: t,
+        }
+    }
+
+    fn mig(task: Task, call_id: i64, answer: Answer, t: i64, s: usize, d: usize) -> OpRecord {
+        OpRecord {
+            migrate_source: Some(s),
+            migrate_target: Some(d),
+            ..op(task, call_id, answer, t)
+        }
+    }
+
+    fn node(presence: Presence, ops: Vec<OpRecord>) -> NodeHistory {
+        NodeHistory { presence, ops }
+    }
+
+    /// node0 started vm, migrate_to node0 -> node1 answered `answer`; node1 has an old probe.
+    fn two_nodes(answer: Answer, p0: Presence, p1: Presence) -> Vec<NodeHistory> {
+        vec![
+            node(
+                p0,
+                vec![
+                    op(Task::Start, 10, Answer::Ok, T0 + 10),
+                    mig(Task::MigrateTo, 12, answer, T0 + 400, 0, 1),
+                ],
+            ),
+            node(p1, vec![op(Task::Monitor, 6, Answer::NotRunning, T0)]),
+        ]
+    }
+
+    const M01: Migration = Migration {
+        source: 0,
+        target: 1,
+    };
+
+    #[test]
+    fn model_meta_overrides_agent_default() {
+        let m = |meta| model_for("vm", "ocf", Some("highlander"), "VirtualDomain", meta);
+        assert_eq!(m(None), Ok(MigrationModel::Atomic));
+        assert_eq!(m(Some("two-phase")), Ok(MigrationModel::TwoPhase));
+        assert_eq!(m(Some(" Atomic ")), Ok(MigrationModel::Atomic));
+        assert_eq!(
+            model_for("x", "ocf", Some("heartbeat"), "VirtualDomain", None),
+            Ok(MigrationModel::TwoPhase)
+        );
+        assert_eq!(
+            model_for("x", "ocf", Some("heartbeat"), "Xen", Some("atomic")),
+            Ok(MigrationModel::Atomic)
+        );
+        assert_eq!(
+            m(Some("sometimes")),
+            Err(AtomicError::InvalidModel {
+                resource: "vm".into(),
+                value: "sometimes".into()
+            })
+        );
+    }
+
+    #[test]
+    fn answers_from_status() {
+        assert_eq!(Answer::from_status(0, 0), Answer::Ok);
+        assert_eq!(Answer::from_status(0, 7), Answer::NotRunning);
+        assert_eq!(Answer::from_status(0, 1), Answer::Failed);
+        assert_eq!(Answer::from_status(4, 1), Answer::Failed);
+        assert_eq!(Answer::from_status(-1, 193), Answer::Pending);
+        assert_eq!(Answer::from_status(2, 1), Answer::NoAnswer);
+        assert_eq!(Answer::from_status(2, 198), Answer::NoAnswer);
+        assert_eq!(Answer::from_status(1, 0), Answer::NoAnswer);
+        assert_eq!(Answer::from_status(7, 5), Answer::Failed);
+    }
+
+    #[test]
+    fn no_migration_is_settled() {
+        let h = vec![
+            node(Presence::Online, vec![op(Task::Start, 3, Answer::Ok, T0)]),
+            node(Presence::Online, vec![]),
+        ];
+        assert_eq!(locate(&h), Location::Settled);
+    }
+
+    #[test]
+    fn succeeded_migrate_to_means_target_with_confirmation_pending() {
+        let h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        assert_eq!(
+            locate(&h),
+            Location::Exact {
+                migration: M01,
+                node: 1,
+                confirm: true,
+                cleanup: vec![0]
+            }
+        );
+    }
+
+    #[test]
+    fn failed_migrate_to_means_source() {
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        assert_eq!(
+            locate(&h),
+            Location::Exact {
+                migration: M01,
+                node: 0,
+                confirm: false,
+                cleanup: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn pending_or_unanswered_migrate_to_is_unknown_between_both() {
+        for (answer, doubt) in [
+            (Answer::Pending, Doubt::Pending),
+            (Answer::NoAnswer, Doubt::NoAnswer),
+        ] {
+            let h = two_nodes(answer, Presence::Online, Presence::Online);
+            assert_eq!(
+                locate(&h),
+                Location::Unknown {
+                    migration: M01,
+                    candidates: vec![0, 1],
+                    doubt
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn failed_migrate_from_contradicts_and_makes_it_unknown() {
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Failed, T0 + 410, 0, 1));
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0, 1],
+                doubt: Doubt::Contradiction
+            }
+        );
+    }
+
+    #[test]
+    fn confirmed_migration_without_source_stop_needs_only_cleanup() {
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Ok, T0 + 410, 0, 1));
+        assert_eq!(
+            locate(&h),
+            Location::Exact {
+                migration: M01,
+                node: 1,
+                confirm: false,
+                cleanup: vec![0]
+            }
+        );
+    }
+
+    #[test]
+    fn complete_migration_is_settled() {
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Ok, T0 + 410, 0, 1));
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 411));
+        assert_eq!(locate(&h), Location::Settled);
+    }
+
+    #[test]
+    fn stopped_source_still_leaves_the_vm_on_the_unconfirmed_target() {
+        // PR #2739's nested abort: the source was stopped after migrate_to; the VM is on the target.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        assert_eq!(
+            locate(&h),
+            Location::Exact {
+                migration: M01,
+                node: 1,
+                confirm: true,
+                cleanup: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn latest_migration_wins_across_nodes() {
+        // 0 -> 1 completed, then 1 -> 0 migrate_to succeeded: the VM is on node 0.
+        let h = vec![
+            node(
+                Presence::Online,
+                vec![
+                    op(Task::Start, 10, Answer::Ok, T0 + 10),
+                    mig(Task::MigrateTo, 12, Answer::Ok, T0 + 400, 0, 1),
+                    op(Task::Stop, 13, Answer::Ok, T0 + 415),
+                ],
+            ),
+            node(
+                Presence::Online,
+                vec![
+                    op(Task::Monitor, 6, Answer::NotRunning, T0),
+                    mig(Task::MigrateFrom, 14, Answer::Ok, T0 + 410, 0, 1),
+                    mig(Task::MigrateTo, 15, Answer::Ok, T0 + 800, 1, 0),
+                ],
+            ),
+        ];
+        let loc = locate(&h);
+        assert_eq!(
+            loc,
+            Location::Exact {
+                migration: Migration {
+                    source: 1,
+                    target: 0
+                },
+                node: 0,
+                confirm: true,
+                cleanup: vec![1]
+            }
+        );
+        let presence = [Presence::Online, Presence::Online];
+        // Preference flipped back to node 1: migrate back live, no cleanup of the destination.
+        assert_eq!(
+            decide(&loc, &presence, Some(1), true),
+            Decision::Migrate {
+                source: 0,
+                target: 1,
+                cleanup: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn target_probe_after_migrate_to_is_its_own_word() {
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::NotRunning, T0 + 500));
+        assert_eq!(
+            locate(&h),
+            Location::Stopped {
+                migration: M01,
+                cleanup: vec![0]
+            }
+        );
+    }
+
+    #[test]
+    fn down_target_cannot_run_it() {
+        let h = two_nodes(Answer::Pending, Presence::Online, Presence::Down);
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0],
+                doubt: Doubt::Pending
+            }
+        );
+    }
+
+    #[test]
+    fn finish_when_it_should_stay_on_the_target() {
+        let h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(1), true);
+        assert_eq!(
+            d,
+            Decision::Finish {
+                source: 0,
+                target: 1,
+                cleanup: vec![0]
+            }
+        );
+        let s = d.steps(&presence);
+        assert_eq!(
+            s.steps,
+            vec![
+                Step::MigrateFrom {
+                    source: 0,
+                    target: 1
+                },
+                Step::PseudoStart(1),
+                Step::Stop(0)
+            ]
+        );
+        assert_eq!(s.edges, vec![(0, 1), (0, 2), (2, 1)]);
+        assert!(!d.reboots());
+    }
+
+    #[test]
+    fn migrate_back_when_the_preference_returns_to_the_source() {
+        let h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(0), true);
+        assert_eq!(
+            d,
+            Decision::Migrate {
+                source: 1,
+                target: 0,
+                cleanup: vec![]
+            }
+        );
+        let s = d.steps(&presence);
+        assert_eq!(
+            s.steps,
+            vec![
+                Step::MigrateTo {
+                    source: 1,
+                    target: 0
+                },
+                Step::MigrateFrom {
+                    source: 1,
+                    target: 0
+                },
+                Step::Stop(1),
+                Step::PseudoStart(0)
+            ]
+        );
+    }
+
+    #[test]
+    fn onward_migration_cleans_up_the_old_source() {
+        let h = vec![
+            two_nodes(Answer::Ok, Presence::Online, Presence::Online).remove(0),
+            two_nodes(Answer::Ok, Presence::Online, Presence::Online).remove(1),
+            node(Presence::Online, vec![]),
+        ];
+        let presence = [Presence::Online; 3];
+        let d = decide(&locate(&h), &presence, Some(2), true);
+        assert_eq!(
+            d,
+            Decision::Migrate {
+                source: 1,
+                target: 2,
+                cleanup: vec![0]
+            }
+        );
+        assert!(d.steps(&presence).steps.contains(&Step::Stop(0)));
+    }
+
+    #[test]
+    fn lost_source_during_pending_migrate_to_probes_target_then_starts() {
+        let h = two_nodes(Answer::Pending, Presence::Lost, Presence::Online);
+        let presence = [Presence::Lost, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(1), true);
+        assert_eq!(
+            d,
+            Decision::ProbeThenStart {
+                probe: 1,
+                fence: vec![0],
+                target: 1,
+                cause: RebootCause::LostDuringMigration {
+                    migration: M01,
+                    lost: vec![0]
+                }
+            }
+        );
+        assert!(d.reboots());
+        let s = d.steps(&presence);
+        let start = s.steps.iter().position(|x| *x == Step::Start(1)).unwrap();
+        let probe = s.steps.iter().position(|x| *x == Step::Probe(1)).unwrap();
+        let fence = s.steps.iter().position(|x| *x == Step::Fence(0)).unwrap();
+        assert!(s.edges.contains(&(probe, start)));
+        assert!(s.edges.iter().any(|&(a, b)| b == start && a != probe));
+        assert!(s.edges.iter().any(|&(a, _)| a == fence));
+    }
+
+    #[test]
+    fn both_live_candidates_are_only_probed() {
+        let h = two_nodes(Answer::NoAnswer, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(1), true);
+        assert_eq!(
+            d,
+            Decision::Probe {
+                probe: vec![0, 1],
+                fence: vec![],
+                doubt: Doubt::NoAnswer
+            }
+        );
+        assert_eq!(
+            d.steps(&presence).steps,
+            vec![Step::Probe(0), Step::Probe(1)]
+        );
+    }
+
+    #[test]
+    fn lost_target_after_success_is_a_reboot_with_a_cause() {
+        let h = vec![
+            two_nodes(Answer::Ok, Presence::Online, Presence::Lost).remove(0),
+            two_nodes(Answer::Ok, Presence::Online, Presence::Lost).remove(1),
+            node(Presence::Online, vec![]),
+        ];
+        let presence = [Presence::Online, Presence::Lost, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(2), true);
+        assert_eq!(
+            d,
+            Decision::Reboot {
+                fence: vec![1],
+                target: Some(2),
+                cleanup: vec![0],
+                cause: RebootCause::RanOnLostNode { node: 1 }
+            }
+        );
+        let names: Vec<String> = ["node1", "node2", "node3"].map(String::from).to_vec();
+        if let Decision::Reboot { cause, .. } = &d {
+            assert_eq!(
+                cause.describe(&names),
+                "node2 lost with the only copy (fenced)"
+            );
+        }
+    }
+
+    #[test]
+    fn lost_source_after_success_finishes_with_an_implied_stop() {
+        let h = two_nodes(Answer::Ok, Presence::Lost, Presence::Online);
+        let presence = [Presence::Lost, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(1), true);
+        let s = d.steps(&presence);
+        assert!(s.steps.contains(&Step::Fence(0)));
+        assert!(s.steps.contains(&Step::ImpliedStop(0)));
+        assert!(!s.steps.contains(&Step::Stop(0)));
+        assert!(!d.reboots());
+    }
+
+    #[test]
+    fn no_allow_migrate_moves_by_stop_then_start() {
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let d = decide(&locate(&h), &presence, Some(1), false);
+        assert_eq!(
+            d,
+            Decision::Move {
+                source: 0,
+                target: 1,
+                cleanup: vec![]
+            }
+        );
+        assert_eq!(d.steps(&presence).edges, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn describes_locations_with_names() {
+        let names: Vec<String> = ["node1", "node2"].map(String::from).to_vec();
+        let h = two_nodes(Answer::NoAnswer, Presence::Online, Presence::Online);
+        assert_eq!(
+            describe_location(&locate(&h), &names),
+            "unknown between node1 and node2 (migrate_to unanswered)"
+        );
+        let h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        assert_eq!(
+            describe_location(&locate(&h), &names),
+            "runs on node2 (migrate_to from node1 succeeded; confirmation pending)"
+        );
+    }
+
+    #[test]
+    fn migrate_to_without_last_rc_change_is_newer_than_the_targets_old_probe() {
+        // migrate-partial-2: the migrate_to entry has no last-rc-change attribute.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops[1].last_rc_change = 0;
+        assert!(matches!(
+            locate(&h),
+            Location::Exact {
+                node: 1,
+                confirm: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn failed_migrate_from_then_stopped_source_leaves_the_target_in_doubt() {
+        // migrate-fail-3: Pacemaker restarts it on the target; we probe the target first.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Failed, T0 + 410, 0, 1));
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![1],
+                doubt: Doubt::Contradiction
+            }
+        );
+    }
+
+    #[test]
+    fn failed_migrate_from_then_stopped_target_leaves_the_source_in_doubt() {
+        // migrate-fail-4: Pacemaker stops the source and starts on the target; we probe the source.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Failed, T0 + 410, 0, 1));
+        h[1].ops.push(op(Task::Stop, 8, Answer::Ok, T0 + 420));
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0],
+                doubt: Doubt::Contradiction
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_migration_records_are_ignored() {
+        // Missing target, target out of range, target == source: no migration to speak of.
+        let h = vec![node(
+            Presence::Online,
+            vec![
+                OpRecord {
+                    migrate_source: Some(0),
+                    ..op(Task::MigrateTo, 4, Answer::Ok, T0)
+                },
+                mig(Task::MigrateTo, 5, Answer::Ok, T0, 0, 9),
+                mig(Task::MigrateTo, 6, Answer::Ok, T0, 0, 0),
+            ],
+        )];
+        assert_eq!(locate(&h), Location::Settled);
+    }
+}

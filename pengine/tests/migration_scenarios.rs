@@ -1,0 +1,688 @@
+//! Migration scenarios side by side: our plan against the committed `highlander.summary`, Pacemaker
+//! 2.1.5's against the committed `pacemaker.summary`, invariants of every atomic plan, and the
+//! generated `docs/atomic-migration.md`.
+//!
+//! Golden files: a missing one is written on the first run (review it like code); a differing one
+//! fails the test. `HIGHLANDER_BLESS=1` rewrites our own goldens after a deliberate change
+//! (`pacemaker.summary` files are only ever rewritten by `scenarios/migration/regen.sh --update`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pengine::atomic::{Decision, Location};
+use pengine::cib::NvSet;
+use pengine::graph::{EventKind, TransitionGraph};
+
+/// "Now" for the library runs: the scenarios have no time-dependent rules or failure timeouts.
+const NOW: i64 = 1_764_500_000;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenarios_dir() -> PathBuf {
+    manifest_dir().join("scenarios").join("migration")
+}
+
+fn shared_dir() -> PathBuf {
+    std::env::var_os("HIGHLANDER_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("..").join("..").join("shared"))
+}
+
+fn in_ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+fn skip(what: &str) {
+    eprintln!("SKIPPED {what}");
+    assert!(!in_ci(), "CI is set: refusing to skip {what}");
+}
+
+fn bless() -> bool {
+    std::env::var("HIGHLANDER_BLESS").is_ok_and(|v| v == "1")
+}
+
+/// The scenario directories, sorted.
+fn scenarios() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("scenarios/migration exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("cib.xml").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn inject_args(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("inject"))
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// Compares `actual` with a golden file; writes it when missing (or when blessed). Returns a
+/// failure message instead of panicking, so one run reports every difference.
+fn check_golden(path: &Path, actual: &str, blessable: bool) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(expected) if expected == actual => None,
+        Ok(_) if blessable && bless() => {
+            std::fs::write(path, actual).expect("write golden");
+            eprintln!("rewrote {}", path.display());
+            None
+        }
+        Ok(expected) => Some(format!(
+            "{} differs from the output:\n--- golden\n{expected}\n--- actual\n{actual}",
+            path.display()
+        )),
+        Err(_) => {
+            std::fs::write(path, actual).expect("write golden");
+            eprintln!("wrote missing golden {} (review it)", path.display());
+            None
+        }
+    }
+}
+
+fn run_pengine(dir: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_pengine"))
+        .current_dir(dir)
+        .env("LC_ALL", "C")
+        .args(["simulate", "-x", "cib.xml", "-S"])
+        .args(inject_args(dir))
+        .output()
+        .expect("run pengine");
+    assert!(
+        out.status.success(),
+        "pengine simulate failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+fn crm_simulate_installed() -> bool {
+    Command::new("crm_simulate")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn run_crm_simulate(dir: &Path, shadow: &Path) -> String {
+    let out = Command::new("crm_simulate")
+        .current_dir(dir)
+        .env("LC_ALL", "C")
+        .env("CIB_shadow_dir", shadow)
+        .args(["-x", "cib.xml", "-S"])
+        .args(inject_args(dir))
+        .output()
+        .expect("run crm_simulate");
+    assert!(
+        out.status.success(),
+        "crm_simulate failed in {}",
+        dir.display()
+    );
+    // regen.sh captures stdout and stderr together, in that order for these inputs.
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+fn load_cib(path: &Path) -> pengine::Cib {
+    let text = std::fs::read_to_string(path).expect("read CIB");
+    pengine::parse_cib(&text).expect("CIB parses")
+}
+
+/// Every graph action that must complete before `then`, transitively.
+fn graph_before(g: &TransitionGraph, then: usize) -> Vec<usize> {
+    let mut seen = vec![false; g.actions.len()];
+    let mut stack = vec![then];
+    while let Some(x) = stack.pop() {
+        for &(a, b) in &g.edges {
+            if b == x && a < seen.len() && !seen[a] {
+                seen[a] = true;
+                stack.push(a);
+            }
+        }
+    }
+    (0..g.actions.len()).filter(|&i| seen[i]).collect()
+}
+
+fn graph_acyclic(g: &TransitionGraph) -> bool {
+    let n = g.actions.len();
+    let mut indegree = vec![0usize; n];
+    for &(_, b) in &g.edges {
+        indegree[b] += 1;
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut done = 0;
+    while let Some(x) = ready.pop() {
+        done += 1;
+        for &(a, b) in &g.edges {
+            if a == x {
+                indegree[b] -= 1;
+                if indegree[b] == 0 {
+                    ready.push(b);
+                }
+            }
+        }
+    }
+    done == n
+}
+
+/// The invariants of one scheduler run, for every atomic resource with an open migration.
+fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
+    let t = pengine::schedule(cib, NOW);
+    let g = &t.graph;
+    let mut failures = Vec::new();
+    if !graph_acyclic(g) {
+        failures.push(format!("{name}: the transition graph has a cycle"));
+    }
+    for e in &t.atomic.entries {
+        let rsc = &t.observed.resources[e.rsc].id;
+        let of_rsc: Vec<usize> = (0..g.actions.len())
+            .filter(|&i| g.actions[i].rsc == Some(e.rsc))
+            .collect();
+        let real = |i: usize| g.actions[i].event == EventKind::RscOp;
+        let possible: Vec<usize> = match &e.location {
+            Location::Exact { node, .. } => vec![*node],
+            Location::Unknown { candidates, .. } => candidates.clone(),
+            _ => Vec::new(),
+        };
+        // No start while the location is unknown: a real start waits for a probe or fencing of
+        // every possible node.
+        for &i in of_rsc
+            .iter()
+            .filter(|&&i| g.actions[i].task == "start" && real(i))
+        {
+            let firsts = graph_before(g, i);
+            for &p in &possible {
+                let settled = firsts.iter().any(|&f| {
+                    let a = &g.actions[f];
+                    a.node == Some(p)
+                        && ((a.rsc == Some(e.rsc) && (a.task == "monitor" || a.task == "stop"))
+                            || a.task == "stonith")
+                });
+                if !settled {
+                    failures.push(format!(
+                        "{name}: {rsc} starts while it may run on {} unprobed",
+                        t.observed.nodes[p].uname
+                    ));
+                }
+            }
+        }
+        // Never two real stops of copies that may both run.
+        let stops: Vec<usize> = of_rsc
+            .iter()
+            .copied()
+            .filter(|&i| g.actions[i].task == "stop" && real(i))
+            .filter(|&i| g.actions[i].node.is_some_and(|n| possible.contains(&n)))
+            .collect();
+        if stops.len() > 1 {
+            failures.push(format!(
+                "{name}: {rsc} is stopped on {} possible nodes",
+                stops.len()
+            ));
+        }
+        // Unknown: nothing but probes (and the start after them in the fenced case).
+        if let Some(Decision::Probe { .. }) = &e.decision {
+            for &i in &of_rsc {
+                if g.actions[i].task != "monitor" {
+                    failures.push(format!(
+                        "{name}: {rsc}'s location is unknown but the plan has {}",
+                        g.actions[i].key
+                    ));
+                }
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn scenarios_match_their_goldens_and_keep_the_invariants() {
+    let dirs = scenarios();
+    assert!(
+        dirs.len() >= 13,
+        "expected the 13 scenarios, found {}",
+        dirs.len()
+    );
+    let pacemaker = crm_simulate_installed();
+    if !pacemaker {
+        skip("pacemaker.summary re-check: crm_simulate is not installed");
+    }
+    let shadow = std::env::temp_dir().join(format!("highlander-shadow-{}", std::process::id()));
+    std::fs::create_dir_all(&shadow).expect("shadow dir");
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        assert!(dir.join("README.md").is_file(), "{name}: README.md missing");
+        let ours = run_pengine(dir);
+        failures.extend(check_golden(&dir.join("highlander.summary"), &ours, true));
+        if pacemaker {
+            let theirs = run_crm_simulate(dir, &shadow);
+            failures.extend(check_golden(&dir.join("pacemaker.summary"), &theirs, false));
+        }
+        failures.extend(check_atomic_invariants(
+            &name,
+            &load_cib(&dir.join("cib.xml")),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&shadow);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The scenario inputs are the atomic model's: their VirtualDomain resources default to it and
+/// every scenario but the control cases has an open migration.
+#[test]
+fn scenarios_exercise_the_atomic_model() {
+    let mut open = 0;
+    for dir in scenarios() {
+        let t = pengine::schedule(&load_cib(&dir.join("cib.xml")), NOW);
+        open += t.atomic.entries.len();
+    }
+    // 01-11 and 13 have one open migration each, 11 has two; 12 is a fresh migration.
+    assert_eq!(
+        open, 13,
+        "atomic resources with an open migration across the scenarios"
+    );
+}
+
+/// The two-phase model is untouched: forcing it on a scenario gives no atomic entry.
+#[test]
+fn two_phase_meta_attribute_disables_the_atomic_model() {
+    let mut cib =
+        load_cib(&scenarios_dir().join("01-constraint-removed-before-migrate-from/cib.xml"));
+    cib.rsc_defaults.insert(
+        0,
+        NvSet {
+            id: "force-two-phase".into(),
+            score: 1_000_000,
+            pairs: vec![("migration-model".into(), "two-phase".into())],
+            ..Default::default()
+        },
+    );
+    let t = pengine::schedule(&cib, NOW);
+    assert!(t.atomic.entries.is_empty());
+    assert!(!pengine::render_simulation(&cib, NOW, None).contains("Atomic Migrations:"));
+}
+
+/// The corpus's partial and failed migration cases, listed in `corpus.tsv`: (name, kind, situation).
+fn corpus_cases() -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(scenarios_dir().join("corpus.tsv")).expect("corpus.tsv");
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut f = l.split('\t').map(String::from);
+            (
+                f.next().unwrap_or_default(),
+                f.next().unwrap_or_default(),
+                f.next().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn corpus_dir() -> PathBuf {
+    shared_dir().join("conformance").join("pacemaker-2.1.5")
+}
+
+/// A corpus CIB with every resource set to the atomic model (through rsc_defaults).
+fn corpus_atomic_cib(name: &str) -> pengine::Cib {
+    let path = corpus_dir().join("xml").join(format!("{name}.xml"));
+    let mut cib = load_cib(&path);
+    cib.rsc_defaults.insert(
+        0,
+        NvSet {
+            id: "force-atomic".into(),
+            score: 1_000_000,
+            pairs: vec![("migration-model".into(), "atomic".into())],
+            ..Default::default()
+        },
+    );
+    cib
+}
+
+/// The atomic model's part of a corpus case: its `Atomic Migrations:` lines and the actions on
+/// those resources (sorted; their order is checked on the graph). The rest of these plans (clones,
+/// load pseudo actions) is the core's two-phase work, checked by the conformance harness.
+fn corpus_atomic_output(name: &str) -> Option<String> {
+    let cib = corpus_atomic_cib(name);
+    let t = pengine::schedule(&cib, NOW);
+    let ids: Vec<String> = t
+        .atomic
+        .entries
+        .iter()
+        .map(|e| t.observed.resources[e.rsc].id.clone())
+        .collect();
+    let full = pengine::render_simulation(&cib, NOW, None);
+    let mut out = String::from("Atomic Migrations:\n");
+    for l in section(&full, "Atomic Migrations:") {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    let mut actions: Vec<String> = section(&full, "Executing Cluster Transition:")
+        .into_iter()
+        .filter(|l| {
+            l.contains("Fencing ")
+                || ids.iter().any(|id| {
+                    l.contains(&format!("Resource action: {id} "))
+                        || l.contains(&format!("Pseudo action:   {id}_"))
+                })
+        })
+        .collect();
+    actions.sort();
+    out.push_str("Actions (sorted):\n");
+    for l in actions {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    Some(out)
+}
+
+#[test]
+fn corpus_cases_in_the_atomic_model() {
+    if !corpus_dir().join("xml").is_dir() {
+        skip(
+            "corpus cases: ../shared/conformance/pacemaker-2.1.5 not found (set HIGHLANDER_SHARED)",
+        );
+        return;
+    }
+    let out_dir = scenarios_dir().join("corpus");
+    std::fs::create_dir_all(&out_dir).expect("corpus golden dir");
+    let mut failures = Vec::new();
+    let cases = corpus_cases();
+    assert!(cases.len() >= 19, "corpus.tsv lists {} cases", cases.len());
+    for (name, _, _) in &cases {
+        let Some(out) = corpus_atomic_output(name) else {
+            continue;
+        };
+        failures.extend(check_golden(
+            &out_dir.join(format!("{name}.atomic.txt")),
+            &out,
+            true,
+        ));
+        failures.extend(check_atomic_invariants(name, &corpus_atomic_cib(name)));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The lines of a summary section (without the header), e.g. "Transition Summary:".
+fn section(text: &str, header: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in text.lines() {
+        if l == header {
+            inside = true;
+            continue;
+        }
+        if inside {
+            if l.is_empty() || !l.starts_with(' ') {
+                break;
+            }
+            lines.push(l.to_string());
+        }
+    }
+    lines
+}
+
+/// A README split into its title, its opening paragraph(s) and its "## ..." sections.
+fn readme_parts(text: &str) -> (String, String, BTreeMap<String, String>) {
+    let mut title = String::new();
+    let mut intro = String::new();
+    let mut sections: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("# ") {
+            title = t.trim().to_string();
+        } else if let Some(s) = l.strip_prefix("## ") {
+            current = Some(s.trim().to_string());
+            sections.insert(s.trim().to_string(), String::new());
+        } else {
+            let target = match &current {
+                Some(c) => sections.entry(c.clone()).or_default(),
+                None => &mut intro,
+            };
+            target.push_str(l);
+            target.push('\n');
+        }
+    }
+    let trim = |s: &str| s.trim().to_string();
+    (
+        title,
+        trim(&intro),
+        sections.into_iter().map(|(k, v)| (k, trim(&v))).collect(),
+    )
+}
+
+/// Does the output start the VM from cold (a real start of a VirtualDomain resource)?
+fn restarts(summary: &str) -> &'static str {
+    let vms: Vec<String> = summary
+        .lines()
+        .filter(|l| l.contains("VirtualDomain"))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("* ")
+                .and_then(|r| r.split('\t').next())
+        })
+        .map(|s| s.trim().to_string())
+        .collect();
+    let starts = section(summary, "Executing Cluster Transition:")
+        .iter()
+        .any(|l| {
+            vms.iter().any(|vm| {
+                l.contains(&format!("Resource action: {vm:<15} start on"))
+                    || l.contains(&format!("Resource action: {vm} start on"))
+            })
+        });
+    if !starts {
+        "no"
+    } else if summary.contains("only if the probe finds it nowhere") {
+        "only if found nowhere"
+    } else {
+        "yes"
+    }
+}
+
+fn render_doc() -> String {
+    let mut doc = String::new();
+    let _ = writeln!(
+        doc,
+        "# Atomic live migration: Pacemaker 2.1.5 and Highlander side by side\n"
+    );
+    let _ = writeln!(
+        doc,
+        "<!-- Generated by pengine/tests/migration_scenarios.rs from pengine/scenarios/migration/. \
+Do not edit: change the scenarios and run `HIGHLANDER_BLESS=1 cargo test --release -p pengine --test migration_scenarios`. -->\n"
+    );
+    doc.push_str(DOC_INTRO);
+    doc.push('\n');
+    let dirs = scenarios();
+    let mut table = String::from(
+        "| scenario | Pacemaker 2.1.5 | VM restarted | Highlander (atomic) | VM restarted |\n|---|---|---|---|---|\n",
+    );
+    let mut body = String::new();
+    for dir in &dirs {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+        let (title, intro, sections) = readme_parts(&readme);
+        let theirs = std::fs::read_to_string(dir.join("pacemaker.summary")).unwrap_or_default();
+        // The reviewed golden; freshly computed only while it does not exist yet.
+        let ours = std::fs::read_to_string(dir.join("highlander.summary"))
+            .unwrap_or_else(|_| run_pengine(dir));
+        let summary_cell = |text: &str| {
+            let lines: Vec<String> = section(text, "Transition Summary:")
+                .iter()
+                .map(|l| {
+                    l.trim()
+                        .trim_start_matches("* ")
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            if lines.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                lines.join("; ").replace('|', "\\|")
+            }
+        };
+        let _ = writeln!(
+            table,
+            "| [{name}](#{}) | {} | {} | {} | {} |",
+            anchor(&title),
+            summary_cell(&theirs),
+            restarts(&theirs),
+            summary_cell(&ours),
+            restarts(&ours)
+        );
+        let _ = writeln!(body, "## {title}\n");
+        let _ = writeln!(body, "{intro}\n");
+        let _ = writeln!(
+            body,
+            "Input: `pengine/scenarios/migration/{name}/cib.xml`.\n"
+        );
+        let _ = writeln!(body, "### What Pacemaker 2.1.5 does\n");
+        if let Some(t) = sections.get("Pacemaker 2.1.5") {
+            let _ = writeln!(body, "{t}\n");
+        }
+        let _ = writeln!(body, "```");
+        for l in section(&theirs, "Transition Summary:") {
+            let _ = writeln!(body, "{l}");
+        }
+        for l in section(&theirs, "Executing Cluster Transition:") {
+            let _ = writeln!(body, "{l}");
+        }
+        let _ = writeln!(body, "```\n");
+        let _ = writeln!(
+            body,
+            "### What Highlander does, and why the VM keeps running once\n"
+        );
+        if let Some(t) = sections.get("Atomic model") {
+            let _ = writeln!(body, "{t}\n");
+        }
+        let _ = writeln!(body, "```");
+        for header in [
+            "Transition Summary:",
+            "Atomic Migrations:",
+            "Executing Cluster Transition:",
+        ] {
+            for l in section(&ours, header) {
+                let _ = writeln!(body, "{l}");
+            }
+        }
+        let _ = writeln!(body, "```\n");
+    }
+    doc.push_str("## At a glance\n\n");
+    doc.push_str(&table);
+    doc.push('\n');
+    doc.push_str(&body);
+    doc.push_str(&render_corpus_section());
+    doc
+}
+
+fn render_corpus_section() -> String {
+    let mut out = String::from("## Pacemaker's own partial and failed migration cases\n\n");
+    out.push_str(
+        "The cases of the Pacemaker 2.1.5 scheduler corpus listed in \
+`pengine/scenarios/migration/corpus.tsv`, planned with every resource set to `atomic` \
+(`migration-model` in `rsc_defaults`). With their own agents they keep the two-phase model and \
+Pacemaker's output. Goldens: `pengine/scenarios/migration/corpus/<name>.atomic.txt`.\n\n",
+    );
+    out.push_str("| case | kind | situation | atomic model: where it is; what the plan does |\n|---|---|---|---|\n");
+    for (name, kind, situation) in corpus_cases() {
+        let golden = scenarios_dir()
+            .join("corpus")
+            .join(format!("{name}.atomic.txt"));
+        let ours = std::fs::read_to_string(golden)
+            .ok()
+            .or_else(|| corpus_atomic_output(&name))
+            .unwrap_or_default();
+        // Only the atomic model's own account: the rest of these plans (clones, groups) is the
+        // core's two-phase work and is checked by the conformance harness.
+        let cell: Vec<String> = section(&ours, "Atomic Migrations:")
+            .iter()
+            .map(|l| l.trim().trim_start_matches("* ").to_string())
+            .collect();
+        let cell = if cell.is_empty() {
+            "no open migration: the ordinary reading of the history applies".to_string()
+        } else {
+            cell.join("; ").replace('|', "\\|")
+        };
+        let _ = writeln!(out, "| `{name}` | {kind} | {situation} | {cell} |");
+    }
+    out
+}
+
+fn anchor(title: &str) -> String {
+    title
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+const DOC_INTRO: &str = "\
+Pacemaker models a live migration in two phases: `migrate_to` on the source, `migrate_from` on the \
+target, then a stop of the source. After an interruption it rebuilds the state from the history \
+and, whenever the migration cannot simply continue, assumes the VM may run on both nodes: it stops \
+both copies and starts one, a reboot (pacemaker.md 4.4). libvirt's migration is atomic: when \
+`migrate_to` returns, the VM runs on exactly one node. The `atomic` migration model plans with that \
+fact.
+
+**Choosing the model.** Each primitive has a model: `two-phase` (Pacemaker's, the default for every \
+agent; the conformance corpus keeps Pacemaker's output) or `atomic`. The meta-attribute \
+`migration-model` (`two-phase` or `atomic`, on the resource or in `rsc_defaults`) selects it; \
+without it, `ocf:highlander:VirtualDomain` defaults to `atomic` (its agent guarantees an atomic, \
+truthful `migrate_to`, and its meta-data advertises it) and every other agent to `two-phase`. An \
+invalid value is reported in the summary and the resource keeps `two-phase`.
+
+**Where the VM is** (for an `atomic` resource, from its last migration):
+- `migrate_to` answered success: it runs on the target; the confirmation (`migrate_from`) and a \
+bookkeeping stop on the source are pending;
+- `migrate_to` answered failure: it runs on the source;
+- `migrate_to` pending, timed out or unanswered, answers that contradict each other (a failed \
+`migrate_from` after a successful `migrate_to`), or a node lost in between: the location is unknown \
+between source and target.
+
+**What the plan does:**
+- exact location, preference unchanged: finish the migration (`migrate_from` on the target, stop on \
+the source, the pseudo start), or keep it;
+- exact location, preference changed: migrate live from where it runs (back to the source, or \
+onward), never stop and start;
+- unknown location: probe every live candidate and do nothing else; lost candidates are fenced. \
+When fencing leaves a single live candidate, a start may follow, ordered after its probe (a probe \
+that finds the VM aborts the transition, so the start only runs if the VM is found nowhere);
+- a reboot only when live migration is impossible: the only copy was on a lost node, or every \
+candidate was lost. The summary's `Atomic Migrations:` section says where the VM is, what the plan \
+does and why.
+
+In the transition graph an atomic migration is still `migrate_to`, `migrate_from`, `stop` and the \
+pseudo `start` (without `migrate_to` when the migration is only being confirmed), so Pacemaker's \
+controller could execute it.
+";
+
+#[test]
+fn generated_doc_is_up_to_date() {
+    if !corpus_dir().join("xml").is_dir() {
+        skip("docs/atomic-migration.md check: the corpus goldens need ../shared");
+        return;
+    }
+    let doc = render_doc();
+    let path = manifest_dir()
+        .join("..")
+        .join("docs")
+        .join("atomic-migration.md");
+    std::fs::create_dir_all(path.parent().expect("docs dir")).expect("create docs/");
+    if let Some(f) = check_golden(&path, &doc, true) {
+        panic!("{f}");
+    }
+}
