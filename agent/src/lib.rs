@@ -1,11 +1,32 @@
 //! highlander-agent: the `VirtualDomain` OCF resource agent for libvirt domains, as a library.
 //!
 //! The binary (`src/bin/VirtualDomain.rs`) only reads the environment, calls [`run`], prints and
-//! exits; everything else is here so that tests and the simulator run the same logic.
+//! exits; everything else is here so that tests and the simulator run the same logic. [`run_with`]
+//! takes the clock, the log and the hypervisor factory, so tests run every action over
+//! [`mem::MemHypervisor`].
+//!
+//! Dispatch (this file): the action name, the parameters ([`config`]), the per-resource lock and
+//! the start record ([`lock`]), then the action ([`actions`]).
 
+pub mod actions;
+pub mod clock;
+pub mod config;
+pub mod hypervisor;
+pub mod libvirt;
+pub mod lock;
+pub mod log;
+pub mod mem;
 pub mod params;
+pub mod procscan;
+pub mod scripts;
 
-use ocf_metadata::{Action, MetadataProfile, OcfEnv, OcfExitCode};
+use ocf_metadata::{Action, CheckLevel, MetadataProfile, OcfEnv, OcfExitCode};
+
+use crate::actions::{Ctx, MonitorOpts, StopPlan};
+use crate::clock::{Clock, Deadline, SystemClock};
+use crate::config::{Config, ConfigError, RawConfig};
+use crate::hypervisor::{Hypervisor, ShutdownModes};
+use crate::log::Log;
 
 /// What one invocation produced: the exit code, stdout, and an exit reason for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,37 +37,313 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn code(code: OcfExitCode, reason: impl Into<String>) -> Self {
+    /// A failure (or any code) with its exit reason.
+    pub fn fail(code: OcfExitCode, reason: impl Into<String>) -> Self {
         Self {
             code,
             stdout: String::new(),
             reason: Some(reason.into()),
         }
     }
+    pub fn success() -> Self {
+        Self::code_only(OcfExitCode::Success)
+    }
+    /// A code without a reason (success, not running).
+    pub fn code_only(code: OcfExitCode) -> Self {
+        Self {
+            code,
+            stdout: String::new(),
+            reason: None,
+        }
+    }
 }
 
-/// Runs one action named on the command line.
+/// Opens the hypervisor at a URI (`None`: libvirt's default).
+pub type Connector<'a> = &'a dyn Fn(Option<&str>) -> Box<dyn Hypervisor>;
+
+/// The agent's surroundings: injected so tests use a manual clock and in-memory hypervisors.
+pub struct Deps<'a> {
+    pub clock: &'a dyn Clock,
+    pub log: &'a Log,
+    pub connect: Connector<'a>,
+}
+
+/// `usage` text.
+pub const USAGE: &str = "usage: VirtualDomain {start|stop|monitor|status|validate-all|reload-agent|migrate_to|migrate_from|meta-data|usage}\n\
+Parameters come from OCF_RESKEY_* variables; see meta-data.\n";
+
+/// Runs one action named on the command line, on the real clock and libvirt, logging to stderr.
 pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
+    // meta-data is static: no clock, no libvirt, no forks.
+    if let Ok(Action::MetaData) = action_name.parse::<Action>() {
+        return metadata(env);
+    }
+    let clock = SystemClock::new();
+    let log = Log::stderr(
+        env.instance.as_deref().unwrap_or("VirtualDomain"),
+        env.debug,
+    );
+    let connect =
+        |uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(libvirt::Libvirt::new(uri)) };
+    run_with(
+        action_name,
+        env,
+        &Deps {
+            clock: &clock,
+            log: &log,
+            connect: &connect,
+        },
+    )
+}
+
+fn metadata(env: &OcfEnv) -> Outcome {
+    let profile = if env.caller_speaks_ocf_1_1() {
+        MetadataProfile::Ocf11
+    } else {
+        MetadataProfile::Portable
+    };
+    Outcome {
+        code: OcfExitCode::Success,
+        stdout: ocf_metadata::render_metadata(&params::VIRTUAL_DOMAIN, profile),
+        reason: None,
+    }
+}
+
+/// Runs one action with the given clock, log and hypervisor factory.
+pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     let action: Action = match action_name.parse() {
         Ok(a) => a,
-        Err(e) => return Outcome::code(OcfExitCode::ErrUnimplemented, e.to_string()),
+        Err(e) => return Outcome::fail(OcfExitCode::ErrUnimplemented, e.to_string()),
     };
     match action {
-        Action::MetaData => {
-            let profile = if env.caller_speaks_ocf_1_1() {
-                MetadataProfile::Ocf11
-            } else {
-                MetadataProfile::Portable
-            };
-            Outcome {
+        Action::MetaData => return metadata(env),
+        Action::Usage => {
+            return Outcome {
                 code: OcfExitCode::Success,
-                stdout: ocf_metadata::render_metadata(&params::VIRTUAL_DOMAIN, profile),
+                stdout: USAGE.to_owned(),
                 reason: None,
-            }
+            };
         }
-        other => Outcome::code(
-            OcfExitCode::ErrUnimplemented,
-            format!("action {other} is not implemented yet"),
-        ),
+        Action::MigrateTo | Action::MigrateFrom => {
+            return Outcome::fail(
+                OcfExitCode::ErrUnimplemented,
+                format!("{action} is not implemented by this agent version"),
+            );
+        }
+        Action::Start
+        | Action::Stop
+        | Action::Monitor
+        | Action::Status
+        | Action::ValidateAll
+        | Action::ReloadAgent => {}
+        _ => {
+            return Outcome::fail(
+                OcfExitCode::ErrUnimplemented,
+                format!("action {action} is not supported by this agent"),
+            );
+        }
     }
+    let raw = RawConfig::from_env(env, action);
+    let deadline = Deadline::after(deps.clock, raw.budget_ms);
+    deps.log.debug(&format!(
+        "{action}: timeout {} ms, own deadline after {} ms{}",
+        raw.timeout_ms,
+        raw.budget_ms,
+        if raw.probe { " (probe)" } else { "" }
+    ));
+    if action == Action::Stop {
+        return stop(raw, deps, deadline);
+    }
+    let cfg = match Config::validate(raw.clone()) {
+        Ok(c) => c,
+        Err(e) => return config_failure(action, &raw, deps, e, deadline),
+    };
+    if !cfg.unknown.is_empty() {
+        deps.log.warn(&format!(
+            "unknown parameter(s) ignored: {}",
+            cfg.unknown.join(", ")
+        ));
+    }
+    match action {
+        Action::ValidateAll | Action::ReloadAgent => validate(&cfg, deps, deadline),
+        Action::Start => start(&cfg, deps, deadline),
+        _ => monitor(&cfg, deps, deadline),
+    }
+}
+
+/// The parameters are wrong. Monitor answers as heartbeat does on a probe only for an unreadable
+/// file; wrong parameters are wrong everywhere (6), whatever the action.
+fn config_failure(
+    action: Action,
+    raw: &RawConfig,
+    deps: &Deps,
+    e: ConfigError,
+    _deadline: Deadline,
+) -> Outcome {
+    deps.log.error(&format!("{action}: {e}"));
+    let _ = raw;
+    Outcome::fail(e.code(), e.to_string())
+}
+
+fn validate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
+    let dom = match config::load_domain(&cfg.config_path) {
+        Ok(d) => d,
+        Err(e) => return Outcome::fail(e.code(), e.to_string()),
+    };
+    if cfg.raw.check_level >= CheckLevel::Local {
+        let hv = (deps.connect)(cfg.hypervisor_uri.as_deref());
+        let ctx = Ctx {
+            hv: hv.as_ref(),
+            clock: deps.clock,
+            log: deps.log,
+        };
+        return actions::validate_local(&ctx, &dom.name, deadline);
+    }
+    if cfg.raw.action == Action::ReloadAgent {
+        deps.log.info(
+            "parameters reloaded: the agent keeps no state between invocations, so they apply from the next action on",
+        );
+    }
+    Outcome::success()
+}
+
+fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
+    let dom = match config::load_domain(&cfg.config_path) {
+        Ok(d) => d,
+        Err(e) => {
+            deps.log.error(&e.to_string());
+            return Outcome::fail(e.code(), e.to_string());
+        }
+    };
+    let raw = &cfg.raw;
+    let _lock = match lock::acquire(&raw.rsctmp, &raw.instance, deadline, deps.clock) {
+        Ok(l) => l,
+        Err(e) => return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string()),
+    };
+    let hv = (deps.connect)(cfg.hypervisor_uri.as_deref());
+    let ctx = Ctx {
+        hv: hv.as_ref(),
+        clock: deps.clock,
+        log: deps.log,
+    };
+    // Recorded before the create, so that a stop after an interrupted start finds the domain
+    // even if the config file changes or disappears.
+    if let Err(e) = lock::write_record(&raw.rsctmp, &raw.instance, &dom.name) {
+        deps.log
+            .warn(&format!("cannot record the started domain: {e}"));
+    }
+    actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline)
+}
+
+fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
+    let raw = &cfg.raw;
+    let name = match config::load_domain(&cfg.config_path) {
+        Ok(d) => d.name,
+        Err(e) => match lock::read_record(&raw.rsctmp, &raw.instance) {
+            Ok(Some(name)) => {
+                deps.log.warn(&format!(
+                    "{e}; checking domain {name}, which this resource started here"
+                ));
+                name
+            }
+            _ if raw.probe => {
+                // heartbeat's answer: nothing of this resource was started here (no record), and
+                // this node cannot run it either; the start would give 5.
+                deps.log.info(&format!(
+                    "{e}; no domain was started here for {}: not running",
+                    raw.instance
+                ));
+                return Outcome::code_only(OcfExitCode::NotRunning);
+            }
+            _ => return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string()),
+        },
+    };
+    let hv = (deps.connect)(cfg.hypervisor_uri.as_deref());
+    let ctx = Ctx {
+        hv: hv.as_ref(),
+        clock: deps.clock,
+        log: deps.log,
+    };
+    if cfg.utilization.autoset_cpu
+        || cfg.utilization.autoset_host_memory
+        || cfg.utilization.autoset_hv_memory
+    {
+        deps.log
+            .debug("autoset_utilization_*: utilization is not written by this version (README)");
+    }
+    let opts = MonitorOpts {
+        level: raw.check_level,
+        status_only: raw.action == Action::Status,
+        scripts: &cfg.monitor_scripts,
+    };
+    actions::monitor(&ctx, &name, opts, deadline)
+}
+
+/// stop needs only the domain name(s) and the URI: invalid parameters never make it fail (a failed
+/// stop gets the node fenced); it then destroys rather than shuts down.
+fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
+    let log = deps.log;
+    let (plan, uri) = match Config::validate(raw.clone()) {
+        Ok(c) => (
+            StopPlan {
+                force: c.force_stop,
+                modes: c.shutdown_modes.clone(),
+                budget_ms: raw.budget_ms,
+            },
+            c.hypervisor_uri.clone(),
+        ),
+        Err(e) => {
+            log.warn(&format!("{e}; stopping anyway, with destroy"));
+            (
+                StopPlan {
+                    force: true,
+                    modes: ShutdownModes::default(),
+                    budget_ms: raw.budget_ms,
+                },
+                raw.hypervisor_uri().map(str::to_owned),
+            )
+        }
+    };
+    let mut names = Vec::new();
+    match raw.config_path() {
+        Some(path) => match config::load_domain(std::path::Path::new(path)) {
+            Ok(d) => names.push(d.name),
+            Err(e) => log.warn(&e.to_string()),
+        },
+        None => log.warn("config is not set"),
+    }
+    match lock::read_record(&raw.rsctmp, &raw.instance) {
+        Ok(Some(n)) if !names.contains(&n) => names.push(n),
+        Ok(_) => {}
+        Err(e) => log.warn(&format!("cannot read the start record: {e}")),
+    }
+    if names.is_empty() {
+        log.info(
+            "no domain is known for this resource (config unusable, nothing started here): nothing to stop",
+        );
+        return Outcome::success();
+    }
+    let _lock = match lock::acquire(&raw.rsctmp, &raw.instance, deadline, deps.clock) {
+        Ok(l) => Some(l),
+        Err(e @ lock::StateError::Busy { .. }) => {
+            return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string());
+        }
+        Err(e) => {
+            log.warn(&format!("{e}; stopping without the lock"));
+            None
+        }
+    };
+    let hv = (deps.connect)(uri.as_deref());
+    let ctx = Ctx {
+        hv: hv.as_ref(),
+        clock: deps.clock,
+        log,
+    };
+    let outcome = actions::stop(&ctx, &names, &plan, deadline);
+    if outcome.code == OcfExitCode::Success {
+        if let Err(e) = lock::remove_record(&raw.rsctmp, &raw.instance) {
+            log.warn(&format!("cannot remove the start record: {e}"));
+        }
+    }
+    outcome
 }
