@@ -77,6 +77,12 @@ impl Backoff {
     }
 }
 
+/// Time for a call that may legitimately be slow (create, destroy): three quarters of what is
+/// left, so that a hung call still leaves time to look at what it did.
+fn long_call_ms(ctx: &Ctx, deadline: Deadline) -> u64 {
+    deadline.remaining_ms(ctx.clock) / 4 * 3
+}
+
 fn fail(code: OcfExitCode, reason: impl Into<String>) -> Outcome {
     Outcome::fail(code, reason)
 }
@@ -215,8 +221,7 @@ pub fn start(
                         format!("domain {name} stopped right after it was created"),
                     );
                 }
-                let timeout_ms = deadline.remaining_ms(ctx.clock);
-                match ctx.hv.create(xml, timeout_ms) {
+                match ctx.hv.create(xml, long_call_ms(ctx, deadline)) {
                     Ok(()) => {
                         ctx.log.info(&format!("domain {name} created"));
                         created = true;
@@ -258,7 +263,7 @@ pub fn start(
                 ctx.log.warn(&format!(
                     "domain {name} crashed; destroying it before the start"
                 ));
-                match ctx.hv.destroy(name, deadline.remaining_ms(ctx.clock)) {
+                match ctx.hv.destroy(name, long_call_ms(ctx, deadline)) {
                     Ok(()) => continue,
                     Err(e) => last = e.to_string(),
                 }
@@ -360,7 +365,7 @@ fn stop_one(
                     destroying = true;
                 }
                 if destroying {
-                    match ctx.hv.destroy(name, deadline.remaining_ms(ctx.clock)) {
+                    match ctx.hv.destroy(name, long_call_ms(ctx, deadline)) {
                         Ok(()) => {
                             ctx.log.info(&format!("domain {name} destroyed"));
                             continue;

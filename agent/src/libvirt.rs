@@ -38,7 +38,8 @@ impl Drop for Libvirt {
     fn drop(&mut self) {
         // virt's Connect panics in drop if close fails (a dead daemon); a connection is only ever
         // released on a worker thread, never on the caller's.
-        let conn = self.conn.lock().ok().and_then(|mut g| g.take());
+        // try_lock: a worker stuck opening the connection holds the slot; never wait for it.
+        let conn = self.conn.try_lock().ok().and_then(|mut g| g.take());
         if let Some(conn) = conn {
             let _ = std::thread::Builder::new().spawn(move || drop(conn));
         }

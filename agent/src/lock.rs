@@ -99,6 +99,9 @@ pub fn acquire(
         match try_flock(&file) {
             Ok(true) => return Ok(ResourceLock { _file: file, path }),
             Ok(false) => {
+                // Real time must pass too (with a manual clock): a holder may be a forked child
+                // that has not reached exec yet and still shares the descriptor.
+                std::thread::sleep(std::time::Duration::from_millis(1));
                 if !deadline.sleep_within(clock, POLL_MS) {
                     return Err(StateError::Busy {
                         path: path.display().to_string(),

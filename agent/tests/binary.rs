@@ -1,0 +1,174 @@
+//! The `VirtualDomain` binary as Pacemaker and ocf-tester run it: environment in, exit status,
+//! stdout, and `ocf-exit-reason:` lines and logs on stderr. The hypervisor is libvirt's in-process
+//! test driver, whose built-in domain `test` is always running.
+
+use std::process::{Command, Output};
+
+struct Run {
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["test", "absent-domain"] {
+            std::fs::write(
+                dir.path().join(format!("{name}.xml")),
+                format!("<domain type='test'><name>{name}</name></domain>"),
+            )
+            .unwrap();
+        }
+        Self { dir }
+    }
+    fn run(&self, action: &str, vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_VirtualDomain"));
+        cmd.arg(action)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("OCF_ROOT", "/usr/lib/ocf")
+            .env("OCF_RESOURCE_INSTANCE", "vm1")
+            .env("HA_RSCTMP", self.dir.path().join("rsc"))
+            .env("OCF_RESKEY_hypervisor", "test:///default");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+    fn config(&self, name: &str) -> String {
+        self.dir
+            .path()
+            .join(format!("{name}.xml"))
+            .display()
+            .to_string()
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited, not killed")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn meta_data_and_usage_are_static() {
+    let r = Run::new();
+    let o = r.run("meta-data", &[]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("<?xml"));
+    assert_eq!(stderr(&o), "", "meta-data logs nothing");
+    let o = r.run("usage", &[]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("usage:"));
+}
+
+#[test]
+fn ocft_codes() {
+    let r = Run::new();
+    let o = r.run("frobnicate", &[]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("ocf-exit-reason:unknown action"),
+        "{}",
+        stderr(&o)
+    );
+    let missing = r.dir.path().join("missing.xml").display().to_string();
+    let o = r.run("start", &[("OCF_RESKEY_config", &missing)]);
+    assert_eq!(code(&o), 5);
+    assert!(
+        stderr(&o)
+            .lines()
+            .any(|l| l.starts_with("ocf-exit-reason:") && l.contains("missing.xml"))
+    );
+    let o = r.run("start", &[]);
+    assert_eq!(code(&o), 6, "no config");
+    assert!(stderr(&o).contains("ocf-exit-reason:required parameter config is not set"));
+    assert_eq!(code(&r.run("stop", &[])), 0, "stop without config");
+    assert_eq!(
+        code(&r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))])),
+        3
+    );
+}
+
+#[test]
+fn monitor_through_the_test_driver() {
+    let r = Run::new();
+    let running = r.config("test");
+    let absent = r.config("absent-domain");
+    assert_eq!(
+        code(&r.run("monitor", &[("OCF_RESKEY_config", &running)])),
+        0
+    );
+    assert_eq!(
+        code(&r.run("monitor", &[("OCF_RESKEY_config", &absent)])),
+        7
+    );
+    assert_eq!(
+        code(&r.run(
+            "monitor",
+            &[
+                ("OCF_RESKEY_config", &absent),
+                ("OCF_RESKEY_CRM_meta_interval", "10000")
+            ]
+        )),
+        7
+    );
+    assert_eq!(
+        code(&r.run("validate-all", &[("OCF_RESKEY_config", &running)])),
+        0
+    );
+    assert_eq!(code(&r.run("stop", &[("OCF_RESKEY_config", &absent)])), 0);
+}
+
+#[test]
+fn debug_logs_and_exit_reason_prefix() {
+    let r = Run::new();
+    let running = r.config("test");
+    let quiet = r.run("monitor", &[("OCF_RESKEY_config", &running)]);
+    assert!(!stderr(&quiet).contains("DEBUG"), "{}", stderr(&quiet));
+    let loud = r.run(
+        "monitor",
+        &[("OCF_RESKEY_config", &running), ("HA_debug", "1")],
+    );
+    assert!(stderr(&loud).contains("VirtualDomain(vm1)"));
+    assert!(
+        stderr(&loud).contains("DEBUG: state test: Ok(Running)"),
+        "{}",
+        stderr(&loud)
+    );
+    let o = r.run("start", &[("OCF_EXIT_REASON_PREFIX", "why:")]);
+    assert!(
+        stderr(&o)
+            .lines()
+            .any(|l| l.starts_with("why:required parameter config"))
+    );
+}
+
+#[test]
+fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
+    // A socket that accepts connections and never answers, as a hung libvirtd does.
+    let r = Run::new();
+    let sock = r.dir.path().join("libvirt-sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let uri = format!("qemu+unix:///system?socket={}", sock.display());
+    let config = r.config("absent-domain");
+    for (action, expected) in [("monitor", 7), ("stop", 0), ("start", 1)] {
+        let t0 = std::time::Instant::now();
+        let o = r.run(
+            action,
+            &[
+                ("OCF_RESKEY_config", &config),
+                ("OCF_RESKEY_hypervisor", &uri),
+                ("OCF_RESKEY_CRM_meta_timeout", "3000"),
+            ],
+        );
+        let elapsed = t0.elapsed();
+        // The executor would kill the agent at 3000 ms: the answer must come before.
+        assert!(
+            elapsed < std::time::Duration::from_millis(3_000),
+            "{action} took {elapsed:?}"
+        );
+        assert_eq!(code(&o), expected, "{action}: {}", stderr(&o));
+    }
+}
