@@ -381,9 +381,6 @@ pub fn render_summary(
             obs.nodes[*ni].uname, reason
         );
     }
-    for &ni in &rec.shutdown {
-        let _ = writeln!(out, "  * Shutdown {}", obs.nodes[ni].uname);
-    }
     let name = |n: usize| obs.nodes[n].uname.clone();
     let runnable_start = |ri: usize| -> bool {
         g.actions

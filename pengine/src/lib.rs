@@ -48,6 +48,41 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
     }
+    let mut printed = false;
+    if t.observed.maintenance_mode {
+        out.push_str("\n              *** Resource management is DISABLED ***\n");
+        out.push_str("  The cluster will not attempt to start, stop or recover services\n");
+        printed = true;
+    } else if t.observed.stop_all {
+        out.push_str("\n    *** Resource management is DISABLED ***\n");
+        out.push_str("  The cluster will keep all resources stopped\n");
+        printed = true;
+    }
+    let counted: Vec<&observed::Resource> = t
+        .observed
+        .resources
+        .iter()
+        .filter(|r| !r.orphan || r.role > observed::Role::Stopped)
+        .collect();
+    let disabled = counted
+        .iter()
+        .filter(|r| {
+            r.meta
+                .get("target-role")
+                .and_then(|v| observed::Role::parse(v))
+                == Some(observed::Role::Stopped)
+        })
+        .count();
+    let blocked = counted.iter().filter(|r| r.blocked).count();
+    if disabled > 0 || blocked > 0 {
+        if printed {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "{disabled} of {} resource instances DISABLED and {blocked} BLOCKED from further action due to failure\n\n",
+            counted.len()
+        ));
+    }
     out.push_str("Current cluster status:\n");
     out.push_str(&status::render_status(&t.observed));
     out.push('\n');

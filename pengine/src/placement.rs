@@ -23,6 +23,8 @@ pub struct Desired {
     pub trace: Vec<Vec<ScoreNote>>,
     /// Why a resource could not be placed.
     pub unplaced_reason: Vec<Option<String>>,
+    /// Resources the scheduler leaves alone (unmanaged, or fencing enabled without a device).
+    pub unmanaged: Vec<bool>,
     /// Top-level entries in processing order (priority, then score on the current node).
     pub order: Vec<Top>,
 }
@@ -690,7 +692,8 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
             .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
     });
-    let unmanaged = unit_blocked_or_unmanaged(obs, u);
+    let unmanaged =
+        unit_blocked_or_unmanaged(obs, u) || (obs.stonith_enabled && !obs.have_stonith_resource);
     let mut choice = candidates.first().map(|c| c.0);
     if unmanaged {
         choice = if running.len() == 1 {
@@ -718,7 +721,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 a = None;
             }
         }
-        if !obs.resources[ri].managed {
+        if !obs.resources[ri].managed || unmanaged {
             a = if obs.resources[ri].running_on.len() == 1 {
                 Some(obs.resources[ri].running_on[0])
             } else {
@@ -813,27 +816,24 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             (prio, pos, u)
         })
         .collect();
+    // Pacemaker sorts before location constraints apply: only the symmetric default score
+    // on the current node counts, so running resources come first.
     let keys: Vec<(i64, Vec<i64>)> = units
         .iter()
         .map(|(_, _, u)| {
             let first = unit_key(obs, *u);
-            if first == usize::MAX {
-                return (-INFINITY, vec![]);
-            }
-            let scores = base_scores(ctx, first);
-            ctx.desired.trace[first].clear();
-            let r = &obs.resources[first];
-            let cur = r
-                .running_on
-                .first()
-                .and_then(|n| scores.get(n).copied())
-                .unwrap_or(-INFINITY);
-            let per: Vec<i64> = (0..obs.nodes.len())
-                .map(|ni| scores.get(&ni).copied().unwrap_or(-INFINITY))
-                .collect();
-            (cur, per)
+            let running = first != usize::MAX && !obs.resources[first].running_on.is_empty();
+            (
+                if running && obs.symmetric {
+                    0
+                } else {
+                    -INFINITY
+                },
+                vec![],
+            )
         })
         .collect();
+    let _ = &mut ctx.desired;
     let mut idx: Vec<usize> = (0..units.len()).collect();
     idx.sort_by(|&a, &b| {
         units[b]
@@ -865,6 +865,11 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
             trace: vec![Vec::new(); n],
             unplaced_reason: vec![None; n],
             order: Vec::new(),
+            unmanaged: obs
+                .resources
+                .iter()
+                .map(|r| !r.managed || (obs.stonith_enabled && !obs.have_stonith_resource))
+                .collect(),
         },
         num_resources: vec![0; obs.nodes.len()],
         util_used: vec![BTreeMap::new(); obs.nodes.len()],

@@ -137,7 +137,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     for (ri, r) in obs.resources.iter().enumerate() {
         let next = desired.assigned[ri];
         let current = r.running_on.first().copied();
-        if !r.managed {
+        if desired.unmanaged[ri] {
             rec.changes.push(Change::Keep);
             continue;
         }

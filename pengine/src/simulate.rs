@@ -106,18 +106,8 @@ pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
                 }
                 lrm.ops.push(op);
             }
-            EventKind::Cluster => {
-                if ga.task == "do_shutdown" {
-                    if let Some(ni) = ga.node {
-                        let n = &obs.nodes[ni];
-                        let st = node_state(&mut next, &n.id, &n.uname);
-                        st.in_ccm = Some("false".into());
-                        st.crmd = Some("offline".into());
-                        st.join = Some("down".into());
-                        st.expected = Some("down".into());
-                    }
-                }
-            }
+            // crm_simulate does not change the node for cluster actions (do_shutdown).
+            EventKind::Cluster => {}
             EventKind::Pseudo => {}
         }
     }
