@@ -3,3 +3,4 @@
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
 pub mod shared;
+pub mod sim;
