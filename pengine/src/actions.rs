@@ -26,6 +26,19 @@ pub enum Kind {
     Shutdown,
 }
 
+/// What an ordering edge relates, so a migration's expansion picks the right half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rel {
+    /// start (or running) before start.
+    Start,
+    /// stop before stop, from an ordering constraint.
+    Stop,
+    /// stop before stop (or stopped) inside a group.
+    GroupStop,
+    /// Anything else (probe before start, start before monitor, fencing before stop).
+    Plain,
+}
+
 /// One action of the plan.
 #[derive(Debug, Clone)]
 pub struct Action {
@@ -42,7 +55,7 @@ pub struct Action {
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
     pub actions: Vec<Action>,
-    pub edges: Vec<(usize, usize)>,
+    pub edges: Vec<(usize, usize, Rel)>,
     /// Top-level entries in processing order.
     pub order: Vec<Top>,
 }
@@ -82,8 +95,11 @@ impl Plan {
             .collect()
     }
     fn edge(&mut self, a: usize, b: usize) {
-        if a != b && !self.edges.contains(&(a, b)) {
-            self.edges.push((a, b));
+        self.edge_rel(a, b, Rel::Plain);
+    }
+    fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
+        if a != b && !self.edges.iter().any(|e| e.0 == a && e.1 == b) {
+            self.edges.push((a, b, rel));
         }
     }
 }
@@ -297,10 +313,10 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         let mut prev: Vec<usize> = Vec::new();
         for s in &starts {
             for &x in s {
-                plan.edge(gs, x);
-                plan.edge(x, gr);
+                plan.edge_rel(gs, x, Rel::Start);
+                plan.edge_rel(x, gr, Rel::Start);
                 for &p in &prev {
-                    plan.edge(p, x);
+                    plan.edge_rel(p, x, Rel::Start);
                 }
             }
             if !s.is_empty() {
@@ -312,10 +328,10 @@ fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
         let mut prev: Vec<usize> = Vec::new();
         for s in stops.iter().rev() {
             for &x in s {
-                plan.edge(gs, x);
-                plan.edge(x, gd);
+                plan.edge_rel(gs, x, Rel::GroupStop);
+                plan.edge_rel(x, gd, Rel::GroupStop);
                 for &p in &prev {
-                    plan.edge(p, x);
+                    plan.edge_rel(p, x, Rel::GroupStop);
                 }
             }
             if !s.is_empty() {
@@ -376,9 +392,14 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
 fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
     let thens = actions_for(obs, plan, &o.then, &o.then_action, false);
+    let rel = |a: &str, b: &str| match (a, b) {
+        ("start", "start") => Rel::Start,
+        ("stop", "stop") => Rel::Stop,
+        _ => Rel::Plain,
+    };
     for &f in &firsts {
         for &t in &thens {
-            plan.edge(f, t);
+            plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
     if o.symmetrical {
@@ -394,9 +415,10 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         };
         let firsts = actions_for(obs, plan, &o.then, &inv(&o.then_action), true);
         let thens = actions_for(obs, plan, &o.first, &inv(&o.first_action), false);
+        let r = rel(&inv(&o.then_action), &inv(&o.first_action));
         for &f in &firsts {
             for &t in &thens {
-                plan.edge(f, t);
+                plan.edge_rel(f, t, r);
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::actions::{Kind, Plan};
+use crate::actions::{Kind, Plan, Rel};
 use crate::observed::{Observed, Top};
 use crate::reconcile::{Change, Reconciliation};
 
@@ -236,8 +236,37 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         };
         map.push(entry);
     }
-    for &(f, t) in &plan.edges {
-        g.edges.push((map[f].1, map[t].0));
+    // A migration's graph actions: [stop, pseudo start, migrate_to, migrate_from].
+    let is_mig = |pi: usize| matches!(plan.actions[pi].kind, Kind::Migrate { .. });
+    for &(f, t, rel) in &plan.edges {
+        let source = match (is_mig(f), rel) {
+            (true, Rel::Stop | Rel::GroupStop) => map[f].2[0],
+            _ => map[f].1,
+        };
+        let target = match (is_mig(t), rel) {
+            (true, Rel::Stop | Rel::GroupStop) => map[t].2[0],
+            (true, Rel::Start) => map[t].2[1],
+            _ => map[t].0,
+        };
+        g.edges.push((source, target));
+        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
+        if rel == Rel::Start
+            && is_mig(t)
+            && plan.actions[f].rsc.is_some()
+            && plan.actions[f].rsc != plan.actions[t].rsc
+        {
+            let first = if is_mig(f) { map[f].2[3] } else { map[f].1 };
+            g.edges.push((first, map[t].2[2]));
+        }
+        // "A stop then B stop" also orders A's stop before B's migrate_to.
+        if rel == Rel::Stop
+            && is_mig(t)
+            && !is_mig(f)
+            && plan.actions[f].rsc.is_some()
+            && plan.actions[f].rsc != plan.actions[t].rsc
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
+        }
     }
     // Unrunnable actions make their mandatory dependents unrunnable.
     loop {

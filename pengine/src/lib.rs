@@ -94,17 +94,15 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
         &t.graph,
     ));
     let fired = graph::firing_order(&t.graph);
-    if !fired.is_empty() {
-        out.push('\n');
-        out.push_str("Executing Cluster Transition:\n");
-        out.push_str(&graph::render_execution(&t.observed, &t.graph, &fired));
-    }
+    out.push('\n');
+    out.push_str("Executing Cluster Transition:\n");
+    out.push_str(&graph::render_execution(&t.observed, &t.graph, &fired));
     let next = simulate::apply(cib, &t.observed, &t.graph, &fired);
     let revised = observed::observe(&next, now);
-    out.push('\n');
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
     }
+    out.push('\n');
     out.push_str("Revised Cluster Status:\n");
     out.push_str(&status::render_status(&revised));
     out

@@ -586,6 +586,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     for node in &mut obs.nodes {
+        if node.unseen {
+            continue;
+        }
         if node
             .attrs
             .get("standby")
@@ -599,7 +602,6 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .get("maintenance")
             .map(|v| is_true(v))
             .unwrap_or(false)
-            || maintenance_mode
         {
             node.maintenance = true;
         }
