@@ -5,10 +5,10 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use test_cts::sim::options::PlannerKind;
+use test_cts::sim::options::{PlannerKind, Profile};
 use test_cts::sim::{Report, run_scenario_2013, run_seed};
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--jobs N] [--verbose]";
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile full|no-migrate] [--jobs N] [--verbose]";
 
 enum What {
     Seeds(u64, u64),
@@ -19,6 +19,7 @@ enum What {
 struct Args {
     what: What,
     planner: PlannerKind,
+    profile: Profile,
     jobs: usize,
     verbose: bool,
 }
@@ -27,6 +28,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mut what = None;
     let mut planner = PlannerKind::Pengine;
+    let mut profile = Profile::Full;
     let mut jobs = 1;
     let mut verbose = false;
     let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
@@ -59,6 +61,10 @@ fn parse_args() -> Result<Args, String> {
                 let v = args.next().ok_or("--planner needs a name")?;
                 planner = PlannerKind::parse(&v).ok_or(format!("unknown planner {v}"))?;
             }
+            "--profile" => {
+                let v = args.next().ok_or("--profile needs a name")?;
+                profile = Profile::parse(&v).ok_or(format!("unknown profile {v}"))?;
+            }
             "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
             "--verbose" | "-v" => verbose = true,
             "--help" | "-h" => return Err(USAGE.into()),
@@ -68,6 +74,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args {
         what: what.ok_or(USAGE)?,
         planner,
+        profile,
         jobs,
         verbose,
     })
@@ -116,9 +123,12 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
 }
 
 /// Runs seeds on `jobs` threads, in order of seed for the output.
-fn run_many(seeds: Vec<u64>, planner: PlannerKind, jobs: usize) -> Vec<Report> {
+fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize) -> Vec<Report> {
     if jobs <= 1 {
-        return seeds.into_iter().map(|s| run_seed(s, planner)).collect();
+        return seeds
+            .into_iter()
+            .map(|s| run_seed(s, planner, profile))
+            .collect();
     }
     let chunks: Vec<Vec<u64>> = (0..jobs)
         .map(|j| seeds.iter().copied().skip(j).step_by(jobs).collect())
@@ -129,7 +139,7 @@ fn run_many(seeds: Vec<u64>, planner: PlannerKind, jobs: usize) -> Vec<Report> {
             .map(|c| {
                 scope.spawn(move || {
                     c.into_iter()
-                        .map(|s| run_seed(s, planner))
+                        .map(|s| run_seed(s, planner, profile))
                         .collect::<Vec<_>>()
                 })
             })
@@ -163,7 +173,7 @@ fn main() -> ExitCode {
             let mut s = a;
             while s <= b {
                 let end = b.min(s.saturating_add(BATCH - 1));
-                for r in run_many((s..=end).collect(), args.planner, args.jobs) {
+                for r in run_many((s..=end).collect(), args.planner, args.profile, args.jobs) {
                     show(&r, args.verbose, &mut totals);
                 }
                 if end == u64::MAX {
@@ -185,7 +195,7 @@ fn main() -> ExitCode {
                     .map(|i| s.wrapping_add(i))
                     .collect();
                 s = s.wrapping_add(batch.len() as u64);
-                for r in run_many(batch, args.planner, args.jobs) {
+                for r in run_many(batch, args.planner, args.profile, args.jobs) {
                     show(&r, args.verbose, &mut totals);
                 }
             }

@@ -87,6 +87,22 @@ pub fn on_send(sim: &mut Sim, ni: usize, key: &str) {
     }
 }
 
+/// The reason Pacemaker logs as "cannot run anywhere", read from pengine's own output: no node
+/// that can host resources gives the VM a non-negative score.
+fn cannot_run_anywhere(t: &Transition, ri: usize) -> bool {
+    let Some(scores) = t.desired.scores.get(ri) else {
+        return false;
+    };
+    !t.observed.nodes.iter().enumerate().any(|(ni, n)| {
+        n.online
+            && !n.unclean
+            && !n.standby
+            && !n.shutdown
+            && !n.maintenance
+            && scores.get(&ni).copied().unwrap_or(0) >= 0
+    })
+}
+
 /// When the DC's plan is empty.
 pub fn at_idle(sim: &mut Sim, t: &Transition) {
     for vm in sim.vms.clone() {
@@ -104,7 +120,10 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
             let _ = reason;
             continue;
         }
-        if r.blocked || !r.managed {
+        if r.blocked || !r.managed || t.desired.unmanaged.get(ri).copied().unwrap_or(false) {
+            continue;
+        }
+        if cannot_run_anywhere(t, ri) {
             continue;
         }
         let believed: Vec<usize> = r.running_on.clone();
@@ -114,7 +133,11 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
                 return false;
             };
             let n = &sim.nodes[ni];
-            n.member != Member::Up || n.recurring.contains_key(&vm)
+            // Membership will notice a dead or cut-off node; a monitor there notices the VM gone.
+            n.member != Member::Up
+                || !n.powered
+                || sim.world.is_isolated(&n.name)
+                || n.recurring.contains_key(&vm)
         });
         if explained {
             continue;
@@ -123,8 +146,21 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
             .iter()
             .map(|&oi| t.observed.nodes[oi].uname.as_str())
             .collect();
+        let scores: Vec<String> = t
+            .desired
+            .scores
+            .get(ri)
+            .map(|m| {
+                m.iter()
+                    .map(|(&ni, &sc)| format!("{}={sc}", t.observed.nodes[ni].uname))
+                    .collect()
+            })
+            .unwrap_or_default();
         let what = if believed_names.is_empty() {
-            "the DC plans nothing for it and states no reason".to_string()
+            format!(
+                "the DC plans nothing for it and states no reason (scores {})",
+                scores.join(" ")
+            )
         } else {
             format!(
                 "the CIB says it runs on {} and no monitor there will notice",

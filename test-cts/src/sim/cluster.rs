@@ -124,6 +124,17 @@ pub struct Active {
     pub aborted: bool,
 }
 
+/// A request sent to a node whose network is cut, delivered if it comes back before membership
+/// declares it lost.
+#[derive(Debug, Clone)]
+pub struct HeldSend {
+    pub rsc: String,
+    pub op: OpKind,
+    pub interval_ms: u64,
+    pub origin: Origin,
+    pub pending: Option<OpResult>,
+}
+
 /// One node as the simulator holds it.
 #[derive(Debug, Clone)]
 pub struct NodeSim {
@@ -135,6 +146,7 @@ pub struct NodeSim {
     pub recurring: BTreeMap<String, (u64, u64, i64, usize)>,
     /// Results waiting for the network (the node is isolated but not yet declared lost).
     pub held: Vec<(OpResult, bool)>,
+    pub held_sends: Vec<HeldSend>,
     pub standby: bool,
     pub shutting_down: bool,
     /// The simulated fencing device is started here.
@@ -180,6 +192,7 @@ pub struct Sim {
     pub vms: Vec<String>,
     queue: BTreeMap<(u64, u64), Ev>,
     seq: u64,
+    generation_seq: u64,
     pub tasks: BTreeMap<TaskId, TaskInfo>,
     pub active: Option<Active>,
     transition_seq: i64,
@@ -196,6 +209,10 @@ pub struct Sim {
     pub idle: bool,
     /// 2013 scenario: remove the move constraint this long after vm's migrate_to fires.
     pub remove_on_migrate: Option<(String, String, u64)>,
+    /// pengine's crm_simulate-style view of the CIB when the first violation fired.
+    pub status_at_violation: String,
+    /// The liveness phase's cleanup waits for every node to be back.
+    pub cleanup_pending: bool,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -222,6 +239,7 @@ impl Sim {
                 hist: NodeLrm::default(),
                 recurring: BTreeMap::new(),
                 held: Vec::new(),
+                held_sends: Vec::new(),
                 standby: false,
                 shutting_down: false,
                 fence_device: false,
@@ -238,6 +256,7 @@ impl Sim {
             vms,
             queue: BTreeMap::new(),
             seq: 0,
+            generation_seq: 0,
             tasks: BTreeMap::new(),
             active: None,
             transition_seq: 0,
@@ -251,6 +270,8 @@ impl Sim {
             was_running: vec![(false, false); nvms],
             idle: false,
             remove_on_migrate: None,
+            status_at_violation: String::new(),
+            cleanup_pending: false,
         })
     }
 
@@ -281,6 +302,8 @@ impl Sim {
 
     pub fn violate(&mut self, checker: &'static str, message: String) {
         if self.violation.is_none() {
+            let now_s = record::now_s(self.now_ms());
+            self.status_at_violation = pengine::render_simulation(&self.cib, now_s, None);
             self.note("CHECK", format!("VIOLATION [{checker}] {message}"));
             self.violation = Some(Violation { checker, message });
         }
@@ -445,6 +468,7 @@ impl Sim {
         if self.active.is_some() || self.phase == Phase::Done {
             return;
         }
+        self.admin_cleanup();
         let now_s = record::now_s(self.now_ms());
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         self.stats.transitions += 1;
@@ -767,35 +791,32 @@ impl Sim {
         if matches!(origin, Origin::Graph { .. }) {
             self.note(&node, format!("{rsc} {task}{detail} sent (T{tid} a{ai})"));
         }
-        if !self.nodes[ni].powered || self.world.is_isolated(&node) {
-            if matches!(origin, Origin::Graph { .. }) {
-                self.note(
-                    &node,
-                    format!("{rsc} {task}: node unreachable, no answer will come"),
-                );
+        // record-pending (Pacemaker 2.1's default; always on for migrate_to): the DC writes the
+        // action as pending before the result, so a node lost meanwhile still shows it.
+        let pending = (interval_ms == 0 && task != "monitor").then(|| OpResult {
+            rsc: rsc.clone(),
+            task: task.into(),
+            interval_ms: 0,
+            rc: 193,
+            op_status: -1,
+            expected_rc: 0,
+            action_id: ai,
+            transition_id: tid,
+            migrate: migrate.clone(),
+            exit_reason: None,
+        });
+        if let Some(r) = &pending {
+            let now_s = record::now_s(self.now_ms());
+            if let Some(st) = record::node_state(&mut self.cib, &node) {
+                let mut view = NodeLrm {
+                    lrm: std::mem::take(&mut st.lrm),
+                    ..NodeLrm::default()
+                };
+                view.record_pending(r, now_s);
+                st.lrm = view.lrm;
             }
-            return;
-        }
-        // A stop or a migration away cancels the recurring monitor here.
-        if matches!(op, OpKind::Stop | OpKind::MigrateTo { .. }) {
-            self.nodes[ni].recurring.remove(&rsc);
         }
         if task == "migrate_to" {
-            let r = OpResult {
-                rsc: rsc.clone(),
-                task: task.into(),
-                interval_ms: 0,
-                rc: 193,
-                op_status: -1,
-                expected_rc: 0,
-                action_id: ai,
-                transition_id: tid,
-                migrate: migrate.clone(),
-                exit_reason: None,
-            };
-            let now_s = record::now_s(self.now_ms());
-            self.nodes[ni].hist.record_pending(&r, now_s);
-            self.publish(ni);
             if let Some((vm, id, delay)) = self.remove_on_migrate.clone() {
                 if vm == rsc {
                     self.remove_on_migrate = None;
@@ -803,8 +824,58 @@ impl Sim {
                 }
             }
         }
+        if !self.nodes[ni].powered {
+            self.note(
+                &node,
+                format!("{rsc} {task}: node is dead, no answer will come"),
+            );
+            return;
+        }
+        if self.world.is_isolated(&node) {
+            self.note(
+                &node,
+                format!("{rsc} {task}: node cut off, the request waits in the network"),
+            );
+            self.nodes[ni].held_sends.push(HeldSend {
+                rsc,
+                op,
+                interval_ms,
+                origin,
+                pending,
+            });
+            return;
+        }
+        self.execute_op(ni, rsc, op, interval_ms, origin, pending);
+    }
+
+    /// The node's executor receives the request and runs it.
+    fn execute_op(
+        &mut self,
+        ni: usize,
+        rsc: String,
+        op: OpKind,
+        interval_ms: u64,
+        origin: Origin,
+        pending: Option<OpResult>,
+    ) {
+        let task = op.task();
+        let (tid, ai) = match origin {
+            Origin::Graph { transition, action }
+            | Origin::Recurring {
+                transition, action, ..
+            } => (transition, action),
+        };
+        // A stop or a migration away cancels the recurring monitor here.
+        if matches!(op, OpKind::Stop | OpKind::MigrateTo { .. }) {
+            self.nodes[ni].recurring.remove(&rsc);
+        }
+        if let Some(r) = &pending {
+            let now_s = record::now_s(self.now_ms());
+            self.nodes[ni].hist.record_pending(r, now_s);
+        }
         if interval_ms > 0 {
-            let generation = self.seq + 1;
+            self.generation_seq += 1;
+            let generation = self.generation_seq;
             self.nodes[ni]
                 .recurring
                 .insert(rsc.clone(), (interval_ms, generation, tid, ai));
@@ -823,8 +894,10 @@ impl Sim {
                 kill_reason: None,
             },
         );
-        if let (Origin::Graph { action, .. }, Some(a)) = (&origin, self.active.as_mut()) {
-            a.in_flight.insert(*action, InFlight::Task(id));
+        if let (Origin::Graph { action, transition }, Some(a)) = (&origin, self.active.as_mut()) {
+            if a.id == *transition {
+                a.in_flight.insert(*action, InFlight::Task(id));
+            }
         }
         self.after(timeout_ms, Ev::OpTimeout(id));
         let st = self.kernel.resume(id);
@@ -971,7 +1044,7 @@ impl Sim {
         let now_s = record::now_s(self.now_ms());
         let fatal = true;
         self.nodes[ni].hist.record(&r, now_s, fatal);
-        if recurring_gen.is_some() {
+        if recurring_gen.is_some() || info.interval_ms > 0 {
             self.schedule_recurring(ni, &info.rsc);
         }
         if self.world.is_isolated(&node) {
@@ -1090,6 +1163,7 @@ impl Sim {
         self.nodes[ni].powered = false;
         self.nodes[ni].fence_device = false;
         self.nodes[ni].held.clear();
+        self.nodes[ni].held_sends.clear();
         let name = self.nodes[ni].name.clone();
         self.world.power_off(&name)
     }
@@ -1119,6 +1193,7 @@ impl Sim {
         self.nodes[ni].shutting_down = false;
         self.publish(ni);
         self.set_member(ni, Member::Down);
+        self.lose_actions_on(ni);
         self.note(&name, "shut down cleanly, left the cluster");
         let reboot = self.opts.reboot_ms;
         self.after(reboot, Ev::Boot { node: ni });
@@ -1147,6 +1222,7 @@ impl Sim {
         self.nodes[ni].shutting_down = false;
         self.publish(ni);
         self.set_member(ni, Member::Down);
+        self.lose_actions_on(ni);
         let lost = if killed.is_empty() {
             String::new()
         } else {
@@ -1169,20 +1245,33 @@ impl Sim {
             return;
         }
         self.nodes[ni].held.clear();
+        self.nodes[ni].held_sends.clear();
         self.set_member(ni, Member::Lost);
         self.note("MEMBER", format!("{name} lost (unclean)"));
-        // Actions in flight there will never answer.
+        self.lose_actions_on(ni);
+        self.cib_changed("node lost");
+    }
+
+    /// The node left the membership: actions in flight there will never answer, so the DC
+    /// counts them as failed (Pacemaker's "incompletable" actions).
+    fn lose_actions_on(&mut self, ni: usize) {
         let lost: Vec<usize> = self
             .active
             .as_ref()
             .map(|a| {
                 a.in_flight
                     .iter()
-                    .filter(|(ai, f)| match f {
-                        InFlight::Lost { node } => *node == ni,
-                        InFlight::Task(id) => self.tasks.get(id).is_some_and(|t| t.node == ni),
-                        InFlight::Fence => false,
-                    } || a.graph.actions[**ai].node.and_then(|n| a.node_of.get(n)) == Some(&ni) && !matches!(f, InFlight::Fence))
+                    .filter(|&(&ai, f)| {
+                        let here =
+                            a.graph.actions[ai].node.and_then(|n| a.node_of.get(n)) == Some(&ni);
+                        match f {
+                            InFlight::Fence => false,
+                            InFlight::Lost { node } => *node == ni,
+                            InFlight::Task(id) => {
+                                here || self.tasks.get(id).is_some_and(|t| t.node == ni)
+                            }
+                        }
+                    })
                     .map(|(&ai, _)| ai)
                     .collect()
             })
@@ -1190,7 +1279,6 @@ impl Sim {
         for ai in lost {
             self.confirm(ai, true);
         }
-        self.cib_changed("node lost");
     }
 
     fn boot(&mut self, ni: usize) {
@@ -1249,9 +1337,13 @@ impl Sim {
                     format!("{name} reconnected before membership noticed"),
                 );
                 let held = std::mem::take(&mut self.nodes[ni].held);
+                let sends = std::mem::take(&mut self.nodes[ni].held_sends);
                 self.publish(ni);
                 for (r, recurring) in held {
                     self.deliver(r, recurring);
+                }
+                for h in sends {
+                    self.execute_op(ni, h.rsc, h.op, h.interval_ms, h.origin, h.pending);
                 }
             }
         }
@@ -1281,23 +1373,34 @@ impl Sim {
         for id in ids {
             self.heal(Heal::Constraint(id));
         }
-        // crm_resource --cleanup: every resource with a failure recorded forgets its history.
+        // crm_resource --cleanup, once every node is back (see `admin_cleanup`).
+        self.cleanup_pending = true;
+        self.cib_changed("liveness phase");
+    }
+
+    /// `crm_resource --cleanup`, as an administrator runs it after the faults: every resource with
+    /// a failure recorded forgets its history and fail counts, and is probed again. Only when every
+    /// node is up and reachable: a cleanup that erases the history a cut-off node still holds
+    /// makes the DC forget a copy that may run there.
+    fn admin_cleanup(&mut self) {
+        let healthy = self
+            .nodes
+            .iter()
+            .all(|n| n.powered && n.member == Member::Up && !self.world.is_isolated(&n.name));
+        if !self.cleanup_pending || !healthy {
+            return;
+        }
+        self.cleanup_pending = false;
         let failed: Vec<String> = self
             .vms
             .iter()
-            .filter(|vm| {
-                self.nodes
-                    .iter()
-                    .any(|n| n.member == Member::Up && n.hist.has_failure(vm))
-            })
+            .filter(|vm| self.nodes.iter().any(|n| n.hist.has_failure(vm)))
             .cloned()
             .collect();
         for vm in &failed {
             for ni in 0..self.nodes.len() {
-                if self.nodes[ni].member == Member::Up {
-                    self.nodes[ni].hist.cleanup(vm);
-                    self.publish(ni);
-                }
+                self.nodes[ni].hist.cleanup(vm);
+                self.publish(ni);
             }
         }
         if !failed.is_empty() {
@@ -1306,7 +1409,6 @@ impl Sim {
                 format!("crm_resource --cleanup ({})", failed.join(",")),
             );
         }
-        self.cib_changed("liveness phase");
     }
 
     /// Whether every enabled VM runs exactly once, by the hypervisors.

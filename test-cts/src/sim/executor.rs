@@ -182,7 +182,7 @@ pub fn migrate_to(
                     "migration of {vm} to {target} failed, it still runs here: {last}"
                 ));
             }
-            (Ok(s), _) if !s.is_active() => {
+            (Ok(s), Ok(t)) if !s.is_active() && !t.is_active() => {
                 return fail(format!(
                     "domain {vm} is neither here nor running on {target}: {last}"
                 ));

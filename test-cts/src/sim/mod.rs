@@ -18,7 +18,7 @@ pub mod rng;
 pub mod world;
 
 use cluster::{Ev, Script, Sim, Stats, Violation};
-use options::{Options, PlannerKind};
+use options::{Options, PlannerKind, Profile};
 
 /// What one seed produced.
 #[derive(Debug, Clone)]
@@ -28,15 +28,20 @@ pub struct Report {
     pub virtual_ms: u64,
     pub violation: Option<Violation>,
     pub log: Vec<String>,
+    /// pengine's view of the CIB at the violation (crm_simulate style), empty without one.
+    pub status_at_violation: String,
 }
 
 impl Report {
     /// The command that reproduces this run.
     pub fn reproduce(&self) -> String {
-        let planner = match self.options.planner {
+        let mut planner = match self.options.planner {
             PlannerKind::Pengine => String::new(),
             p => format!(" --planner {}", p.name()),
         };
+        if self.options.profile != Profile::Full {
+            planner.push_str(&format!(" --profile {}", self.options.profile.name()));
+        }
         let what = if self.options.seed == 2013 && self.options.faults_max == 0 {
             "--scenario 2013".to_string()
         } else {
@@ -60,14 +65,18 @@ impl Report {
             s.push_str(l);
             s.push('\n');
         }
+        if !self.status_at_violation.is_empty() {
+            s.push_str("pengine's view of the CIB at the violation (crm_simulate style):\n");
+            s.push_str(&self.status_at_violation);
+        }
         s.push_str(&format!("reproduce with: {}\n", self.reproduce()));
         s
     }
 }
 
 /// Runs one seed with its drawn options.
-pub fn run_seed(seed: u64, planner: PlannerKind) -> Report {
-    run_options(Options::draw(seed, planner), Vec::new(), None)
+pub fn run_seed(seed: u64, planner: PlannerKind, profile: Profile) -> Report {
+    run_options(Options::draw(seed, planner, profile), Vec::new(), None)
 }
 
 /// The 2013 scenario (Andreas Hofmeister's thread): vm1 runs on node1; a constraint moves it to
@@ -107,6 +116,7 @@ fn run_options(
                     message: e,
                 }),
                 log: Vec::new(),
+                status_at_violation: String::new(),
             };
         }
     };
@@ -125,5 +135,6 @@ fn run_options(
         virtual_ms: sim.now_ms(),
         violation: sim.violation.clone(),
         log: std::mem::take(&mut sim.log),
+        status_at_violation: std::mem::take(&mut sim.status_at_violation),
     }
 }

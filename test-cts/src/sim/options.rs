@@ -30,6 +30,31 @@ impl PlannerKind {
     }
 }
 
+/// What a run may do. `NoMigrate` keeps every VM at `allow-migrate=false`: the degraded profile
+/// for as long as pengine does not unpack interrupted migrations (see the report); `Full` lets the
+/// seed decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Full,
+    NoMigrate,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::NoMigrate => "no-migrate",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "full" => Some(Self::Full),
+            "no-migrate" => Some(Self::NoMigrate),
+            _ => None,
+        }
+    }
+}
+
 /// The fault kinds; their weights are drawn per seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FaultKind {
@@ -82,6 +107,7 @@ impl FaultKind {
 pub struct Options {
     pub seed: u64,
     pub planner: PlannerKind,
+    pub profile: Profile,
     pub nodes: usize,
     pub vms: usize,
     pub batch_limit: usize,
@@ -114,7 +140,7 @@ fn pick<T: Copy>(rng: &mut Rng, xs: &[T]) -> T {
 
 impl Options {
     /// Draws every option from the seed.
-    pub fn draw(seed: u64, planner: PlannerKind) -> Self {
+    pub fn draw(seed: u64, planner: PlannerKind, profile: Profile) -> Self {
         let mut rng = Rng::new(seed ^ 0x5EED_0F0F_7157_0001);
         let nodes = rng.range(3, 7) as usize;
         let vms = rng.range(1, (2 * nodes).min(10) as u64) as usize;
@@ -131,16 +157,21 @@ impl Options {
                 (k, w)
             })
             .collect();
+        let allow_migrate_per_mille = pick(&mut rng, &[1_000, 900, 500]);
         Options {
             seed,
             planner,
+            profile,
             nodes,
             vms,
             batch_limit: pick(&mut rng, &[1, 2, 4, 8, 30]),
             migration_limit: pick(&mut rng, &[None, Some(1), Some(2)]),
             migration_threshold: pick(&mut rng, &[1_000_000, 1, 3]),
             stickiness: pick(&mut rng, &[0, 100]),
-            allow_migrate_per_mille: pick(&mut rng, &[1_000, 900, 500]),
+            allow_migrate_per_mille: match profile {
+                Profile::Full => allow_migrate_per_mille,
+                Profile::NoMigrate => 0,
+            },
             migration_ms,
             op_timeout_ms: pick(&mut rng, &[20_000, 60_000]),
             migrate_timeout_ms: pick(&mut rng, &[5_000, 20_000, 120_000]),
@@ -162,6 +193,7 @@ impl Options {
         Options {
             seed: 2013,
             planner,
+            profile: Profile::Full,
             nodes: 3,
             vms: 1,
             batch_limit: 30,
@@ -194,9 +226,10 @@ impl fmt::Display for Options {
             .unwrap_or_else(|| "-1".into());
         writeln!(
             f,
-            "SEED={} planner={} nodes={} vms={} batch-limit={} migration-limit={} migration-threshold={} stickiness={} allow-migrate={}‰",
+            "SEED={} planner={} profile={} nodes={} vms={} batch-limit={} migration-limit={} migration-threshold={} stickiness={} allow-migrate={}‰",
             self.seed,
             self.planner.name(),
+            self.profile.name(),
             self.nodes,
             self.vms,
             self.batch_limit,
