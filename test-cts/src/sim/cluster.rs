@@ -158,6 +158,9 @@ pub struct NodeSim {
 pub struct Violation {
     pub checker: &'static str,
     pub message: String,
+    /// A known planner gap this violation matches (see [`checkers::known_gap`]), for triage; the
+    /// violation counts all the same.
+    pub known_gap: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +216,9 @@ pub struct Sim {
     pub status_at_violation: String,
     /// The liveness phase's cleanup waits for every node to be back.
     pub cleanup_pending: bool,
+    /// VMs whose migrate_to was sent with no migrate_from sent since, while they still run
+    /// somewhere: a migration in flight or interrupted, for triage.
+    pub migration_open: BTreeSet<String>,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -272,6 +278,7 @@ impl Sim {
             remove_on_migrate: None,
             status_at_violation: String::new(),
             cleanup_pending: false,
+            migration_open: BTreeSet::new(),
         })
     }
 
@@ -305,7 +312,15 @@ impl Sim {
             let now_s = record::now_s(self.now_ms());
             self.status_at_violation = pengine::render_simulation(&self.cib, now_s, None);
             self.note("CHECK", format!("VIOLATION [{checker}] {message}"));
-            self.violation = Some(Violation { checker, message });
+            let known_gap = checkers::known_gap(self, checker, &message);
+            if let Some(g) = known_gap {
+                self.note("CHECK", format!("matches known planner gap: {g}"));
+            }
+            self.violation = Some(Violation {
+                checker,
+                message,
+                known_gap,
+            });
         }
     }
 
@@ -816,6 +831,12 @@ impl Sim {
                 st.lrm = view.lrm;
             }
         }
+        if task == "migrate_from" {
+            self.migration_open.remove(&rsc);
+        }
+        if task == "migrate_to" {
+            self.migration_open.insert(rsc.clone());
+        }
         if task == "migrate_to" {
             if let Some((vm, id, delay)) = self.remove_on_migrate.clone() {
                 if vm == rsc {
@@ -1034,6 +1055,7 @@ impl Sim {
         if task == "migrate_from" && !failed {
             self.stats.migrations_ok += 1;
         }
+
         if info.rsc == record::FENCE_ID && !failed {
             match task {
                 "start" => self.nodes[ni].fence_device = true,

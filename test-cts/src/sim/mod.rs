@@ -58,6 +58,9 @@ impl Report {
                 "VIOLATION seed={} checker={}: {}\n",
                 self.options.seed, v.checker, v.message
             ));
+            if let Some(g) = v.known_gap {
+                s.push_str(&format!("  matches known planner gap: {g}\n"));
+            }
         }
         s.push_str(&format!("{}\n", self.options));
         s.push_str("event log:\n");
@@ -114,6 +117,7 @@ fn run_options(
                 violation: Some(Violation {
                     checker: "simulator",
                     message: e,
+                    known_gap: None,
                 }),
                 log: Vec::new(),
                 status_at_violation: String::new(),

@@ -103,6 +103,14 @@ impl World {
 
     /// The guest crashes on its own (state crashed; the emulator stays, `on_crash=preserve`).
     pub fn crash_guest(&self, node: &str, vm: &str) -> bool {
+        // A guest that dies takes its outgoing migration down with it.
+        let hv = self.mem.node(node);
+        if hv
+            .job_info(vm, 1_000)
+            .is_ok_and(|j| j.in_flight() && j.operation == Some(JobOperation::MigrationOut))
+        {
+            let _ = hv.abort_job(vm, 1_000);
+        }
         let mut hit = false;
         self.mem.update_domain(node, vm, |d| {
             if d.state == DomainState::Running {
