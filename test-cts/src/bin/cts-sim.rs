@@ -2,11 +2,21 @@
 //! scenario, or a timed soak; exits 0 only when no checker fired. The last line counts seeds,
 //! events and violations.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use test_cts::sim::options::{PlannerKind, Profile};
 use test_cts::sim::{Report, run_scenario_2013, run_seed};
+
+/// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(1);
+        }
+    }};
+}
 
 const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile full|no-migrate] [--jobs N] [--verbose]";
 
@@ -93,11 +103,11 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
     totals.events += r.stats.events;
     if verbose || r.violation.is_some() {
         if r.violation.is_some() {
-            print!("{}", r.render_failure());
+            say!("{}", r.render_failure().trim_end());
         } else {
-            println!("{}", r.options);
+            say!("{}", r.options);
             for l in &r.log {
-                println!("{l}");
+                say!("{l}");
             }
         }
     }
@@ -109,7 +119,7 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
         }
         None => "ok".into(),
     };
-    println!(
+    say!(
         "seed {}: {verdict} events={} transitions={} actions={} faults={} restarts={} migrations={} virtual={}s",
         r.options.seed,
         r.stats.events,
@@ -188,7 +198,7 @@ fn main() -> ExitCode {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs().wrapping_mul(1_000_003))
                 .unwrap_or(1);
-            println!("soak: {minutes} minute(s) from seed {start_seed}");
+            say!("soak: {minutes} minute(s) from seed {start_seed}");
             let mut s = start_seed;
             while started.elapsed() < budget {
                 let batch: Vec<u64> = (0..args.jobs as u64 * 4)
@@ -204,9 +214,9 @@ fn main() -> ExitCode {
     let secs = started.elapsed().as_secs_f64();
     if !totals.failed_seeds.is_empty() {
         let list: Vec<String> = totals.failed_seeds.iter().map(u64::to_string).collect();
-        println!("failed seeds: {}", list.join(" "));
+        say!("failed seeds: {}", list.join(" "));
     }
-    println!(
+    say!(
         "seeds={} events={} violations={} wall={secs:.1}s events/s={:.0}",
         totals.seeds,
         totals.events,

@@ -221,6 +221,10 @@ pub const GAP_SHUTDOWN: &str = "pengine-shutdown-before-migration";
 /// Which known planner gap, if any, a violation matches (triage only; never excuses it in
 /// cts-sim's exit code).
 pub fn known_gap(sim: &Sim, checker: &str, message: &str) -> Option<&'static str> {
+    // The gaps are pengine's; the control planner's violations are the point of the control.
+    if sim.opts.planner != super::options::PlannerKind::Pengine {
+        return None;
+    }
     match checker {
         "two-nodes" => {
             let vm = message.split_whitespace().next()?;
