@@ -10,9 +10,11 @@ build:
 	$(CARGO) build --release -p highlander-agent -p pengine
 install: build
 	install -D -m 0755 target/release/VirtualDomain $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/VirtualDomain
+	install -D -m 0755 target/release/VirtualDomain-libvirt $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/.VirtualDomain-libvirt
 	install -D -m 0755 target/release/pengine $(DESTDIR)$(PREFIX)/bin/pengine
 uninstall:
 	rm -f $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/VirtualDomain $(DESTDIR)$(PREFIX)/bin/pengine
+	rm -f $(DESTDIR)$(OCF_ROOT)/resource.d/highlander/.VirtualDomain-libvirt
 test:
 	bash tools/test.sh
 demo:

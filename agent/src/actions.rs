@@ -12,7 +12,7 @@
 //! | in shutdown | 0, logged | still running; once off the next monitor says 7 |
 //! | paused after an I/O error | 1 | failed: the guest cannot make progress |
 //! | crashed | 1 | failed; the emulator may still hold the disks, so not 7 |
-//! | incoming migration (paused on the target) | 1 | not running here yet, but not cleanly stopped either: a stop here cancels the incoming copy and the VM stays on the source |
+//! | incoming migration (paused on the target), or paused "starting up" | 1 | not running here yet, but not cleanly stopped either: a stop here cancels the incoming copy and the VM stays on the source |
 //! | outgoing migration (paused on the source) | 0 | this is still the copy that counts |
 //! | no state | asked again within the budget, then 1 | undetermined |
 //! | libvirtd down or hung, no QEMU process names the domain (`/proc`) | 7 | provably not running here |
@@ -102,11 +102,9 @@ pub fn monitor_code(name: &str, state: &DomainState) -> (OcfExitCode, Option<Str
             Some(format!("domain {name} is paused after an I/O error")),
         ),
         DomainState::Crashed => (ErrGeneric, Some(format!("domain {name} crashed"))),
-        DomainState::MigratingIn => (
+        DomainState::MigratingIn | DomainState::StartingUp => (
             ErrGeneric,
-            Some(format!(
-                "domain {name} is an incoming migration here, not yet running"
-            )),
+            Some(format!("domain {name} is {state}: not running here yet")),
         ),
         DomainState::NoState => (
             ErrGeneric,
@@ -271,6 +269,8 @@ pub fn start(
             Ok(DomainState::InShutdown) => {
                 last = format!("domain {name} is still shutting down");
             }
+            // Ours after create, or an incoming copy: wait until it runs or goes (bounded).
+            Ok(DomainState::StartingUp) => last = format!("domain {name} is starting up"),
             Ok(DomainState::MigratingIn) => {
                 return fail(
                     OcfExitCode::ErrGeneric,

@@ -50,6 +50,8 @@ pub enum ConfigError {
         value: String,
         why: &'static str,
     },
+    #[error(transparent)]
+    Migration(#[from] crate::migration::MigrationError),
     #[error("config file {path} cannot be read: {message}")]
     Unreadable { path: String, message: String },
     #[error("config file {path}: {error}")]
@@ -263,7 +265,7 @@ impl RawConfig {
     }
 }
 
-/// Migration parameters, validated now, used by migrate_to/migrate_from (issue 4).
+/// Migration parameters, used by migrate_to/migrate_from (`migration.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MigrationParams {
     pub transport: Option<String>,
@@ -396,6 +398,11 @@ impl Config {
             port,
             remoteuri: opt("remoteuri"),
         };
+        // Checked now so that validate-all reports them, not the first migration.
+        crate::migration::parse_options(migration.options.as_deref().unwrap_or_default())?;
+        // The remote URI is built at migration time only: a unix-socket `hypervisor` without
+        // `remoteuri` is fine for a resource that never migrates.
+        let hypervisor_uri = opt("hypervisor");
         let utilization = UtilizationParams {
             autoset_cpu: resolved.flag("autoset_utilization_cpu"),
             autoset_host_memory: resolved.flag("autoset_utilization_host_memory"),
@@ -406,7 +413,7 @@ impl Config {
         };
         Ok(Config {
             config_path: PathBuf::from(config),
-            hypervisor_uri: opt("hypervisor"),
+            hypervisor_uri,
             force_stop: resolved.flag("force_stop"),
             shutdown_modes: ShutdownModes(modes),
             monitor_scripts: resolved
@@ -520,6 +527,7 @@ mod tests {
             ("OCF_RESKEY_migrateport", "70000", "migrateport"),
             ("OCF_RESKEY_migration_speed", "-1", "migration_speed"),
             ("OCF_RESKEY_force_stop", "maybe", "force_stop"),
+            ("OCF_RESKEY_migrate_options", "--p2p --bogus", "--bogus"),
         ] {
             let e = Config::validate(raw(&[("OCF_RESKEY_config", "/x.xml"), (k, v)])).unwrap_err();
             assert_eq!(e.code(), OcfExitCode::ErrConfigured, "{k}");

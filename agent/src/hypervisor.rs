@@ -26,6 +26,9 @@ pub enum DomainState {
     PmSuspended,
     /// The target side of a migration: the domain exists here but the guest does not run here yet.
     MigratingIn,
+    /// Paused while starting up: an emulator exists but the guest has not run yet (a start in
+    /// progress, or an incoming migration that libvirt does not label as one, or its leftover).
+    StartingUp,
     /// The source side of a migration that paused the guest here (offline or post-copy phase):
     /// this is still the copy that counts until the migration completes.
     MigratingOut,
@@ -52,6 +55,7 @@ impl fmt::Display for DomainState {
             Self::Crashed => f.write_str("crashed"),
             Self::PmSuspended => f.write_str("suspended by guest power management"),
             Self::MigratingIn => f.write_str("incoming migration (paused, not yet running here)"),
+            Self::StartingUp => f.write_str("starting up (paused, the guest has not run yet)"),
             Self::MigratingOut => f.write_str("outgoing migration (paused here)"),
             Self::NoState => f.write_str("no state"),
         }
@@ -189,7 +193,7 @@ impl JobInfo {
     }
 }
 
-/// One live migration as the agent asks for it (built from the migration parameters in issue 4).
+/// One live migration as the agent asks for it (built by `migration::request`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MigrateRequest {
     /// libvirt URI of the target hypervisor.
@@ -330,6 +334,7 @@ mod tests {
             DomainState::Crashed,
             DomainState::PmSuspended,
             DomainState::MigratingIn,
+            DomainState::StartingUp,
             DomainState::MigratingOut,
             DomainState::NoState,
         ] {

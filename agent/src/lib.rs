@@ -6,16 +6,19 @@
 //! [`mem::MemHypervisor`].
 //!
 //! Dispatch (this file): the action name, the parameters ([`config`]), the per-resource lock and
-//! the start record ([`lock`]), then the action ([`actions`]).
+//! the start record ([`lock`]), then the action ([`actions`], [`migrate`]).
 
 pub mod actions;
 pub mod clock;
 pub mod config;
 pub mod hypervisor;
+pub mod journal;
 pub mod libvirt;
 pub mod lock;
 pub mod log;
 pub mod mem;
+pub mod migrate;
+pub mod migration;
 pub mod params;
 pub mod procscan;
 pub mod scripts;
@@ -72,11 +75,41 @@ pub struct Deps<'a> {
 pub const USAGE: &str = "usage: VirtualDomain {start|stop|monitor|status|validate-all|reload-agent|migrate_to|migrate_from|meta-data|usage}\n\
 Parameters come from OCF_RESKEY_* variables; see meta-data.\n";
 
+/// The answer to actions that need no hypervisor, clock or state (`meta-data`, `usage`, unknown
+/// and unsupported actions); `None` for the others. References nothing of libvirt, so a binary
+/// that only calls this does not load it.
+pub fn run_static(action_name: &str, env: &OcfEnv) -> Option<Outcome> {
+    let action: Action = match action_name.parse() {
+        Ok(a) => a,
+        Err(e) => return Some(Outcome::fail(OcfExitCode::ErrUnimplemented, e.to_string())),
+    };
+    match action {
+        Action::MetaData => Some(metadata(env)),
+        Action::Usage => Some(Outcome {
+            code: OcfExitCode::Success,
+            stdout: USAGE.to_owned(),
+            reason: None,
+        }),
+        Action::Start
+        | Action::MigrateTo
+        | Action::MigrateFrom
+        | Action::Stop
+        | Action::Monitor
+        | Action::Status
+        | Action::ValidateAll
+        | Action::ReloadAgent => None,
+        _ => Some(Outcome::fail(
+            OcfExitCode::ErrUnimplemented,
+            format!("action {action} is not supported by this agent"),
+        )),
+    }
+}
+
 /// Runs one action named on the command line, on the real clock and libvirt, logging to stderr.
 pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
     // meta-data is static: no clock, no libvirt, no forks.
-    if let Ok(Action::MetaData) = action_name.parse::<Action>() {
-        return metadata(env);
+    if let Some(outcome) = run_static(action_name, env) {
+        return outcome;
     }
     let clock = SystemClock::new();
     let log = Log::stderr(
@@ -111,38 +144,12 @@ fn metadata(env: &OcfEnv) -> Outcome {
 
 /// Runs one action with the given clock, log and hypervisor factory.
 pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
-    let action: Action = match action_name.parse() {
-        Ok(a) => a,
-        Err(e) => return Outcome::fail(OcfExitCode::ErrUnimplemented, e.to_string()),
-    };
-    match action {
-        Action::MetaData => return metadata(env),
-        Action::Usage => {
-            return Outcome {
-                code: OcfExitCode::Success,
-                stdout: USAGE.to_owned(),
-                reason: None,
-            };
-        }
-        Action::MigrateTo | Action::MigrateFrom => {
-            return Outcome::fail(
-                OcfExitCode::ErrUnimplemented,
-                format!("{action} is not implemented by this agent version"),
-            );
-        }
-        Action::Start
-        | Action::Stop
-        | Action::Monitor
-        | Action::Status
-        | Action::ValidateAll
-        | Action::ReloadAgent => {}
-        _ => {
-            return Outcome::fail(
-                OcfExitCode::ErrUnimplemented,
-                format!("action {action} is not supported by this agent"),
-            );
-        }
+    if let Some(outcome) = run_static(action_name, env) {
+        return outcome;
     }
+    let Ok(action) = action_name.parse::<Action>() else {
+        return Outcome::fail(OcfExitCode::ErrUnimplemented, "unknown action");
+    };
     let raw = RawConfig::from_env(env, action);
     let deadline = Deadline::after(deps.clock, raw.budget_ms);
     deps.log.debug(&format!(
@@ -156,7 +163,7 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     }
     let cfg = match Config::validate(raw.clone()) {
         Ok(c) => c,
-        Err(e) => return config_failure(action, &raw, deps, e, deadline),
+        Err(e) => return config_failure(action, deps, e),
     };
     if !cfg.unknown.is_empty() {
         deps.log.warn(&format!(
@@ -167,21 +174,15 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
     match action {
         Action::ValidateAll | Action::ReloadAgent => validate(&cfg, deps, deadline),
         Action::Start => start(&cfg, deps, deadline),
+        Action::MigrateTo | Action::MigrateFrom => migrate(&cfg, deps, deadline),
         _ => monitor(&cfg, deps, deadline),
     }
 }
 
-/// The parameters are wrong. Monitor answers as heartbeat does on a probe only for an unreadable
-/// file; wrong parameters are wrong everywhere (6), whatever the action.
-fn config_failure(
-    action: Action,
-    raw: &RawConfig,
-    deps: &Deps,
-    e: ConfigError,
-    _deadline: Deadline,
-) -> Outcome {
+/// The parameters are wrong: the same answer for every action but stop (which never gets here),
+/// 6 for inherently wrong values, whatever the action.
+fn config_failure(action: Action, deps: &Deps, e: ConfigError) -> Outcome {
     deps.log.error(&format!("{action}: {e}"));
-    let _ = raw;
     Outcome::fail(e.code(), e.to_string())
 }
 
@@ -343,6 +344,100 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
     if outcome.code == OcfExitCode::Success {
         if let Err(e) = lock::remove_record(&raw.rsctmp, &raw.instance) {
             log.warn(&format!("cannot remove the start record: {e}"));
+        }
+    }
+    outcome
+}
+
+/// migrate_to / migrate_from: serialized with start and stop, journaled, answered from both sides.
+fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
+    let raw = &cfg.raw;
+    let log = deps.log;
+    let to = raw.action == Action::MigrateTo;
+    let (source, target) = (
+        raw.migrate_source.clone().unwrap_or_default(),
+        raw.migrate_target.clone().unwrap_or_default(),
+    );
+    let (peer_var, peer) = if to {
+        ("CRM_meta_migrate_target", &target)
+    } else {
+        ("CRM_meta_migrate_source", &source)
+    };
+    if peer.is_empty() {
+        return Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("{} needs OCF_RESKEY_{peer_var}", raw.action),
+        );
+    }
+    let dom = match config::load_domain(&cfg.config_path) {
+        Ok(d) => d,
+        Err(e) => return Outcome::fail(e.code(), e.to_string()),
+    };
+    let _lock = match lock::acquire(&raw.rsctmp, &raw.instance, deadline, deps.clock) {
+        Ok(l) => l,
+        Err(e) => return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string()),
+    };
+    let journal = |phase: &str, detail: &str| {
+        let entry = journal::Entry {
+            action: raw.action.as_str(),
+            domain: &dom.name,
+            source: &source,
+            target: &target,
+            phase,
+            detail,
+        };
+        if let Err(e) = journal::append(&raw.rsctmp, &raw.instance, &entry) {
+            log.warn(&format!("migration journal: {e}"));
+        }
+    };
+    let local = (deps.connect)(cfg.hypervisor_uri.as_deref());
+    let ctx = Ctx {
+        hv: local.as_ref(),
+        clock: deps.clock,
+        log,
+    };
+    let outcome = if to {
+        let req = match migration::request(
+            &cfg.migration,
+            cfg.hypervisor_uri.as_deref(),
+            &raw.instance,
+            &target,
+        ) {
+            Ok(r) => r,
+            Err(e) => return Outcome::fail(OcfExitCode::ErrConfigured, e.to_string()),
+        };
+        let remote = (deps.connect)(Some(&req.target_uri));
+        migrate::migrate_to(
+            &ctx,
+            remote.as_ref(),
+            &dom.name,
+            &req,
+            raw.budget_ms,
+            deadline,
+            &journal,
+        )
+    } else {
+        let remote = migration::remote_uri(&cfg.migration, cfg.hypervisor_uri.as_deref(), &source)
+            .ok()
+            .map(|uri| (deps.connect)(Some(&uri)));
+        migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline)
+    };
+    journal(
+        "answer",
+        &format!(
+            "{} {}",
+            outcome.code.code(),
+            outcome.reason.as_deref().unwrap_or_default()
+        ),
+    );
+    if outcome.code == OcfExitCode::Success {
+        let r = if to {
+            lock::remove_record(&raw.rsctmp, &raw.instance)
+        } else {
+            lock::write_record(&raw.rsctmp, &raw.instance, &dom.name)
+        };
+        if let Err(e) = r {
+            log.warn(&format!("start record: {e}"));
         }
     }
     outcome

@@ -223,12 +223,18 @@ fn classify_state(dom: &Domain, name: &str, uri: &str) -> Result<DomainState, Hv
             Some(DomainPausedReason::IOError) => DomainState::Paused(PauseReason::IoError),
             Some(DomainPausedReason::ShuttingDown) => DomainState::InShutdown,
             Some(DomainPausedReason::Crashed) => DomainState::Crashed,
-            Some(DomainPausedReason::Migration | DomainPausedReason::PostCopy) => {
-                match dom.job_stats(0).ok().map(|s| job_from(&s).operation) {
-                    Some(Some(JobOperation::MigrationIn)) => DomainState::MigratingIn,
-                    _ => DomainState::MigratingOut,
-                }
-            }
+            // A migration target is "paused, starting up" in libvirt 9 (observed), older ones
+            // say "paused, migration"; the job tells the direction when libvirt reports it.
+            Some(
+                r @ (DomainPausedReason::Migration
+                | DomainPausedReason::PostCopy
+                | DomainPausedReason::StartingUp),
+            ) => match dom.job_stats(0).ok().map(|s| job_from(&s).operation) {
+                Some(Some(JobOperation::MigrationIn)) => DomainState::MigratingIn,
+                Some(Some(JobOperation::MigrationOut)) => DomainState::MigratingOut,
+                _ if r == DomainPausedReason::StartingUp => DomainState::StartingUp,
+                _ => DomainState::MigratingOut,
+            },
             _ => DomainState::Paused(PauseReason::Other),
         },
     })

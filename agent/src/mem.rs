@@ -32,6 +32,8 @@ pub enum Fault {
     Hang,
     /// The call takes effect, then never answers (times out).
     HangAfterEffect,
+    /// The call takes effect (a migration: starts and goes on), then reports this error.
+    ErrorAfterEffect(String),
     /// The daemon is unreachable for this call.
     Down,
 }
@@ -195,6 +197,12 @@ impl MemWorld {
         }
     }
 
+    /// The domain stops by itself `after_ms` from now (a leftover that libvirt tears down).
+    pub fn expire_domain(&self, node: &str, name: &str, after_ms: u64) {
+        let at = self.clock.now_ms() + after_ms;
+        self.update_domain(node, name, |d| d.off_at_ms = Some(at));
+    }
+
     /// The ground truth (no faults applied), after time-based transitions.
     pub fn domain(&self, node: &str, name: &str) -> Option<MemDomain> {
         let now = self.clock.now_ms();
@@ -283,6 +291,8 @@ enum Gate {
     Go,
     /// Do the effect, then time out.
     EffectThenHang,
+    /// Do the effect, then fail with this message.
+    EffectThenError(String),
 }
 
 impl MemHypervisor {
@@ -335,6 +345,7 @@ impl MemHypervisor {
                 Err(timeout())
             }
             Some(Fault::HangAfterEffect) => Ok(Gate::EffectThenHang),
+            Some(Fault::ErrorAfterEffect(message)) => Ok(Gate::EffectThenError(message)),
             Some(Fault::Down) => Err(down("connection refused")),
         }
     }
@@ -342,6 +353,11 @@ impl MemHypervisor {
     fn finish<T>(&self, gate: Gate, op: Op, timeout_ms: u64, value: T) -> Result<T, HvError> {
         match gate {
             Gate::Go => Ok(value),
+            Gate::EffectThenError(message) => Err(HvError::Failed {
+                op,
+                name: String::new(),
+                message,
+            }),
             Gate::EffectThenHang => {
                 self.world.clock.sleep_ms(timeout_ms);
                 Err(HvError::Timeout {
@@ -481,7 +497,12 @@ impl Hypervisor for MemHypervisor {
             let now = clock.now_ms();
             let mut w = self.world.lock();
             tick(&mut w, now);
-            let target = req.target_uri.clone();
+            // "mem://node2" or plainly "node2".
+            let target = req
+                .target_uri
+                .strip_prefix("mem://")
+                .unwrap_or(&req.target_uri)
+                .to_owned();
             let failed = |message: &str| HvError::Failed {
                 op: Op::Migrate,
                 name: name.to_owned(),
@@ -534,7 +555,7 @@ impl Hypervisor for MemHypervisor {
             });
             done_at_ms
         };
-        if let Gate::EffectThenHang = gate {
+        if !matches!(gate, Gate::Go) {
             return self.finish(gate, Op::Migrate, timeout_ms, ());
         }
         let wait_ms = done_at_ms.saturating_sub(clock.now_ms());

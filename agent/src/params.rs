@@ -95,7 +95,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_cpu",
         "Enable auto-setting the CPU utilization of the resource",
-        "Keep the resource's cpu utilization equal to the domain's vCPU count.",
+        "Keep the resource's cpu utilization equal to the domain's vCPU count. Accepted for \
+         compatibility; this version does not write utilization yet (see the README).",
     )
     .kind(B)
     .default("true")
@@ -103,7 +104,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_host_memory",
         "Enable auto-setting the host_memory utilization of the resource",
-        "Keep the resource's host_memory utilization equal to the domain's maximum memory in MiB.",
+        "Keep the resource's host_memory utilization equal to the domain's maximum memory in MiB. \
+         Accepted for compatibility; this version does not write utilization yet.",
     )
     .kind(B)
     .default("true")
@@ -111,7 +113,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_hv_memory",
         "Enable auto-setting the hv_memory utilization of the resource",
-        "Keep the resource's hv_memory utilization equal to the domain's maximum memory in MiB.",
+        "Keep the resource's hv_memory utilization equal to the domain's maximum memory in MiB. \
+         Accepted for compatibility; this version does not write utilization yet.",
     )
     .kind(B)
     .default("true")
@@ -119,7 +122,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_cpu",
         "Enable auto-removing the CPU utilization of the resource",
-        "When autoset_utilization_cpu is false, remove the cpu utilization attribute.",
+        "When autoset_utilization_cpu is false, remove the cpu utilization attribute. Accepted \
+         for compatibility; not acted on yet.",
     )
     .kind(B)
     .default("false")
@@ -127,7 +131,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_host_memory",
         "Enable auto-removing the host_memory utilization of the resource",
-        "When autoset_utilization_host_memory is false, remove the host_memory utilization attribute.",
+        "When autoset_utilization_host_memory is false, remove the host_memory utilization attribute. Accepted \
+         for compatibility; not acted on yet.",
     )
     .kind(B)
     .default("false")
@@ -135,7 +140,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_hv_memory",
         "Enable auto-removing the hv_memory utilization of the resource",
-        "When autoset_utilization_hv_memory is false, remove the hv_memory utilization attribute.",
+        "When autoset_utilization_hv_memory is false, remove the hv_memory utilization attribute. Accepted \
+         for compatibility; not acted on yet.",
     )
     .kind(B)
     .default("false")
@@ -143,8 +149,10 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "migrateport",
         "Port for migrateuri",
-        "TCP port of the generated migration URI. When unset, a port in 49152-49215 is derived \
-         from the resource name, so parallel migrations of different resources do not collide.",
+        "TCP port of the generated migration URI (tcp:<target><suffix>:<port>, generated only \
+         when migration_network_suffix or migrateport is set; otherwise libvirt chooses). When \
+         unset, a port in 49152-49215 is derived from the resource name, so parallel migrations of \
+         different resources do not collide.",
     )
     .kind(I)
     .reloadable(),
@@ -158,7 +166,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "save_config_on_stop",
         "Save running VM's config back to its config file",
-        "On stop and migration, write the domain's inactive XML back to config.",
+        "On stop and migration, write the domain's inactive XML back to config. Not implemented \
+         yet: true is refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false")
@@ -166,7 +175,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "sync_config_on_stop",
         "Save running VM's config back to its config file and sync it",
-        "Implies save_config_on_stop, then synchronises config to the other nodes with csync2.",
+        "Implies save_config_on_stop, then synchronises config to the other nodes with csync2. Not \
+         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false")
@@ -174,26 +184,28 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "snapshot",
         "Restore state on start/stop",
-        "Directory where stop saves the domain's memory state and start restores it.",
+        "Directory where stop saves the domain's memory state and start restores it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
     )
     .default(""),
     ParameterSpec::new(
         "backingfile",
         "Backing file for a copy-on-write overlay",
-        "qcow2 backing file: start creates an overlay next to config and boots from it.",
+        "qcow2 backing file: start creates an overlay next to config and boots from it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
     )
     .default(""),
     ParameterSpec::new(
         "stateless",
         "Re-create the overlay on every start",
-        "With backingfile, throw the overlay away and create it anew on every start.",
+        "With backingfile, throw the overlay away and create it anew on every start. Not \
+         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false"),
     ParameterSpec::new(
         "copyindirs",
         "Directories copied into a stateless guest",
-        "Directories copied into the guest with virt-copy-in before its first boot (stateless mode).",
+        "Directories copied into the guest with virt-copy-in before its first boot (stateless mode). \
+         Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
     )
     .default(""),
     ParameterSpec::new(
@@ -207,7 +219,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "start_resources",
         "Ensure the needed virtual storage pools and networks are started",
-        "Before start and migration, start the storage pools and networks the domain XML refers to.",
+        "Before start and migration, start the storage pools and networks the domain XML refers to. \
+         Not implemented yet: true is refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false")

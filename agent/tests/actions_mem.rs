@@ -183,8 +183,12 @@ fn action_names() {
     let n = Node::new();
     assert_eq!(n.code("frobnicate", &[]), ErrUnimplemented);
     assert_eq!(n.code("", &[]), ErrUnimplemented);
-    assert_eq!(n.code("migrate_to", &[]), ErrUnimplemented);
-    assert_eq!(n.code("migrate_from", &[]), ErrUnimplemented);
+    // ocf-tester sets no CRM_meta_migrate_* (resource-agents #816): a reason, not a guess.
+    let out = n.run("migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("CRM_meta_migrate_target"));
+    let out = n.run("migrate_from", &[]);
+    assert!(out.reason.unwrap().contains("CRM_meta_migrate_source"));
     assert_eq!(n.code("notify", &[]), ErrUnimplemented);
     assert_eq!(n.code("promote", &[]), ErrUnimplemented);
     let usage = n.run("usage", &[]);
@@ -380,6 +384,7 @@ fn monitor_maps_every_state() {
         (DomainState::Crashed, ErrGeneric),
         (DomainState::PmSuspended, Success),
         (DomainState::MigratingIn, ErrGeneric),
+        (DomainState::StartingUp, ErrGeneric),
         (DomainState::MigratingOut, Success),
         (DomainState::NoState, ErrGeneric),
     ];

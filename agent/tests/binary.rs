@@ -85,10 +85,20 @@ fn ocft_codes() {
     assert_eq!(code(&o), 6, "no config");
     assert!(stderr(&o).contains("ocf-exit-reason:required parameter config is not set"));
     assert_eq!(code(&r.run("stop", &[])), 0, "stop without config");
-    assert_eq!(
-        code(&r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))])),
-        3
+    let o = r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))]);
+    assert_eq!(code(&o), 1, "no CRM_meta_migrate_target");
+    assert!(stderr(&o).contains("CRM_meta_migrate_target"));
+    // Source and "target" are the same test driver here: the domain runs on both, nothing done.
+    let o = r.run(
+        "migrate_to",
+        &[
+            ("OCF_RESKEY_config", &r.config("test")),
+            ("OCF_RESKEY_CRM_meta_migrate_target", "node2"),
+            ("OCF_RESKEY_remoteuri", "test:///default"),
+        ],
     );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("runs on both"), "{}", stderr(&o));
 }
 
 #[test]
@@ -171,4 +181,34 @@ fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
         );
         assert_eq!(code(&o), expected, "{action}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn the_front_binary_needs_its_companion_only_for_hypervisor_actions() {
+    let r = Run::new();
+    let lone = r.dir.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    let front = lone.join("VirtualDomain");
+    std::fs::copy(env!("CARGO_BIN_EXE_VirtualDomain"), &front).unwrap();
+    let run = |action: &str| {
+        Command::new(&front)
+            .arg(action)
+            .env_clear()
+            .env("OCF_RESKEY_config", r.config("test"))
+            .env("OCF_RESKEY_hypervisor", "test:///default")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(code(&run("meta-data")), 0);
+    assert_eq!(code(&run("bogus")), 3);
+    let o = run("monitor");
+    assert_eq!(code(&o), 5);
+    assert!(stderr(&o).contains("ocf-exit-reason:VirtualDomain-libvirt is not installed"));
+    // With the companion beside it, under the hidden name make install uses.
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_VirtualDomain-libvirt"),
+        lone.join(".VirtualDomain-libvirt"),
+    )
+    .unwrap();
+    assert_eq!(code(&run("monitor")), 0, "{}", stderr(&run("monitor")));
 }

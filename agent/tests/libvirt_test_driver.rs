@@ -164,3 +164,44 @@ fn unreachable_daemon_is_judged_by_processes() {
         ErrInstalled
     );
 }
+
+#[test]
+fn migrate_to_a_driver_that_cannot_migrate_answers_from_both_sides() {
+    let c = Case::new("migrate");
+    assert_eq!(c.code("start", &[]), Success);
+    // The target: a private, empty test-driver node (the test driver has no migration at all).
+    let node = c.dir.path().join("node2.xml");
+    std::fs::write(&node, "<node/>").unwrap();
+    let remote = format!("test://{}", node.display());
+    let migrate = [
+        ("OCF_RESKEY_CRM_meta_migrate_source", "node1"),
+        ("OCF_RESKEY_CRM_meta_migrate_target", "node2"),
+        ("OCF_RESKEY_remoteuri", remote.as_str()),
+    ];
+    let t0 = std::time::Instant::now();
+    let out = c.run("migrate_to", &migrate);
+    assert_eq!(out.code, ErrGeneric);
+    let reason = out.reason.unwrap();
+    assert!(reason.contains("still runs on the source"), "{reason}");
+    assert!(
+        reason.contains("not supported"),
+        "libvirt's error is quoted: {reason}"
+    );
+    assert_eq!(c.active(), Some(true), "the VM keeps running on the source");
+    // migrate_from on the "target" fails at once: the source shows where the VM is.
+    let out = c.run(
+        "migrate_from",
+        &[
+            ("OCF_RESKEY_hypervisor", remote.as_str()),
+            ("OCF_RESKEY_remoteuri", URI),
+            migrate[0],
+            migrate[1],
+        ],
+    );
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("still runs on the source"));
+    // Neither waited out its budget (the migration call alone may use 14.4 s of the 20 s): a driver
+    // without job information has no job to wait for, and migrate_from asks the source at once.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(c.code("stop", &[]), Success);
+}

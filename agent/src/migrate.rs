@@ -1,0 +1,377 @@
+//! `migrate_to` and `migrate_from`: answers from where the domain runs, read on both sides, never
+//! from the agent's own history. Re-running either action after any interruption gives the answer
+//! that matches the truth.
+//!
+//! `migrate_to` (on the source, target from `CRM_meta_migrate_target`):
+//!
+//! | source | target | action | answer |
+//! |---|---|---|---|
+//! | not running | running | nothing | 0 (already migrated) |
+//! | running | running | nothing | 1, "running on both" |
+//! | not running | not running | nothing | 1, "running nowhere" |
+//! | running, migration job in flight | any | wait for the job within the budget, abort it at the deadline | from both sides afterwards |
+//! | running, no job | unreachable | nothing | 1 at once, the reason |
+//! | running, no job | incoming copy | nothing | 1, stale incoming copy on the target |
+//! | running, no job | not running | live migration with a deadline; on timeout abort the job | from both sides afterwards: target running and source not = 0 whatever libvirt returned |
+//!
+//! `migrate_from` (on the target): running here = 0; incoming migration here = wait within the
+//! budget; not here = ask the source once and fail at once with what it shows.
+
+use ocf_metadata::OcfExitCode;
+
+use crate::Outcome;
+use crate::actions::{Ctx, STATE_CALL_CAP_MS};
+use crate::clock::Deadline;
+use crate::hypervisor::{DomainState, HvError, Hypervisor, JobOperation, MigrateRequest};
+
+const POLL_MS: u64 = 100;
+const POLL_MAX_MS: u64 = 500;
+
+/// Where guest code runs (or ran and is held paused), as far as the migration is concerned. An
+/// incoming or starting-up copy has not run yet; a crashed one runs no more.
+fn runs(s: &DomainState) -> bool {
+    matches!(
+        s,
+        DomainState::Running
+            | DomainState::Paused(_)
+            | DomainState::PmSuspended
+            | DomainState::InShutdown
+            | DomainState::MigratingOut
+    )
+}
+
+/// On the target, a copy being torn down passes through "in shutdown" (observed with libvirt 9
+/// after an aborted or orphaned incoming migration): wait for it like the transient states.
+fn settling_target(s: &DomainState) -> bool {
+    transient(s) || *s == DomainState::InShutdown
+}
+
+/// States that change by themselves within moments (a migration finishing or being torn down).
+fn transient(s: &DomainState) -> bool {
+    matches!(
+        s,
+        DomainState::NoState | DomainState::MigratingIn | DomainState::StartingUp
+    )
+}
+
+fn gone(s: &DomainState) -> bool {
+    matches!(s, DomainState::Absent | DomainState::ShutOff)
+}
+
+fn state_of(
+    hv: &dyn Hypervisor,
+    ctx: &Ctx,
+    name: &str,
+    deadline: Deadline,
+) -> Result<DomainState, HvError> {
+    let t = deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+    match hv.state(name, t) {
+        Err(HvError::NoDomain { .. }) => Ok(DomainState::Absent),
+        other => other,
+    }
+}
+
+fn show(r: &Result<DomainState, HvError>) -> String {
+    match r {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// Steps reported to the caller's journal: (phase, detail).
+pub type Journal<'a> = &'a dyn Fn(&str, &str);
+
+/// The answer from both sides after a migration attempt (or none).
+fn answer(
+    ctx: &Ctx,
+    target: &dyn Hypervisor,
+    name: &str,
+    libvirt: &str,
+    deadline: Deadline,
+) -> Outcome {
+    // Let transient states settle (an aborted incoming copy being torn down), within the budget.
+    let mut sleep_ms = POLL_MS;
+    let (s, t) = loop {
+        let s = state_of(ctx.hv, ctx, name, deadline);
+        let t = state_of(target, ctx, name, deadline);
+        let unsettled = s.as_ref().is_ok_and(transient) || t.as_ref().is_ok_and(settling_target);
+        if !unsettled || !deadline.sleep_within(ctx.clock, sleep_ms) {
+            break (s, t);
+        }
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+    };
+    let (ss, ts) = (show(&s), show(&t));
+    match (&s, &t) {
+        (Ok(s), Ok(t)) if gone(s) && runs(t) => {
+            ctx.log.info(&format!(
+                "domain {name} runs on the target and no longer here (libvirt: {libvirt})"
+            ));
+            Outcome::success()
+        }
+        (Ok(s), Ok(t)) if runs(s) && runs(t) => Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
+        ),
+        (Ok(s), Ok(t)) if gone(s) && gone(t) => Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("domain {name} runs nowhere (source {ss}, target {ts}); libvirt: {libvirt}"),
+        ),
+        (Ok(s), _) if runs(s) => Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!(
+                "migration of {name} did not complete, it still runs on the source (target {ts}); libvirt: {libvirt}"
+            ),
+        ),
+        _ => Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("domain {name}: source {ss}, target {ts}; libvirt: {libvirt}"),
+        ),
+    }
+}
+
+/// Waits while the source has a migration job in flight; false if it is still in flight at
+/// `until`.
+fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
+    let mut sleep_ms = POLL_MS;
+    loop {
+        let t = until.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+        match ctx.hv.job_info(name, t) {
+            Ok(job) if job.in_flight() => {}
+            // No job, a finished job, or no domain left here: nothing to wait for.
+            Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => return true,
+            // A daemon that does not answer now may again in a moment.
+            Err(e) if e.daemon_unusable() => ctx.log.debug(&format!("job info: {e}")),
+            // A driver without job information has no job to wait for.
+            Err(e) => {
+                ctx.log.debug(&format!("job info: {e}"));
+                return true;
+            }
+        }
+        if !until.sleep_within(ctx.clock, sleep_ms) {
+            return false;
+        }
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+    }
+}
+
+/// Aborts the source's job and waits for it to end.
+fn abort(ctx: &Ctx, name: &str, deadline: Deadline, journal: Journal) {
+    let t = deadline.remaining_ms(ctx.clock).min(5_000);
+    let r = ctx.hv.abort_job(name, t);
+    let detail = match &r {
+        Ok(()) => "aborted".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    ctx.log
+        .warn(&format!("aborting the migration job of {name}: {detail}"));
+    journal("abort", &detail);
+    wait_for_job(ctx, name, deadline);
+}
+
+/// migrate_to on the source.
+pub fn migrate_to(
+    ctx: &Ctx,
+    target: &dyn Hypervisor,
+    name: &str,
+    req: &MigrateRequest,
+    budget_ms: u64,
+    deadline: Deadline,
+    journal: Journal,
+) -> Outcome {
+    // Time kept after the migration call for an abort and the final reading of both sides.
+    let reserve = (budget_ms / 5).clamp(1_000, 10_000).min(budget_ms / 2);
+    let call_deadline = deadline.minus(reserve);
+    let s = state_of(ctx.hv, ctx, name, deadline);
+    let t = state_of(target, ctx, name, deadline);
+    let (ss, ts) = (show(&s), show(&t));
+    journal("begin", &format!("source {ss}, target {ts}"));
+    let src = match s {
+        Ok(s) => s,
+        Err(e) => {
+            // The source cannot answer; the target may show the migration already happened.
+            if let Ok(t) = &t {
+                if runs(t) && e.daemon_unusable() {
+                    return answer(ctx, target, name, "source unreachable", deadline);
+                }
+            }
+            return Outcome::fail(
+                OcfExitCode::ErrGeneric,
+                format!("state of {name} on the source unknown: {e}"),
+            );
+        }
+    };
+    if gone(&src) {
+        return answer(ctx, target, name, "no migration attempted", deadline);
+    }
+    if let Ok(t) = &t {
+        if runs(t) {
+            return Outcome::fail(
+                OcfExitCode::ErrGeneric,
+                format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
+            );
+        }
+    }
+    // A job already in flight (an earlier invocation was killed or timed out): wait for it.
+    let job = ctx.hv.job_info(
+        name,
+        deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS),
+    );
+    if let Ok(job) = &job {
+        if job.in_flight() && job.operation != Some(JobOperation::MigrationIn) {
+            ctx.log.info(&format!(
+                "a migration job of {name} is already in flight; waiting for it"
+            ));
+            journal("wait-existing-job", &format!("{job:?}"));
+            if !wait_for_job(ctx, name, call_deadline) {
+                abort(ctx, name, deadline, journal);
+            }
+            return answer(ctx, target, name, "earlier migration job", deadline);
+        }
+    }
+    let mut tgt = match t {
+        Ok(t) => t,
+        Err(e) => {
+            return Outcome::fail(
+                OcfExitCode::ErrGeneric,
+                format!("target hypervisor of {name} cannot be checked: {e}; not migrating"),
+            );
+        }
+    };
+    // A leftover incoming copy (an earlier client died mid-migration) is torn down by libvirt
+    // within moments: give it up to half the time before giving up.
+    let settle = Deadline {
+        at_ms: ctx.clock.now_ms() + call_deadline.remaining_ms(ctx.clock) / 2,
+    };
+    let mut sleep_ms = POLL_MS;
+    while settling_target(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+        match state_of(target, ctx, name, deadline) {
+            Ok(t) => tgt = t,
+            Err(e) => ctx.log.debug(&format!("target state: {e}")),
+        }
+    }
+    if runs(&tgt) {
+        return answer(ctx, target, name, "no migration attempted", deadline);
+    }
+    if transient(&tgt) {
+        return Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!(
+                "a stale incoming copy of {name} exists on the target and no migration job runs here; not migrating"
+            ),
+        );
+    }
+    if !matches!(
+        src,
+        DomainState::Running | DomainState::Paused(_) | DomainState::PmSuspended
+    ) {
+        return Outcome::fail(
+            OcfExitCode::ErrGeneric,
+            format!("domain {name} is {src} on the source; not migrating"),
+        );
+    }
+    let timeout_ms = call_deadline.remaining_ms(ctx.clock);
+    journal(
+        "migrate-called",
+        &format!("to {} within {timeout_ms} ms", req.target_uri),
+    );
+    ctx.log.info(&format!(
+        "live-migrating {name} to {} (at most {timeout_ms} ms)",
+        req.target_uri
+    ));
+    let r = ctx.hv.migrate(name, req, timeout_ms);
+    let libvirt = match &r {
+        Ok(()) => "migration returned success".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    journal("migrate-returned", &libvirt);
+    // Never answer while a job is in flight (the call may have returned early with an error, or
+    // timed out): wait for it within the call's time, then abort it.
+    if !wait_for_job(ctx, name, call_deadline) {
+        abort(ctx, name, deadline, journal);
+    }
+    answer(ctx, target, name, &libvirt, deadline)
+}
+
+/// migrate_from on the target. `source` is `None` when its URI cannot be built.
+pub fn migrate_from(
+    ctx: &Ctx,
+    source: Option<&dyn Hypervisor>,
+    name: &str,
+    deadline: Deadline,
+) -> Outcome {
+    let mut sleep_ms = POLL_MS;
+    let mut last = String::from("no answer yet");
+    loop {
+        if deadline.passed(ctx.clock) {
+            return Outcome::fail(
+                OcfExitCode::ErrGeneric,
+                format!("domain {name} not running here before the deadline: {last}"),
+            );
+        }
+        match state_of(ctx.hv, ctx, name, deadline) {
+            Ok(s) if runs(&s) => {
+                ctx.log.info(&format!("domain {name} runs here ({s})"));
+                return Outcome::success();
+            }
+            Ok(s) if transient(&s) => {
+                // An incoming copy: wait, unless the source shows it is a leftover (the VM runs
+                // there and no migration job is in flight).
+                if let Some(src) = source {
+                    let t = deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+                    if let Ok(ss) = state_of(src, ctx, name, deadline) {
+                        let job = src.job_info(name, t);
+                        let in_flight = job.as_ref().map_or(true, |j| j.in_flight());
+                        if runs(&ss) && ss != DomainState::MigratingOut && !in_flight {
+                            return Outcome::fail(
+                                OcfExitCode::ErrGeneric,
+                                format!(
+                                    "domain {name} is {s} here, but it runs on the source ({ss}) with no migration in flight"
+                                ),
+                            );
+                        }
+                    }
+                }
+                last = format!("domain {name} is {s} here");
+            }
+            Ok(_) => {
+                // Not here: the source tells whether it is still there; no blind wait.
+                let Some(src) = source else {
+                    return Outcome::fail(
+                        OcfExitCode::ErrGeneric,
+                        format!(
+                            "domain {name} is not running here (source not checked: no URI for it)"
+                        ),
+                    );
+                };
+                let s = state_of(src, ctx, name, deadline);
+                // The migration may have finished between the two readings.
+                if let Ok(here) = state_of(ctx.hv, ctx, name, deadline) {
+                    if runs(&here) {
+                        return Outcome::success();
+                    }
+                }
+                return Outcome::fail(
+                    OcfExitCode::ErrGeneric,
+                    match &s {
+                        Ok(s) if runs(s) => {
+                            format!("domain {name} is not here; it still runs on the source ({s})")
+                        }
+                        Ok(s) => {
+                            format!("domain {name} runs nowhere (here not running, source {s})")
+                        }
+                        Err(e) => {
+                            format!("domain {name} is not here; the source cannot be checked: {e}")
+                        }
+                    },
+                );
+            }
+            Err(e) => last = e.to_string(),
+        }
+        ctx.log.debug(&last);
+        if !deadline.sleep_within(ctx.clock, sleep_ms) {
+            continue;
+        }
+        sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+    }
+}

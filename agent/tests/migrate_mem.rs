@@ -1,0 +1,370 @@
+//! migrate_to / migrate_from over two in-memory nodes sharing one world: every row of the truth
+//! table, interruptions at many points, deadlines, a target that is down, and the journal.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use highlander_agent::clock::{Clock, ManualClock};
+use highlander_agent::hypervisor::{DomainState, Hypervisor, MigrateRequest, Op};
+use highlander_agent::log::Log;
+use highlander_agent::mem::{Daemon, Fault, MemDomain, MemWorld};
+use highlander_agent::{Deps, Outcome, journal, run_with};
+use ocf_metadata::{OcfEnv, OcfExitCode};
+
+const A: &str = "node1";
+const B: &str = "node2";
+const BUDGET_MS: u64 = 18_000; // of the 20 s timeout
+
+struct Pair {
+    clock: Arc<ManualClock>,
+    world: MemWorld,
+    dir: tempfile::TempDir,
+}
+
+impl Pair {
+    fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let world = MemWorld::new(clock.clone());
+        world.node(A);
+        world.node(B);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("vm1.xml"),
+            "<domain type='qemu'><name>vm1</name></domain>",
+        )
+        .unwrap();
+        Pair { clock, world, dir }
+    }
+    fn rsctmp(&self, node: &str) -> PathBuf {
+        self.dir.path().join(node)
+    }
+    fn run(&self, node: &str, action: &str, extra: &[(&str, &str)]) -> Outcome {
+        let mut pairs: Vec<(String, String)> = vec![
+            ("OCF_RESOURCE_INSTANCE".into(), "vm1".into()),
+            (
+                "OCF_RESKEY_config".into(),
+                self.dir.path().join("vm1.xml").display().to_string(),
+            ),
+            ("OCF_RESKEY_hypervisor".into(), format!("mem://{node}")),
+            ("OCF_RESKEY_remoteuri".into(), "mem://%n".into()),
+            ("HA_RSCTMP".into(), self.rsctmp(node).display().to_string()),
+            ("OCF_RESKEY_CRM_meta_timeout".into(), "20000".into()),
+            ("OCF_RESKEY_CRM_meta_migrate_source".into(), A.into()),
+            ("OCF_RESKEY_CRM_meta_migrate_target".into(), B.into()),
+        ];
+        for (k, v) in extra {
+            pairs.retain(|(pk, _)| pk != k);
+            pairs.push((k.to_string(), v.to_string()));
+        }
+        let env = OcfEnv::from_pairs(pairs).unwrap();
+        let log = Log::memory();
+        let world = self.world.clone();
+        let connect = move |uri: Option<&str>| -> Box<dyn Hypervisor> {
+            let uri = uri.expect("hypervisor is set");
+            Box::new(world.node(uri.strip_prefix("mem://").unwrap_or(uri)))
+        };
+        let clock: &dyn Clock = self.clock.as_ref();
+        let out = run_with(
+            action,
+            &env,
+            &Deps {
+                clock,
+                log: &log,
+                connect: &connect,
+            },
+        );
+        if out.code != OcfExitCode::Success && out.code != OcfExitCode::NotRunning {
+            assert!(out.reason.is_some(), "{action} on {node}: no reason");
+        }
+        out
+    }
+    fn code(&self, node: &str, action: &str) -> OcfExitCode {
+        self.run(node, action, &[]).code
+    }
+    fn migrations_called(&self) -> usize {
+        self.world
+            .calls(A)
+            .iter()
+            .filter(|c| c.starts_with("migrate"))
+            .count()
+    }
+    /// Starts a migration outside the agent and "kills" the caller after `after_ms`.
+    fn migration_left_in_flight(&self, after_ms: u64) {
+        let r = self.world.node(A).migrate(
+            "vm1",
+            &MigrateRequest {
+                target_uri: format!("mem://{B}"),
+                ..MigrateRequest::default()
+            },
+            after_ms,
+        );
+        let _ = r;
+    }
+}
+
+use OcfExitCode::*;
+
+fn reason(o: &Outcome) -> String {
+    o.reason.clone().unwrap_or_default()
+}
+
+#[test]
+fn plain_migration_then_repeats_in_any_order() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    assert_eq!(p.code(B, "monitor"), NotRunning, "probe on the target");
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+    assert_eq!(p.code(B, "migrate_from"), Success);
+    assert_eq!(p.code(A, "migrate_to"), Success, "migrate_to twice");
+    assert_eq!(p.code(B, "migrate_from"), Success, "migrate_from twice");
+    assert_eq!(p.migrations_called(), 1, "one libvirt migration only");
+    assert_eq!(
+        p.code(A, "stop"),
+        Success,
+        "source stop after the migration"
+    );
+    assert_eq!(p.code(A, "monitor"), NotRunning);
+    assert_eq!(p.code(B, "monitor"), Success);
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+    let phases: Vec<String> = journal::read(&p.rsctmp(A), "vm1")
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        &phases[..4],
+        ["begin", "migrate-called", "migrate-returned", "answer"]
+    );
+    // migrate_from recorded the domain on the target, so its stop finds it without config.
+    assert_eq!(
+        highlander_agent::lock::read_record(&p.rsctmp(B), "vm1")
+            .unwrap()
+            .as_deref(),
+        Some("vm1")
+    );
+}
+
+#[test]
+fn migrate_from_before_migrate_to_fails_fast_with_the_truth() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    let t0 = p.clock.now_ms();
+    let out = p.run(B, "migrate_from", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("still runs on the source"), "{out:?}");
+    assert!(p.clock.now_ms() - t0 < 1_000, "no blind wait (W4)");
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+}
+
+#[test]
+fn already_on_the_target_is_success_without_work() {
+    let p = Pair::new();
+    p.world.put_domain(
+        B,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert_eq!(p.migrations_called(), 0);
+}
+
+#[test]
+fn both_and_nowhere_are_distinct_failures_that_do_nothing() {
+    let p = Pair::new();
+    let xml = "<domain><name>vm1</name></domain>";
+    p.world.put_domain(A, "vm1", MemDomain::running(xml));
+    p.world.put_domain(B, "vm1", MemDomain::running(xml));
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("runs on both"), "{out:?}");
+    assert_eq!(p.migrations_called(), 0);
+    let q = Pair::new();
+    let out = q.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("runs nowhere"), "{out:?}");
+    let out = q.run(B, "migrate_from", &[]);
+    assert!(reason(&out).contains("runs nowhere"), "{out:?}");
+}
+
+#[test]
+fn deadline_shorter_than_the_migration_aborts_and_stays_on_the_source() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("still runs on the source"), "{out:?}");
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+    assert_eq!(p.world.domain(B, "vm1"), None, "incoming copy gone");
+    assert!(p.world.calls(A).iter().any(|c| c == "abort job vm1"));
+    let phases: Vec<String> = journal::read(&p.rsctmp(A), "vm1")
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(phases.contains(&"abort".to_owned()), "{phases:?}");
+    // And the VM keeps running: a later migrate with time enough works.
+    p.world.set_migration_ms(500);
+    assert_eq!(p.code(A, "migrate_to"), Success);
+}
+
+#[test]
+fn completed_migration_reported_as_error_is_a_success() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.inject(
+        A,
+        Op::Migrate,
+        Fault::ErrorAfterEffect("cgroup warning".into()),
+    );
+    assert_eq!(
+        p.code(A, "migrate_to"),
+        Success,
+        "W2: libvirt's error is not the truth"
+    );
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+}
+
+#[test]
+fn target_down_fails_fast() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_daemon(B, Daemon::Down);
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("cannot be checked"), "{out:?}");
+    assert!(p.clock.now_ms() - t0 < 1_000);
+    assert_eq!(p.migrations_called(), 0);
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+}
+
+#[test]
+fn a_job_left_by_a_killed_invocation_is_waited_for() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(5_000);
+    p.migration_left_in_flight(100);
+    assert_eq!(
+        p.world.domain(B, "vm1").map(|d| d.state),
+        Some(DomainState::MigratingIn)
+    );
+    assert_eq!(p.code(B, "monitor"), ErrGeneric, "incoming is not running");
+    assert_eq!(
+        p.code(B, "migrate_from"),
+        Success,
+        "waits for the incoming copy"
+    );
+    assert_eq!(
+        p.code(A, "migrate_to"),
+        Success,
+        "answers from the finished job"
+    );
+    assert_eq!(p.migrations_called(), 1, "no second migration started");
+}
+
+/// The agent killed at many points of a migration (the caller of libvirt's migrate gives up after
+/// `offset`), then migrate_to, migrate_from and monitor on both sides: the answers match where
+/// the VM runs, and it runs on exactly one side.
+#[test]
+fn killed_at_spread_offsets_the_answers_match_the_truth() {
+    let (mut source_count, mut target_count) = (0u32, 0u32);
+    for trial in 0..60u64 {
+        let p = Pair::new();
+        assert_eq!(p.code(A, "start"), Success);
+        // A third of the trials: a migration longer than any budget (it must be aborted); a
+        // third: libvirt cancels the job when its client dies (client-managed migration).
+        let long = trial % 3 == 1;
+        p.world.set_migration_ms(if long { 120_000 } else { 3_000 });
+        let offset = trial * 53; // 0 .. ~3.1 s: before, during and after completion
+        p.migration_left_in_flight(offset);
+        if trial % 3 == 2 {
+            let _ = p.world.node(A).abort_job("vm1", 100);
+        }
+        // Some time passes before Pacemaker acts again.
+        p.clock.advance_ms((trial % 7) * 400);
+        // Each answer must match where the VM runs right after it, in either order.
+        let check = |action: &str, node: &str| {
+            let code = p.code(node, action);
+            let running = p.world.running_on("vm1");
+            assert_eq!(
+                running.len(),
+                1,
+                "trial {trial} after {action}: {running:?}"
+            );
+            assert_eq!(
+                code == Success,
+                running[0] == B,
+                "trial {trial}: {action} gave {code:?} with the VM on {running:?}"
+            );
+        };
+        if trial % 2 == 0 {
+            check("migrate_from", B);
+            check("migrate_to", A);
+        } else {
+            check("migrate_to", A);
+            check("migrate_from", B);
+        }
+        let running = p.world.running_on("vm1");
+        let on_target = running[0] == B;
+        let (ma, mb) = (p.code(A, "monitor"), p.code(B, "monitor"));
+        assert_eq!(
+            (ma, mb),
+            if on_target {
+                (NotRunning, Success)
+            } else {
+                (Success, NotRunning)
+            },
+            "trial {trial}"
+        );
+        assert!(p.migrations_called() <= 2, "trial {trial}");
+        if on_target {
+            target_count += 1;
+        } else {
+            source_count += 1;
+        }
+    }
+    // Both outcomes occurred, so both halves of the truth table were exercised.
+    assert!(
+        source_count >= 10 && target_count >= 10,
+        "{source_count} / {target_count}"
+    );
+}
+
+#[test]
+fn bad_migrate_options_are_refused_everywhere() {
+    let p = Pair::new();
+    let bad = [("OCF_RESKEY_migrate_options", "--p2p --bogus")];
+    let out = p.run(A, "validate-all", &bad);
+    assert_eq!(out.code, ErrConfigured);
+    assert!(reason(&out).contains("--bogus"));
+    assert_eq!(p.run(A, "start", &bad).code, ErrConfigured);
+}
+
+/// libvirt 9 leaves the target's copy "paused, starting up" when the client of a client-managed
+/// migration dies, then tears it down (observed on real daemons).
+#[test]
+fn a_leftover_incoming_copy_is_not_running_and_is_waited_out() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    let leftover =
+        MemDomain::running("<domain><name>vm1</name></domain>").with_state(DomainState::StartingUp);
+    p.world.put_domain(B, "vm1", leftover.clone());
+    assert_eq!(p.code(B, "monitor"), ErrGeneric, "not running, not stopped");
+    let t0 = p.clock.now_ms();
+    let out = p.run(B, "migrate_from", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("no migration in flight"), "{out:?}");
+    assert!(p.clock.now_ms() - t0 < 1_000, "fails fast");
+    // It never goes away: migrate_to refuses, the VM stays on the source.
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("stale incoming copy"), "{out:?}");
+    assert_eq!(p.migrations_called(), 0);
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+    // It goes away after a while: migrate_to waits it out and migrates.
+    p.world.expire_domain(B, "vm1", 2_000);
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+}
