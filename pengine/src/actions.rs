@@ -13,6 +13,14 @@ pub enum Kind {
     Monitor {
         interval_ms: u64,
     },
+    /// A recurring monitor for the Stopped role (expects "not running").
+    StoppedMonitor {
+        interval_ms: u64,
+    },
+    /// Cancel a recurring operation that is no longer wanted.
+    Cancel {
+        interval_ms: u64,
+    },
     /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
     Migrate {
         source: usize,
@@ -24,6 +32,9 @@ pub enum Kind {
     GroupStopped,
     Fence,
     Shutdown,
+    ClearFailcount,
+    /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
+    LoadStopped,
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -116,6 +127,21 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
     }
 }
 
+fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| {
+            o.role
+                .as_deref()
+                .map(|r| r.eq_ignore_ascii_case("stopped"))
+                .unwrap_or(false)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
 fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
     obs.resources[ri]
         .ops
@@ -148,10 +174,45 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         plan.edge(w[0], w[1]);
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    // With a placement strategy, every node gets a load_stopped pseudo action.
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    if obs.placement_strategy != "default" {
+        for ni in (0..obs.nodes.len()).rev() {
+            let mut a = act(Kind::LoadStopped, None, Some(ni));
+            a.pseudo = true;
+            load_stopped[ni] = Some(plan.add(a));
+        }
+    }
+    // Fail-count clears found while unpacking.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_failcount_on {
+            plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+        }
+    }
     // Probes, node-major.
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
         probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+    }
+    // Cancels of active Stopped-role monitors where the resource will run.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+            }
+        }
     }
     // Resource actions in processing order.
     let order = desired.order.clone();
@@ -204,7 +265,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
                     target_node = Some(*target);
                 }
-                Change::Restart { node } => {
+                Change::Restart { node, .. } => {
                     stop_ids.push(stop_on(&mut plan, *node, None));
                     start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
                     target_node = Some(*node);
@@ -246,6 +307,47 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
             }
+            // Stopped-role monitors on every other node where the resource will not run.
+            let stopped_ivs = stopped_monitors(obs, ri);
+            if !stopped_ivs.is_empty() && !desired.unmanaged[ri] {
+                let will_run = match &rec.changes[ri] {
+                    Change::Stop { .. } => None,
+                    Change::Start {
+                        blocked: Some(_), ..
+                    } => None,
+                    _ => desired.assigned[ri],
+                };
+                for (ni, n) in obs.nodes.iter().enumerate() {
+                    if Some(ni) == will_run || !n.online || n.unclean || n.pending {
+                        continue;
+                    }
+                    for &iv in &stopped_ivs {
+                        let active = r
+                            .stopped_monitors
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            && !r.running_on.contains(&ni);
+                        if active {
+                            continue;
+                        }
+                        let m = plan.add(act(
+                            Kind::StoppedMonitor { interval_ms: iv },
+                            Some(ri),
+                            Some(ni),
+                        ));
+                        for &(pr, pid) in &probe_ids {
+                            if pr == ri && plan.actions[pid].node == Some(ni) {
+                                plan.edge(pid, m);
+                            }
+                        }
+                        for &st in &stop_ids {
+                            if plan.actions[st].node == Some(ni) {
+                                plan.edge(st, m);
+                            }
+                        }
+                    }
+                }
+            }
             for &(pr, pid) in &probe_ids {
                 if pr == ri {
                     if let Some(s) = start_id {
@@ -264,6 +366,26 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
         if let Top::Group(gi) = *t {
             group_actions(obs, &mut plan, gi);
+        }
+    }
+    // Stops release load before starts consume it.
+    if obs.placement_strategy != "default" {
+        for i in 0..plan.actions.len() {
+            let Some(ni) = plan.actions[i].node else {
+                continue;
+            };
+            let Some(ls) = load_stopped[ni] else { continue };
+            match plan.actions[i].kind {
+                Kind::Stop => plan.edge(i, ls),
+                Kind::Start => plan.edge(ls, i),
+                Kind::Migrate { source, .. } => {
+                    plan.edge(ls, i);
+                    if let Some(src) = load_stopped[source] {
+                        plan.edge_rel(i, src, Rel::Stop);
+                    }
+                }
+                _ => {}
+            }
         }
     }
     // Ordering constraints.

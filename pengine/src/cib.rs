@@ -159,7 +159,21 @@ pub fn parse_score(s: &str) -> Option<i64> {
         "infinity" | "+infinity" | "inf" | "+inf" => Some(INFINITY),
         "-infinity" | "-inf" => Some(-INFINITY),
         "red" | "yellow" | "green" => None,
-        _ => t.parse::<i64>().ok().map(|v| v.clamp(-INFINITY, INFINITY)),
+        _ => {
+            // Like strtol: a leading integer, the rest ignored ("2.0" is 2).
+            let sign_len = usize::from(t.starts_with(['+', '-']));
+            let digits = t[sign_len..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if digits == 0 {
+                return None;
+            }
+            t[..sign_len + digits]
+                .parse::<i64>()
+                .ok()
+                .map(|v| v.clamp(-INFINITY, INFINITY))
+        }
     }
 }
 
@@ -342,6 +356,7 @@ pub struct Cib {
     pub orders: Vec<Order>,
     pub status: Vec<NodeState>,
     pub have_quorum: bool,
+    pub quorum_panic: bool,
     pub dc_uuid: Option<String>,
     pub execution_date: Option<i64>,
     pub diagnostics: Vec<Diagnostic>,
@@ -510,6 +525,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
     let ctx = Ctx { ids };
     let mut cib = Cib {
         have_quorum: root.attr("have-quorum").map(is_true).unwrap_or(false),
+        quorum_panic: root.attr("no-quorum-panic").map(is_true).unwrap_or(false),
         dc_uuid: root.attr("dc-uuid").map(str::to_string),
         execution_date: root
             .attr("execution-date")

@@ -27,6 +27,8 @@ pub struct GraphAction {
     pub runnable: bool,
     /// For migrations: (source, target).
     pub migrate: Option<(usize, usize)>,
+    /// The result the action is expected to return (7 for probes and Stopped-role monitors).
+    pub expected_rc: i32,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -74,6 +76,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: ev,
                 runnable: a.runnable,
                 migrate: mig,
+                expected_rc: if matches!(a.kind, Kind::Probe | Kind::StoppedMonitor { .. }) {
+                    7
+                } else {
+                    0
+                },
             });
             g.actions.len() - 1
         };
@@ -116,7 +123,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Monitor { interval_ms } => {
+            Kind::Cancel { interval_ms } => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "monitor", *interval_ms),
+                    "cancel",
+                    a.rsc,
+                    a.node,
+                    *interval_ms,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Monitor { interval_ms } | Kind::StoppedMonitor { interval_ms } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
@@ -148,7 +169,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     op_key(&r, "start", 0),
                     "start",
                     a.rsc,
-                    None,
+                    Some(*target),
                     0,
                     EventKind::Pseudo,
                     m,
@@ -216,6 +237,42 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::LoadStopped => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let key = format!("load_stopped_{n}");
+                let i = push(
+                    &mut g,
+                    key.clone(),
+                    &key,
+                    None,
+                    a.node,
+                    0,
+                    EventKind::Pseudo,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::ClearFailcount => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("clear_failcount-{r}-{n}"),
+                    "clear_failcount",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::Cluster,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::Shutdown => {
                 let n = a
                     .node
@@ -249,6 +306,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
+        if is_mig(t) && plan.actions[f].kind == Kind::LoadStopped {
+            g.edges.push((source, map[t].2[1]));
+        }
         // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
         if rel == Rel::Start
             && is_mig(t)
@@ -380,9 +440,18 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
             EventKind::Fence => {
                 let _ = writeln!(out, "  * Fencing {} (reboot)", node);
             }
-            EventKind::Cluster => {
-                let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
-            }
+            EventKind::Cluster => match ga.rsc {
+                Some(r) => {
+                    let _ = writeln!(
+                        out,
+                        "  * Cluster action:  {} for {} on {}",
+                        ga.task, obs.resources[r].id, node
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
+                }
+            },
         }
     }
     out
@@ -484,7 +553,9 @@ pub fn render_summary(
                     ));
                 }
             }
-            Change::Restart { node } => lines.push(line("Restart", name(*node), None, false)),
+            Change::Restart { node, reason } => {
+                lines.push(line("Restart", name(*node), reason.clone(), false))
+            }
             Change::Migrate { source, target } => {
                 lines.push(line(
                     "Migrate",
@@ -516,6 +587,226 @@ pub fn render_summary(
         if !l.reason.is_empty() {
             let _ = write!(out, "  {}", l.reason);
         }
+        out.push('\n');
+    }
+    out
+}
+
+fn xml_escape(v: &str) -> String {
+    v.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn event_tag(a: &GraphAction) -> &'static str {
+    match a.event {
+        EventKind::RscOp => "rsc_op",
+        EventKind::Pseudo => "pseudo_event",
+        EventKind::Fence | EventKind::Cluster => "crm_event",
+    }
+}
+
+fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
+    let mut s = format!(
+        "<{} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
+        event_tag(a),
+        id,
+        xml_escape(&a.task),
+        xml_escape(&a.key)
+    );
+    if a.event != EventKind::Pseudo {
+        if let Some(n) = a.node {
+            let node = &obs.nodes[n];
+            s.push_str(&format!(
+                " on_node=\"{}\" on_node_uuid=\"{}\"",
+                xml_escape(&node.uname),
+                xml_escape(&node.id)
+            ));
+        }
+    }
+    s
+}
+
+/// Renders the transition graph as Pacemaker's graph XML.
+pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
+    let id_of = |a: usize| a + 1;
+    let opt = |n: &str, d: &str| obs.option(n).unwrap_or(d).to_string();
+    let mut out = format!(
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"INFINITY\"  transition_id=\"0\">\n",
+        opt("cluster-delay", "60s"),
+        opt("stonith-timeout", "60s")
+    );
+    for (si, syn) in g.synapses.iter().enumerate() {
+        let a = &g.actions[syn.action];
+        let _ = writeln!(out, "  <synapse id=\"{si}\">");
+        out.push_str("    <action_set>\n");
+        let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
+        let mut attrs: Vec<(String, String)> = Vec::new();
+        if let Some(ri) = a.rsc {
+            let r = &obs.resources[ri];
+            if a.event == EventKind::RscOp {
+                let mut prim = format!(
+                    "<primitive id=\"{}\" class=\"{}\"",
+                    xml_escape(&r.id),
+                    xml_escape(&r.class)
+                );
+                if let Some(p) = &r.provider {
+                    prim.push_str(&format!(" provider=\"{}\"", xml_escape(p)));
+                }
+                prim.push_str(&format!(" type=\"{}\"/>", xml_escape(&r.kind)));
+                let _ = writeln!(out, "        {prim}");
+            }
+            for (k, v) in &r.params {
+                attrs.push((k.clone(), v.clone()));
+            }
+            if a.interval_ms > 0 {
+                attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
+                attrs.push(("CRM_meta_name".into(), "monitor".into()));
+            }
+            if let Some((source, target)) = a.migrate {
+                attrs.push((
+                    "CRM_meta_migrate_source".into(),
+                    obs.nodes[source].uname.clone(),
+                ));
+                attrs.push((
+                    "CRM_meta_migrate_target".into(),
+                    obs.nodes[target].uname.clone(),
+                ));
+                if a.task == "migrate_to" {
+                    attrs.push(("CRM_meta_record_pending".into(), "true".into()));
+                }
+            }
+            if a.event == EventKind::RscOp {
+                if a.task == "monitor" && a.expected_rc == 7 && a.interval_ms == 0 {
+                    attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+                }
+                attrs.push((
+                    "CRM_meta_timeout".into(),
+                    r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
+                ));
+            }
+        }
+        if a.event != EventKind::Pseudo {
+            if let Some(n) = a.node {
+                attrs.push(("CRM_meta_on_node".into(), obs.nodes[n].uname.clone()));
+                attrs.push(("CRM_meta_on_node_uuid".into(), obs.nodes[n].id.clone()));
+            }
+        }
+        if a.event == EventKind::Fence {
+            attrs.push(("CRM_meta_stonith_action".into(), "reboot".into()));
+        }
+        attrs.sort();
+        let body: Vec<String> = attrs
+            .iter()
+            .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
+            .collect();
+        let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        if a.event == EventKind::Fence {
+            if let Some(n) = a.node {
+                let _ = writeln!(
+                    out,
+                    "        <downed>\n          <node id=\"{}\"/>\n        </downed>",
+                    xml_escape(&obs.nodes[n].id)
+                );
+            }
+        }
+        let _ = writeln!(out, "      </{}>", event_tag(a));
+        out.push_str("    </action_set>\n");
+        if syn.inputs.is_empty() {
+            out.push_str("    <inputs/>\n");
+        } else {
+            out.push_str("    <inputs>\n");
+            for &i in &syn.inputs {
+                let _ = writeln!(
+                    out,
+                    "      <trigger>\n        {}/>\n      </trigger>",
+                    action_ref(obs, &g.actions[i], id_of(i))
+                );
+            }
+            out.push_str("    </inputs>\n");
+        }
+        out.push_str("  </synapse>\n");
+    }
+    out.push_str("</transition_graph>\n");
+    out
+}
+
+fn dot_label(obs: &Observed, a: &GraphAction) -> String {
+    match a.node {
+        Some(n) if a.rsc.is_some() || a.event != EventKind::Pseudo => {
+            format!("{} {}", a.key, obs.nodes[n].uname)
+        }
+        _ => a.key.clone(),
+    }
+}
+
+/// Renders the transition graph as DOT, as crm_simulate -D does (body lines sorted).
+pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
+    let in_graph: std::collections::BTreeSet<usize> = g.synapses.iter().map(|s| s.action).collect();
+    let mut lines: Vec<String> = Vec::new();
+    for &a in &in_graph {
+        let ga = &g.actions[a];
+        let font = if ga.event == EventKind::Pseudo {
+            "orange"
+        } else {
+            "black"
+        };
+        lines.push(format!(
+            "\"{}\" [ style=bold color=\"green\" fontcolor=\"{}\"]",
+            dot_label(obs, ga),
+            font
+        ));
+    }
+    for s in &g.synapses {
+        for &i in &s.inputs {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = bold]",
+                dot_label(obs, &g.actions[i]),
+                dot_label(obs, &g.actions[s.action])
+            ));
+        }
+    }
+    lines.sort();
+    lines.dedup();
+    let mut out = String::from(" digraph \"g\" {\n");
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Renders the allocation scores as `crm_simulate -s` prints them.
+pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> String {
+    let mut lines = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.orphan {
+            continue;
+        }
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            let v = desired.scores[ri]
+                .get(&ni)
+                .copied()
+                .unwrap_or(-crate::cib::INFINITY);
+            let text = if v >= crate::cib::INFINITY {
+                "INFINITY".to_string()
+            } else if v <= -crate::cib::INFINITY {
+                "-INFINITY".to_string()
+            } else {
+                v.to_string()
+            };
+            lines.push(format!(
+                "pcmk__primitive_assign: {} allocation score on {}: {}",
+                r.id, n.uname, text
+            ));
+        }
+    }
+    lines.sort();
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l);
         out.push('\n');
     }
     out

@@ -29,7 +29,8 @@ pub struct Transition {
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let observed = observed::observe(cib, now);
     let desired = placement::place(cib, &observed);
-    let reconciliation = reconcile::reconcile(&observed, &desired);
+    let mut reconciliation = reconcile::reconcile(&observed, &desired);
+    reconcile::propagate_orderings(&observed, &desired, &mut reconciliation);
     let plan = actions::build(&observed, &desired, &reconciliation);
     let graph = graph::expand(&observed, &plan);
     Transition {

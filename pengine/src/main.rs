@@ -89,15 +89,26 @@ fn run(args: SimulateArgs) -> Result<(), String> {
             None,
         ),
     };
-    let _ = (
-        args.show_scores,
-        args.quiet,
-        args.quiet_lower,
-        &args.save_graph,
-        &args.save_dotfile,
-    );
-    if args.simulate {
+    let quiet = args.quiet || args.quiet_lower;
+    if args.simulate && !quiet && !args.show_scores {
         print!("{}", pengine::render_simulation(&cib, now, show.as_deref()));
+    }
+    if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {
+        let t = pengine::schedule(&cib, now);
+        if args.show_scores {
+            print!("{}", pengine::graph::render_scores(&t.observed, &t.desired));
+        }
+        if let Some(path) = &args.save_graph {
+            std::fs::write(
+                path,
+                pengine::graph::render_graph_xml(&t.observed, &t.graph),
+            )
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        if let Some(path) = &args.save_dotfile {
+            std::fs::write(path, pengine::graph::render_dot(&t.observed, &t.graph))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
     }
     Ok(())
 }

@@ -133,6 +133,12 @@ pub struct Resource {
     pub pending_task: Option<(String, usize)>,
     pub stops_forced: Vec<usize>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
+    /// A node to fence because an operation with on-fail=fence failed there.
+    pub fence_on: Option<usize>,
+    /// Recurring monitors whose latest result is "not running" (Stopped-role monitors).
+    pub stopped_monitors: Vec<ActiveRecurring>,
+    /// Nodes where an expired fail count is cleared.
+    pub clear_failcount_on: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
 }
@@ -215,11 +221,13 @@ impl Observed {
         self.groups.iter().position(|g| g.id == id)
     }
     /// Can this cluster fence this node?
-    pub fn can_fence(&self) -> bool {
+    pub fn can_fence(&self, ni: usize) -> bool {
         self.stonith_enabled
             && (self.have_stonith_resource
                 || self.option("have-watchdog").map(is_true).unwrap_or(false))
-            && (self.have_quorum || self.no_quorum_policy == NoQuorum::Ignore)
+            && (self.have_quorum
+                || self.no_quorum_policy == NoQuorum::Ignore
+                || self.nodes[ni].online)
     }
 }
 
@@ -397,7 +405,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         Some("suicide") => NoQuorum::Suicide,
         _ => NoQuorum::Stop,
     };
-    if no_quorum_policy == NoQuorum::Suicide && !stonith_enabled {
+    if no_quorum_policy == NoQuorum::Suicide
+        && (!stonith_enabled || !(cib.quorum_panic || have_quorum))
+    {
         no_quorum_policy = NoQuorum::Stop;
     }
     let startup_fencing = stonith_enabled && flag("startup-fencing", true);
@@ -667,6 +677,19 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             );
         }
     }
+    // Resources are listed by priority (highest first), configuration order otherwise.
+    let prio = |obs: &Observed, t: &Top| -> i64 {
+        let meta = match *t {
+            Top::Primitive(ri) => &obs.resources[ri].meta,
+            Top::Group(gi) => &obs.groups[gi].meta,
+        };
+        meta.get("priority")
+            .and_then(|v| parse_score(v))
+            .unwrap_or(0)
+    };
+    let mut top = std::mem::take(&mut obs.top);
+    top.sort_by_key(|t| std::cmp::Reverse(prio(&obs, t)));
+    obs.top = top;
     for o in orphans {
         obs.top.push(Top::Primitive(obs.resources.len()));
         obs.resources.push(o);
@@ -697,6 +720,11 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     // Resources running on offline nodes with fencing: the node must be fenced.
     let mut fences = Vec::new();
+    for r in &obs.resources {
+        if let Some(ni) = r.fence_on {
+            fences.push((ni, format!("{} failed there", r.id)));
+        }
+    }
     for r in &obs.resources {
         if r.role > Role::Stopped && r.managed {
             for &ni in &r.running_on {
@@ -749,6 +777,24 @@ fn node_health(options: &BTreeMap<String, String>, attrs: &BTreeMap<String, Stri
     health
 }
 
+/// A resource's fail count on a node and the time of its last failure, from node attributes.
+pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str) -> (i64, i64) {
+    let mut count = 0i64;
+    let mut last = 0i64;
+    for (k, v) in attrs {
+        if let Some(rest) = k.strip_prefix("fail-count-") {
+            if rest.split('#').next() == Some(rsc) {
+                count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
+            }
+        } else if let Some(rest) = k.strip_prefix("last-failure-") {
+            if rest.split('#').next() == Some(rsc) {
+                last = last.max(v.trim().parse().unwrap_or(0));
+            }
+        }
+    }
+    (count, last)
+}
+
 fn unpack_lrm_resource(
     rsc: &mut Resource,
     ni: usize,
@@ -788,10 +834,31 @@ fn unpack_lrm_resource(
         let mut expired = false;
         if failure_timeout_s > 0 && status != 7 {
             if let Some(change) = op.last_rc_change {
-                if now > change + failure_timeout_s && rc != trc && trc >= 0 {
+                if now >= change + failure_timeout_s {
                     expired = true;
                 }
             }
+        }
+        if expired {
+            let (count, last) = node_failcount(&nodes[ni].attrs, &rsc.id);
+            // Fail counts of failures whose on-fail is block never expire.
+            let block_failure = sorted.iter().any(|o| {
+                let t = target_rc(o);
+                (o.op_status != 0 || (t >= 0 && o.rc_code != t && !(is_probe(o) && o.rc_code == 7)))
+                    && o.op_status != -1
+                    && rsc.on_fail_for(&o.operation, o.interval_ms, stonith_enabled)
+                        == OnFail::Block
+            });
+            if count > 0 {
+                if block_failure || now < last + failure_timeout_s {
+                    expired = false;
+                } else if !rsc.clear_failcount_on.contains(&ni) {
+                    rsc.clear_failcount_on.push(ni);
+                }
+            }
+        }
+        if expired && probe && matches!(rc, 0 | 7 | 8 | 190 | 191) {
+            expired = false;
         }
         // remap
         let mask_probe = probe && (rc == 5 || rc == 2 || status == 7);
@@ -984,6 +1051,22 @@ fn unpack_lrm_resource(
         }
     }
 
+    // Stopped-role monitors: the latest entry per interval returned "not running".
+    let mut latest: BTreeMap<u64, &RscOp> = BTreeMap::new();
+    for op in &sorted {
+        if op.operation == "monitor" && op.interval_ms > 0 {
+            latest.insert(op.interval_ms, op);
+        }
+    }
+    for (iv, op) in latest {
+        if op.rc_code == 7 && op.op_status == 0 && target_rc(op) == 7 {
+            rsc.stopped_monitors.push(ActiveRecurring {
+                node: ni,
+                name: "monitor".into(),
+                interval_ms: iv,
+            });
+        }
+    }
     // process_rsc_state
     if role != Role::Unknown {
         rsc.known_on.insert(ni);
@@ -996,7 +1079,9 @@ fn unpack_lrm_resource(
         OnFail::Ignore => {}
         OnFail::Demote => rsc.failed = true,
         OnFail::Fence => {
-            let _ = "fence handled by planner via stop failure";
+            if rsc.fence_on.is_none() {
+                rsc.fence_on = Some(ni);
+            }
         }
         OnFail::Standby => {}
         OnFail::Block => {

@@ -822,7 +822,12 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
         .iter()
         .map(|(_, _, u)| {
             let first = unit_key(obs, *u);
-            let running = first != usize::MAX && !obs.resources[first].running_on.is_empty();
+            let running = first != usize::MAX
+                && obs.resources[first]
+                    .running_on
+                    .first()
+                    .map(|&ni| obs.nodes[ni].online && !obs.nodes[ni].shutdown)
+                    .unwrap_or(false);
             (
                 if running && obs.symmetric {
                     0

@@ -32,6 +32,7 @@ pub enum Change {
     },
     Restart {
         node: usize,
+        reason: Option<String>,
     },
 }
 
@@ -104,9 +105,8 @@ fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
-    let can_fence = obs.can_fence();
     for (ni, n) in obs.nodes.iter().enumerate() {
-        if n.unclean && can_fence {
+        if n.unclean && obs.can_fence(ni) {
             rec.fence.push((
                 ni,
                 n.fence_reason
@@ -218,4 +218,163 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         rec.changes.push(change);
     }
     rec
+}
+
+/// The state of a resource's start action while orderings are applied.
+#[derive(Debug, Clone, Default)]
+struct StartState {
+    exists: bool,
+    runnable: bool,
+    required: bool,
+    reason: Option<String>,
+}
+
+/// One side of a mandatory ordering: a primitive's start, or a group's running/start.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Start(usize),
+    GroupRunning(usize),
+    GroupStart(usize),
+}
+
+fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String) {
+    match e {
+        End::Start(ri) => (
+            st[ri].runnable || !st[ri].exists,
+            st[ri].required,
+            format!("{} start", obs.resources[ri].id),
+        ),
+        End::GroupRunning(gi) | End::GroupStart(gi) => {
+            let m = &obs.groups[gi].members;
+            let runnable = m.iter().all(|&ri| st[ri].runnable || !st[ri].exists);
+            let required = m.iter().any(|&ri| st[ri].required && st[ri].runnable);
+            (runnable, required, format!("{} running", obs.groups[gi].id))
+        }
+    }
+}
+
+fn then_members(obs: &Observed, e: End) -> Vec<usize> {
+    match e {
+        End::Start(ri) => vec![ri],
+        End::GroupRunning(gi) | End::GroupStart(gi) => obs.groups[gi].members.clone(),
+    }
+}
+
+/// Applies mandatory orderings: an unrunnable first start makes the then start unrunnable, and a
+/// required first start makes the then start required (a restart when it would otherwise stay).
+#[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
+pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconciliation) {
+    let n = obs.resources.len();
+    let mut st: Vec<StartState> = vec![StartState::default(); n];
+    for ri in 0..n {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let s = &mut st[ri];
+        s.exists = true;
+        s.runnable = desired.assigned[ri].is_some();
+        match &rec.changes[ri] {
+            Change::Keep => {}
+            Change::Start { blocked, .. } => {
+                s.required = true;
+                if blocked.is_some() {
+                    s.runnable = false;
+                }
+            }
+            Change::Stop { .. } => s.runnable = false,
+            Change::Migrate { .. } => {}
+            _ => s.required = true,
+        }
+    }
+    let mut rels: Vec<(End, End)> = Vec::new();
+    for g in 0..obs.groups.len() {
+        let m = &obs.groups[g].members;
+        for w in m.windows(2) {
+            rels.push((End::Start(w[0]), End::Start(w[1])));
+        }
+    }
+    for o in &obs.orders {
+        if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
+            continue;
+        }
+        let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
+            (Some(g), _) => End::GroupRunning(g),
+            (None, Some(r)) => End::Start(r),
+            _ => continue,
+        };
+        let then = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+            (Some(g), _) => End::GroupStart(g),
+            (None, Some(r)) => End::Start(r),
+            _ => continue,
+        };
+        rels.push((first, then));
+    }
+    for _ in 0..(n + 2) {
+        let mut changed = false;
+        for &(f, t) in &rels {
+            let (f_runnable, f_required, desc) = first_state(obs, &st, f);
+            for ri in then_members(obs, t) {
+                let s = &mut st[ri];
+                if !s.exists {
+                    continue;
+                }
+                if !f_runnable && s.runnable {
+                    s.runnable = false;
+                    s.reason = Some(format!("unrunnable {desc}"));
+                    changed = true;
+                } else if f_runnable && f_required && !s.required && s.runnable {
+                    s.required = true;
+                    s.reason = Some(format!("required {desc}"));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for ri in 0..n {
+        let s = &st[ri];
+        if !s.exists || s.reason.is_none() {
+            continue;
+        }
+        let r = &obs.resources[ri];
+        let reason = s.reason.clone();
+        let change = rec.changes[ri].clone();
+        rec.changes[ri] = match change {
+            Change::Keep if s.required && r.running_on.len() == 1 => Change::Restart {
+                node: r.running_on[0],
+                reason,
+            },
+            Change::Start {
+                target,
+                blocked: None,
+            } if !s.runnable => Change::Start {
+                target,
+                blocked: reason,
+            },
+            Change::Move { stops, .. } | Change::Recover { stops, .. } if !s.runnable => {
+                Change::Stop {
+                    sources: stops,
+                    reason,
+                    blocked: false,
+                }
+            }
+            Change::Migrate { source, .. } if !s.runnable => Change::Stop {
+                sources: vec![source],
+                reason,
+                blocked: false,
+            },
+            Change::Migrate { source, target }
+                if s.required
+                    && s.reason
+                        .as_deref()
+                        .map(|r| r.starts_with("required"))
+                        .unwrap_or(false) =>
+            {
+                Change::Migrate { source, target }
+            }
+            other => other,
+        };
+    }
 }

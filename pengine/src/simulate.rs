@@ -51,8 +51,7 @@ pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
                 };
                 let r = &obs.resources[ri];
                 let n = &obs.nodes[ni];
-                let probe = ga.task == "monitor" && ga.interval_ms == 0;
-                let rc = if probe { 7 } else { 0 };
+                let rc = ga.expected_rc;
                 let st = node_state(&mut next, &n.id, &n.uname);
                 let lrm = match st.lrm.iter().position(|l| l.id == r.id) {
                     Some(p) => &mut st.lrm[p],
@@ -68,6 +67,11 @@ pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
                         &mut st.lrm[l]
                     }
                 };
+                if ga.task == "cancel" {
+                    lrm.ops
+                        .retain(|o| !(o.operation == "monitor" && o.interval_ms == ga.interval_ms));
+                    continue;
+                }
                 let call_id = lrm.ops.iter().map(|o| o.call_id).max().unwrap_or(0).max(0) + 1;
                 let (source, target) = match ga.migrate {
                     Some((s, t)) => (

@@ -42,11 +42,10 @@ fn node_text_status(obs: &Observed, ni: usize) -> String {
     }
 }
 
-fn pending_text(task: &str) -> Option<&'static str> {
+fn pending_state(task: &str) -> Option<&'static str> {
     match task {
         "start" => Some("Starting"),
         "stop" => Some("Stopping"),
-        "monitor" => Some("Monitoring"),
         "migrate_to" | "migrate_from" => Some("Migrating"),
         "promote" => Some("Promoting"),
         "demote" => Some("Demoting"),
@@ -95,7 +94,8 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
         }
     } else {
         s.push(' ');
-        s.push_str(display_role.text());
+        let pending = r.pending_task.as_ref().and_then(|(t, _)| pending_state(t));
+        s.push_str(pending.unwrap_or(display_role.text()));
     }
     if let Some(ni) = node {
         s.push(' ');
@@ -117,8 +117,8 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
         }
     }
     if let Some((task, _)) = &r.pending_task {
-        if let Some(t) = pending_text(task) {
-            flags.push(t.into());
+        if task == "monitor" {
+            flags.push("Monitoring".into());
         }
     }
     if r.meta.get("target-role").and_then(|t| Role::parse(t)) == Some(Role::Stopped) {
