@@ -63,7 +63,15 @@ pub fn after_event(sim: &mut Sim) {
             return;
         }
         let running = !on.is_empty();
-        if !running {
+        // An incoming copy (not running yet) keeps the migration open.
+        if !running
+            && sim.migration_open.contains(&vm)
+            && !sim.nodes.iter().any(|n| {
+                sim.world
+                    .domain(&n.name, &vm)
+                    .is_some_and(|d| d.state.is_active())
+            })
+        {
             sim.migration_open.remove(&vm);
         }
         let (was, ever) = sim.was_running[vi];
@@ -218,6 +226,11 @@ pub const GAP_MIGRATION: &str = "pengine-interrupted-migration";
 /// migration away from the node (actions.rs), so a node shuts down under a migrating VM.
 pub const GAP_SHUTDOWN: &str = "pengine-shutdown-before-migration";
 
+/// Known gap: without quorum pengine schedules stops on unclean, offline nodes it cannot fence
+/// ("Stop ... due to no quorum") as real actions; Pacemaker only runs actions on online nodes and
+/// shows such a stop as blocked.
+pub const GAP_OFFLINE_ACTION: &str = "pengine-action-on-offline-node-without-quorum";
+
 /// Which known planner gap, if any, a violation matches (triage only; never excuses it in
 /// cts-sim's exit code).
 pub fn known_gap(sim: &Sim, checker: &str, message: &str) -> Option<&'static str> {
@@ -229,6 +242,9 @@ pub fn known_gap(sim: &Sim, checker: &str, message: &str) -> Option<&'static str
         "two-nodes" => {
             let vm = message.split_whitespace().next()?;
             sim.migration_open.contains(vm).then_some(GAP_MIGRATION)
+        }
+        "down-node" if !sim.cib.have_quorum && message.contains("lost (unclean") => {
+            Some(GAP_OFFLINE_ACTION)
         }
         "vm-lost" if message.contains(" shuts down while ") => {
             let node = message.split_whitespace().next()?;

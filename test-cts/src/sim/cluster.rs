@@ -216,7 +216,7 @@ pub struct Sim {
     pub status_at_violation: String,
     /// The liveness phase's cleanup waits for every node to be back.
     pub cleanup_pending: bool,
-    /// VMs whose migrate_to was sent with no migrate_from sent since, while they still run
+    /// VMs whose migrate_to was sent and no migrate_from succeeded since, while a copy exists
     /// somewhere: a migration in flight or interrupted, for triage.
     pub migration_open: BTreeSet<String>,
 }
@@ -831,9 +831,6 @@ impl Sim {
                 st.lrm = view.lrm;
             }
         }
-        if task == "migrate_from" {
-            self.migration_open.remove(&rsc);
-        }
         if task == "migrate_to" {
             self.migration_open.insert(rsc.clone());
         }
@@ -942,10 +939,12 @@ impl Sim {
         }
         let hv = self.world.hv(&node);
         let remote = match op {
-            OpKind::MigrateTo { target } => Some(RemoteHv {
-                hv: self.world.hv(target),
-                from: node.clone(),
-            }),
+            OpKind::MigrateTo { target: other } | OpKind::MigrateFrom { source: other } => {
+                Some(RemoteHv {
+                    hv: self.world.hv(other),
+                    from: node.clone(),
+                })
+            }
             _ => None,
         };
         let vm = rsc.to_owned();
@@ -1054,6 +1053,7 @@ impl Sim {
         );
         if task == "migrate_from" && !failed {
             self.stats.migrations_ok += 1;
+            self.migration_open.remove(&info.rsc);
         }
 
         if info.rsc == record::FENCE_ID && !failed {

@@ -3,19 +3,17 @@
 //! as pacemaker-execd runs the agent binary. The agent's per-resource lock and start record live
 //! in files (`lib.rs`); the simulator calls the actions below that layer, so they are not run here.
 //!
-//! `migrate_to` and `migrate_from` are not in the agent yet (issue 4): [`migrate_to`] and
-//! [`migrate_from`] are a thin adapter written from design.md's description of them (decide from
-//! the truth on both sides, wait for a job left by a killed invocation, abort at the deadline, then
-//! answer from what is seen). Replace them with the agent's functions when issue 4 lands.
+//! `migrate_to` and `migrate_from` are the agent's own (`highlander_agent::migrate`, issue 4); the
+//! other side of the migration is reached through [`RemoteHv`] (cut off by an isolation). The
+//! agent's journal file is not written (a no-op journal), like the lock and start record.
 
 use highlander_agent::Outcome;
 use highlander_agent::actions::{self, Ctx, MonitorOpts, StopPlan};
 use highlander_agent::clock::Deadline;
 use highlander_agent::config::margin_ms;
-use highlander_agent::hypervisor::{
-    DomainState, HvError, JobOperation, MigrateRequest, ShutdownModes,
-};
+use highlander_agent::hypervisor::{Hypervisor, MigrateRequest, ShutdownModes};
 use highlander_agent::log::Log;
+use highlander_agent::migrate;
 use ocf_metadata::{CheckLevel, OcfExitCode};
 
 use super::kernel::SimClock;
@@ -84,143 +82,18 @@ pub fn run(
             actions::monitor(&ctx, vm, opts, deadline)
         }
         OpKind::MigrateTo { target } => match remote {
-            Some(r) => migrate_to(&ctx, &r, vm, target, deadline),
+            Some(r) => {
+                let req = MigrateRequest {
+                    target_uri: target.clone(),
+                    ..MigrateRequest::default()
+                };
+                migrate::migrate_to(&ctx, &r, vm, &req, budget_ms, deadline, &|_, _| {})
+            }
             None => Outcome::fail(OcfExitCode::ErrGeneric, "no target hypervisor"),
         },
-        OpKind::MigrateFrom { source } => migrate_from(&ctx, vm, source, deadline),
-    }
-}
-
-const POLL_MS: u64 = 200;
-const STATE_CAP_MS: u64 = 5_000;
-
-fn state(ctx: &Ctx, vm: &str, deadline: Deadline) -> Result<DomainState, HvError> {
-    let t = deadline.remaining_ms(ctx.clock).clamp(1, STATE_CAP_MS);
-    ctx.hv.state(vm, t)
-}
-
-/// Adapter (see the module doc): the whole live migration, from the source.
-pub fn migrate_to(
-    ctx: &Ctx,
-    target_hv: &RemoteHv,
-    vm: &str,
-    target: &str,
-    deadline: Deadline,
-) -> Outcome {
-    let fail = |reason: String| Outcome::fail(OcfExitCode::ErrGeneric, reason);
-    let here = match state(ctx, vm, deadline) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("cannot read domain {vm} on the source: {e}")),
-    };
-    if !here.is_active() {
-        let cap = deadline.remaining_ms(ctx.clock).clamp(1, STATE_CAP_MS);
-        return match target_hv.state(vm, cap) {
-            Ok(DomainState::Running) => Outcome::success(),
-            Ok(s) => fail(format!(
-                "domain {vm} runs neither here nor on {target} (there: {s})"
-            )),
-            Err(e) => fail(format!(
-                "domain {vm} is not here, and {target} does not answer: {e}"
-            )),
-        };
-    }
-    // Leave time to abort the job and look at both sides.
-    let reserve_ms = (deadline.remaining_ms(ctx.clock) / 5).clamp(1, 10_000);
-    let migrate_by = deadline.minus(reserve_ms);
-    let cap = STATE_CAP_MS.min(deadline.remaining_ms(ctx.clock).max(1));
-    let in_flight = ctx
-        .hv
-        .job_info(vm, cap)
-        .is_ok_and(|j| j.in_flight() && j.operation == Some(JobOperation::MigrationOut));
-    let mut last = String::new();
-    if in_flight {
-        // An earlier invocation was killed; its job goes on. Wait for it, within our own time.
-        loop {
-            let cap = STATE_CAP_MS.min(migrate_by.remaining_ms(ctx.clock).max(1));
-            match ctx.hv.job_info(vm, cap) {
-                Ok(j) if j.in_flight() => {}
-                _ => break,
-            }
-            if !migrate_by.sleep_within(ctx.clock, POLL_MS) {
-                let _ = ctx.hv.abort_job(
-                    vm,
-                    STATE_CAP_MS.min(deadline.remaining_ms(ctx.clock).max(1)),
-                );
-                last = "an earlier migration job did not finish in time; aborted".into();
-                break;
-            }
-        }
-    } else {
-        let req = MigrateRequest {
-            target_uri: target.to_owned(),
-            ..MigrateRequest::default()
-        };
-        match ctx
-            .hv
-            .migrate(vm, &req, migrate_by.remaining_ms(ctx.clock).max(1))
-        {
-            Ok(()) => {}
-            Err(e @ HvError::Timeout { .. }) => {
-                let cap = STATE_CAP_MS.min(deadline.remaining_ms(ctx.clock).max(1));
-                let _ = ctx.hv.abort_job(vm, cap);
-                last = format!("{e}; job aborted");
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    // Answer from the truth on both sides.
-    loop {
-        let cap = deadline.remaining_ms(ctx.clock).clamp(1, STATE_CAP_MS);
-        let there = target_hv.state(vm, cap);
-        if let Ok(DomainState::Running) = there {
-            return Outcome::success();
-        }
-        let here = state(ctx, vm, deadline);
-        match (&here, &there) {
-            (Ok(DomainState::Running), Ok(DomainState::Absent | DomainState::ShutOff)) => {
-                return fail(format!(
-                    "migration of {vm} to {target} failed, it still runs here: {last}"
-                ));
-            }
-            (Ok(s), Ok(t)) if !s.is_active() && !t.is_active() => {
-                return fail(format!(
-                    "domain {vm} is neither here nor running on {target}: {last}"
-                ));
-            }
-            _ => {}
-        }
-        if !deadline.sleep_within(ctx.clock, POLL_MS) {
-            return fail(format!(
-                "migration of {vm} to {target} undetermined at the deadline (here {here:?}, there {there:?}): {last}"
-            ));
-        }
-    }
-}
-
-/// Adapter (see the module doc): confirms on the target that the domain runs here.
-pub fn migrate_from(ctx: &Ctx, vm: &str, source: &str, deadline: Deadline) -> Outcome {
-    loop {
-        match state(ctx, vm, deadline) {
-            Ok(DomainState::Running) => return Outcome::success(),
-            Ok(DomainState::MigratingIn) => {}
-            Ok(s) => {
-                return Outcome::fail(
-                    OcfExitCode::ErrGeneric,
-                    format!(
-                        "domain {vm} is {s} here; the migration from {source} did not bring it"
-                    ),
-                );
-            }
-            Err(e) if !e.daemon_unusable() => {
-                return Outcome::fail(OcfExitCode::ErrGeneric, e.to_string());
-            }
-            Err(_) => {}
-        }
-        if !deadline.sleep_within(ctx.clock, POLL_MS) {
-            return Outcome::fail(
-                OcfExitCode::ErrGeneric,
-                format!("domain {vm} not running here from {source} before the deadline"),
-            );
+        OpKind::MigrateFrom { .. } => {
+            let source = remote.as_ref().map(|r| r as &dyn Hypervisor);
+            migrate::migrate_from(&ctx, source, vm, deadline)
         }
     }
 }

@@ -205,6 +205,7 @@ pub struct SimHv {
 enum Gate {
     Go,
     EffectThenHang,
+    EffectThenError(String),
 }
 
 impl SimHv {
@@ -252,6 +253,7 @@ impl SimHv {
                 Err(timeout)
             }
             Some(Fault::HangAfterEffect) => Ok(Gate::EffectThenHang),
+            Some(Fault::ErrorAfterEffect(message)) => Ok(Gate::EffectThenError(message)),
             Some(Fault::Down) => Err(down("connection refused")),
         }
     }
@@ -265,6 +267,11 @@ impl SimHv {
     ) -> Result<T, HvError> {
         match gate {
             Gate::Go => r,
+            Gate::EffectThenError(message) => Err(HvError::Failed {
+                op,
+                name: String::new(),
+                message,
+            }),
             Gate::EffectThenHang => {
                 self.clock.sleep_ms(timeout_ms);
                 Err(HvError::Timeout {
@@ -351,27 +358,68 @@ impl Hypervisor for SimHv {
     }
 }
 
-/// A hypervisor the source's agent reaches over the network: unavailable across an isolation.
+/// Another node's hypervisor as an agent reaches it over the network (the migration's other
+/// side): every call fails as unreachable while either end is cut off.
+#[derive(Clone)]
 pub struct RemoteHv {
     pub hv: SimHv,
     pub from: String,
 }
 
 impl RemoteHv {
-    fn cut(&self) -> bool {
+    fn cut(&self, op: Op) -> Result<(), HvError> {
         let ctl = self.hv.ctl.lock().unwrap_or_else(|p| p.into_inner());
-        ctl.isolated.contains(&self.from) || ctl.isolated.contains(&self.hv.node)
-    }
-
-    pub fn state(&self, name: &str, timeout_ms: u64) -> Result<DomainState, HvError> {
-        if self.cut() {
-            self.hv.clock.sleep_ms(timeout_ms);
-            return Err(HvError::Timeout {
-                op: Op::State,
+        if ctl.isolated.contains(&self.from) || ctl.isolated.contains(&self.hv.node) {
+            return Err(HvError::Unavailable {
+                op,
                 uri: self.hv.uri(),
-                timeout_ms,
+                message: "no route to host".into(),
             });
         }
+        Ok(())
+    }
+}
+
+impl Hypervisor for RemoteHv {
+    fn uri(&self) -> String {
+        self.hv.uri()
+    }
+    fn state(&self, name: &str, timeout_ms: u64) -> Result<DomainState, HvError> {
+        self.cut(Op::State)?;
         self.hv.state(name, timeout_ms)
+    }
+    fn create(&self, xml: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::Create)?;
+        self.hv.create(xml, timeout_ms)
+    }
+    fn shutdown(&self, name: &str, modes: &ShutdownModes, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::Shutdown)?;
+        self.hv.shutdown(name, modes, timeout_ms)
+    }
+    fn destroy(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::Destroy)?;
+        self.hv.destroy(name, timeout_ms)
+    }
+    fn info(&self, name: &str, timeout_ms: u64) -> Result<DomainInfo, HvError> {
+        self.cut(Op::Info)?;
+        self.hv.info(name, timeout_ms)
+    }
+    fn migrate(&self, name: &str, req: &MigrateRequest, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::Migrate)?;
+        self.hv.migrate(name, req, timeout_ms)
+    }
+    fn abort_job(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::AbortJob)?;
+        self.hv.abort_job(name, timeout_ms)
+    }
+    fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError> {
+        self.cut(Op::JobInfo)?;
+        self.hv.job_info(name, timeout_ms)
+    }
+    fn emulator_processes(&self, name: &str) -> ProcessCheck {
+        if self.cut(Op::State).is_err() {
+            return ProcessCheck::Unknown("no route to host".into());
+        }
+        self.hv.emulator_processes(name)
     }
 }
