@@ -8,3 +8,4 @@ pub mod process;
 pub mod cluster;
 pub mod shared;
 pub mod watcher;
+pub mod sim;

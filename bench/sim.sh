@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/sim.sh: simulated events per second of the cluster simulator (test-cts's cts-sim), and how
+# many seeds and events ran clean. Not a test: it prints numbers.
+#
+#   bench/sim.sh                 seeds 1..2000 per profile, 2 jobs
+#   bench/sim.sh soak MINUTES    a timed soak per profile (issue 8's goal: >= 1e6 events in 10 min)
+#
+# Profiles: no-migrate (clean expected) and full (violations expected while pengine's known gaps
+# stand; they are labelled "matches known planner gap" in the output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${JOBS:-2}"
+cargo build --release -q -p test-cts --bin cts-sim
+bin=target/release/cts-sim
+run() {
+    local profile="$1"; shift
+    local out
+    out="$(mktemp)"
+    "$bin" "$@" --profile "$profile" --jobs "$jobs" >"$out" || true
+    local last gaps
+    last="$(tail -n 1 "$out")"
+    gaps="$(grep -c '^  matches known planner gap' "$out" || true)"
+    printf '%-11s %s known-gap-labelled=%s\n' "$profile" "$last" "$gaps"
+    rm -f "$out"
+}
+echo "cts-sim on $(nproc) cores, $jobs jobs, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)"
+if [ "${1:-}" = soak ]; then
+    minutes="${2:-10}"
+    run no-migrate --soak "$minutes"
+    run full --soak "$minutes"
+else
+    run no-migrate --seeds 1..2000
+    run full --seeds 1..2000
+fi

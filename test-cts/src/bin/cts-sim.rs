@@ -1,0 +1,231 @@
+//! cts-sim: runs the deterministic cluster simulator for one seed, a range of seeds, the 2013
+//! scenario, or a timed soak; exits 0 only when no checker fired. The last line counts seeds,
+//! events and violations.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use test_cts::sim::options::{PlannerKind, Profile};
+use test_cts::sim::{Report, run_scenario_2013, run_seed};
+
+/// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(1);
+        }
+    }};
+}
+
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile full|no-migrate] [--jobs N] [--verbose]";
+
+enum What {
+    Seeds(u64, u64),
+    Soak(u64),
+    Scenario2013,
+}
+
+struct Args {
+    what: What,
+    planner: PlannerKind,
+    profile: Profile,
+    jobs: usize,
+    verbose: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let mut what = None;
+    let mut planner = PlannerKind::Pengine;
+    let mut profile = Profile::Full;
+    let mut jobs = 1;
+    let mut verbose = false;
+    let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
+        s.ok_or(format!("{flag} needs a value"))?
+            .parse::<u64>()
+            .map_err(|e| format!("{flag}: {e}"))
+    };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--seed" => {
+                let n = num(args.next(), "--seed")?;
+                what = Some(What::Seeds(n, n));
+            }
+            "--seeds" => {
+                let v = args.next().ok_or("--seeds needs A..B")?;
+                let (a, b) = v.split_once("..").ok_or("--seeds needs A..B")?;
+                let a = a.parse::<u64>().map_err(|e| format!("--seeds: {e}"))?;
+                let b = b.parse::<u64>().map_err(|e| format!("--seeds: {e}"))?;
+                if b < a {
+                    return Err("--seeds A..B needs A <= B".into());
+                }
+                what = Some(What::Seeds(a, b));
+            }
+            "--soak" => what = Some(What::Soak(num(args.next(), "--soak")?)),
+            "--scenario" => match args.next().as_deref() {
+                Some("2013") => what = Some(What::Scenario2013),
+                other => return Err(format!("unknown scenario {other:?} (known: 2013)")),
+            },
+            "--planner" => {
+                let v = args.next().ok_or("--planner needs a name")?;
+                planner = PlannerKind::parse(&v).ok_or(format!("unknown planner {v}"))?;
+            }
+            "--profile" => {
+                let v = args.next().ok_or("--profile needs a name")?;
+                profile = Profile::parse(&v).ok_or(format!("unknown profile {v}"))?;
+            }
+            "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
+            "--verbose" | "-v" => verbose = true,
+            "--help" | "-h" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok(Args {
+        what: what.ok_or(USAGE)?,
+        planner,
+        profile,
+        jobs,
+        verbose,
+    })
+}
+
+#[derive(Default)]
+struct Totals {
+    seeds: u64,
+    events: u64,
+    violations: u64,
+    failed_seeds: Vec<u64>,
+}
+
+fn show(r: &Report, verbose: bool, totals: &mut Totals) {
+    totals.seeds += 1;
+    totals.events += r.stats.events;
+    if verbose || r.violation.is_some() {
+        if r.violation.is_some() {
+            say!("{}", r.render_failure().trim_end());
+        } else {
+            say!("{}", r.options);
+            for l in &r.log {
+                say!("{l}");
+            }
+        }
+    }
+    let verdict = match &r.violation {
+        Some(v) => {
+            totals.violations += 1;
+            totals.failed_seeds.push(r.options.seed);
+            format!("VIOLATION {}", v.checker)
+        }
+        None => "ok".into(),
+    };
+    say!(
+        "seed {}: {verdict} events={} transitions={} actions={} faults={} restarts={} migrations={} virtual={}s",
+        r.options.seed,
+        r.stats.events,
+        r.stats.transitions,
+        r.stats.actions,
+        r.stats.faults,
+        r.stats.restarts,
+        r.stats.migrations_ok,
+        r.virtual_ms / 1000
+    );
+}
+
+/// Runs seeds on `jobs` threads, in order of seed for the output.
+fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize) -> Vec<Report> {
+    if jobs <= 1 {
+        return seeds
+            .into_iter()
+            .map(|s| run_seed(s, planner, profile))
+            .collect();
+    }
+    let chunks: Vec<Vec<u64>> = (0..jobs)
+        .map(|j| seeds.iter().copied().skip(j).step_by(jobs).collect())
+        .collect();
+    let mut out: Vec<Report> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|c| {
+                scope.spawn(move || {
+                    c.into_iter()
+                        .map(|s| run_seed(s, planner, profile))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    out.sort_by_key(|r| r.options.seed);
+    out
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut totals = Totals::default();
+    let started = Instant::now();
+    match args.what {
+        What::Scenario2013 => {
+            let r = run_scenario_2013(args.planner);
+            show(&r, args.verbose, &mut totals);
+        }
+        What::Seeds(a, b) => {
+            const BATCH: u64 = 64;
+            let mut s = a;
+            while s <= b {
+                let end = b.min(s.saturating_add(BATCH - 1));
+                for r in run_many((s..=end).collect(), args.planner, args.profile, args.jobs) {
+                    show(&r, args.verbose, &mut totals);
+                }
+                if end == u64::MAX {
+                    break;
+                }
+                s = end + 1;
+            }
+        }
+        What::Soak(minutes) => {
+            let budget = Duration::from_secs(minutes * 60);
+            let start_seed = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs().wrapping_mul(1_000_003))
+                .unwrap_or(1);
+            say!("soak: {minutes} minute(s) from seed {start_seed}");
+            let mut s = start_seed;
+            while started.elapsed() < budget {
+                let batch: Vec<u64> = (0..args.jobs as u64 * 4)
+                    .map(|i| s.wrapping_add(i))
+                    .collect();
+                s = s.wrapping_add(batch.len() as u64);
+                for r in run_many(batch, args.planner, args.profile, args.jobs) {
+                    show(&r, args.verbose, &mut totals);
+                }
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if !totals.failed_seeds.is_empty() {
+        let list: Vec<String> = totals.failed_seeds.iter().map(u64::to_string).collect();
+        say!("failed seeds: {}", list.join(" "));
+    }
+    say!(
+        "seeds={} events={} violations={} wall={secs:.1}s events/s={:.0}",
+        totals.seeds,
+        totals.events,
+        totals.violations,
+        totals.events as f64 / secs.max(1e-9)
+    );
+    if totals.violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

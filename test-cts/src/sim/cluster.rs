@@ -1,0 +1,1450 @@
+//! The simulated cluster and its controller: the event loop in virtual time, the DC that plans
+//! with the planner, fires each transition's synapses (ordering, `batch-limit`, `migration-limit`),
+//! records every result into the CIB as Pacemaker's controller does, and on an abort lets running
+//! actions finish, fires nothing new, and plans again. Nodes, membership, fencing and the
+//! executors live here too; faults are in `faults.rs`, checkers in `checkers.rs`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use highlander_agent::Outcome;
+use ocf_metadata::OcfExitCode;
+use pengine::cib::Cib;
+use pengine::graph::{EventKind, TransitionGraph};
+
+use super::checkers;
+use super::executor::{self, OpKind};
+use super::kernel::{Kernel, TaskId, TaskState};
+use super::options::Options;
+use super::planner;
+use super::record::{self, Member, NodeLrm, OpResult};
+use super::rng::Rng;
+use super::world::{RemoteHv, World};
+
+/// The executor's start-up cost for one agent invocation (fork, exec, parameter parsing).
+pub const EXEC_STARTUP_MS: u64 = 20;
+/// A scheduler run after an abort.
+pub const PE_DELAY_MS: u64 = 10;
+/// After a complete transition the DC plans once more to confirm nothing is left (a recheck).
+pub const RECHECK_MS: u64 = 1_000;
+/// While idle, how often the DC rechecks (cluster-recheck-interval, shortened).
+pub const IDLE_RECHECK_MS: u64 = 15_000;
+/// A run that plans this many transitions without settling has looped.
+pub const TRANSITIONS_MAX: u64 = 3_000;
+/// Events budget for one seed.
+pub const EVENTS_MAX: u64 = 400_000;
+
+/// Something that happens at a virtual time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ev {
+    Wake(TaskId),
+    OpTimeout(TaskId),
+    Monitor {
+        node: usize,
+        rsc: String,
+        generation: u64,
+    },
+    FenceDone {
+        node: usize,
+        transition: i64,
+        action: usize,
+    },
+    Detect {
+        node: usize,
+    },
+    Boot {
+        node: usize,
+    },
+    Fault,
+    Heal(Heal),
+    Replan,
+    Liveness,
+    Script(Script),
+}
+
+/// The end of a temporary fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heal {
+    Daemon(usize),
+    Constraint(String),
+    Standby(usize),
+    Reconnect(usize),
+}
+
+/// Scripted scenario steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Script {
+    /// `crm_resource --move`: prefer `node` for `vm` with INFINITY.
+    AddPrefer { vm: String, node: usize },
+}
+
+#[derive(Debug, Clone)]
+pub enum Origin {
+    Graph {
+        transition: i64,
+        action: usize,
+    },
+    Recurring {
+        generation: u64,
+        transition: i64,
+        action: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    pub node: usize,
+    pub rsc: String,
+    pub op: OpKind,
+    pub interval_ms: u64,
+    pub origin: Origin,
+    pub started_ms: u64,
+    pub kill_reason: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InFlight {
+    Task(TaskId),
+    Fence,
+    /// Sent to a node that cannot answer; only membership ends it.
+    Lost {
+        node: usize,
+    },
+}
+
+/// The transition being executed.
+pub struct Active {
+    pub id: i64,
+    pub graph: TransitionGraph,
+    pub node_of: Vec<usize>,
+    pub rsc_names: Vec<String>,
+    pub confirmed: Vec<bool>,
+    pub failed: Vec<bool>,
+    pub fired: Vec<bool>,
+    pub in_flight: BTreeMap<usize, InFlight>,
+    pub aborted: bool,
+}
+
+/// A request sent to a node whose network is cut, delivered if it comes back before membership
+/// declares it lost.
+#[derive(Debug, Clone)]
+pub struct HeldSend {
+    pub rsc: String,
+    pub op: OpKind,
+    pub interval_ms: u64,
+    pub origin: Origin,
+    pub pending: Option<OpResult>,
+}
+
+/// One node as the simulator holds it.
+#[derive(Debug, Clone)]
+pub struct NodeSim {
+    pub name: String,
+    pub member: Member,
+    pub powered: bool,
+    pub hist: NodeLrm,
+    /// rsc -> (interval, generation, transition, action)
+    pub recurring: BTreeMap<String, (u64, u64, i64, usize)>,
+    /// Results waiting for the network (the node is isolated but not yet declared lost).
+    pub held: Vec<(OpResult, bool)>,
+    pub held_sends: Vec<HeldSend>,
+    pub standby: bool,
+    pub shutting_down: bool,
+    /// The simulated fencing device is started here.
+    pub fence_device: bool,
+}
+
+/// What a checker found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub checker: &'static str,
+    pub message: String,
+    /// A known planner gap this violation matches (see [`checkers::known_gap`]), for triage; the
+    /// violation counts all the same.
+    pub known_gap: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Safety,
+    Liveness {
+        since_ms: u64,
+        since_transitions: u64,
+    },
+    Done,
+}
+
+/// Counters reported per seed.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub events: u64,
+    pub transitions: u64,
+    pub actions: u64,
+    pub faults: u64,
+    /// VMs that went from running nowhere to running again while not freshly enabled: restarts.
+    pub restarts: u64,
+    pub migrations_ok: u64,
+}
+
+pub struct Sim {
+    pub opts: Options,
+    pub rng: Rng,
+    pub kernel: Kernel,
+    pub world: World,
+    pub cib: Cib,
+    pub nodes: Vec<NodeSim>,
+    pub vms: Vec<String>,
+    queue: BTreeMap<(u64, u64), Ev>,
+    seq: u64,
+    generation_seq: u64,
+    pub tasks: BTreeMap<TaskId, TaskInfo>,
+    pub active: Option<Active>,
+    transition_seq: i64,
+    replan_at: Option<u64>,
+    pub phase: Phase,
+    pub faults_done: usize,
+    pub log: Vec<String>,
+    pub stats: Stats,
+    pub violation: Option<Violation>,
+    pub fence_pending: BTreeSet<usize>,
+    /// Per VM: was it running (ground truth) after the previous event, and did it ever run.
+    pub was_running: Vec<(bool, bool)>,
+    /// Per VM: a migrate_to was interrupted since it last ran stably (for the restart count).
+    pub idle: bool,
+    /// 2013 scenario: remove the move constraint this long after vm's migrate_to fires.
+    pub remove_on_migrate: Option<(String, String, u64)>,
+    /// pengine's crm_simulate-style view of the CIB when the first violation fired.
+    pub status_at_violation: String,
+    /// The liveness phase's cleanup waits for every node to be back.
+    pub cleanup_pending: bool,
+    /// VMs whose migrate_to was sent and no migrate_from succeeded since, while a copy exists
+    /// somewhere: a migration in flight or interrupted, for triage.
+    pub migration_open: BTreeSet<String>,
+}
+
+fn state_is_live(s: &TaskState) -> bool {
+    matches!(s, TaskState::Ready | TaskState::Sleeping { .. })
+}
+
+impl Sim {
+    /// Builds the cluster for these options; nothing runs yet.
+    pub fn new(opts: Options) -> Result<Self, String> {
+        let mut rng = Rng::new(opts.seed);
+        let mut cib_rng = rng.fork();
+        let xml = record::initial_cib(&opts, &mut cib_rng);
+        let cib = pengine::parse_cib(&xml).map_err(|e| format!("initial CIB: {e}"))?;
+        let kernel = Kernel::default();
+        let names: Vec<String> = (0..opts.nodes).map(record::node_name).collect();
+        let vms: Vec<String> = (0..opts.vms).map(record::vm_name).collect();
+        let world = World::new(kernel.clock(), &names, &vms, opts.migration_ms);
+        let nodes = names
+            .iter()
+            .map(|n| NodeSim {
+                name: n.clone(),
+                member: Member::Up,
+                powered: true,
+                hist: NodeLrm::default(),
+                recurring: BTreeMap::new(),
+                held: Vec::new(),
+                held_sends: Vec::new(),
+                standby: false,
+                shutting_down: false,
+                fence_device: false,
+            })
+            .collect();
+        let nvms = vms.len();
+        Ok(Self {
+            opts,
+            rng,
+            kernel,
+            world,
+            cib,
+            nodes,
+            vms,
+            queue: BTreeMap::new(),
+            seq: 0,
+            generation_seq: 0,
+            tasks: BTreeMap::new(),
+            active: None,
+            transition_seq: 0,
+            replan_at: None,
+            phase: Phase::Safety,
+            faults_done: 0,
+            log: Vec::new(),
+            stats: Stats::default(),
+            violation: None,
+            fence_pending: BTreeSet::new(),
+            was_running: vec![(false, false); nvms],
+            idle: false,
+            remove_on_migrate: None,
+            status_at_violation: String::new(),
+            cleanup_pending: false,
+            migration_open: BTreeSet::new(),
+        })
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.kernel.now_ms()
+    }
+
+    pub fn at(&mut self, t_ms: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((t_ms, self.seq), ev);
+    }
+
+    pub fn after(&mut self, delay_ms: u64, ev: Ev) {
+        let t = self.now_ms().saturating_add(delay_ms);
+        self.at(t, ev);
+    }
+
+    pub fn note(&mut self, who: &str, msg: impl AsRef<str>) {
+        let t = self.now_ms();
+        self.log.push(format!(
+            "{:>7}.{:03}s {:<7} {}",
+            t / 1000,
+            t % 1000,
+            who,
+            msg.as_ref()
+        ));
+    }
+
+    pub fn violate(&mut self, checker: &'static str, message: String) {
+        if self.violation.is_none() {
+            let now_s = record::now_s(self.now_ms());
+            self.status_at_violation = pengine::render_simulation(&self.cib, now_s, None);
+            self.note("CHECK", format!("VIOLATION [{checker}] {message}"));
+            let known_gap = checkers::known_gap(self, checker, &message);
+            if let Some(g) = known_gap {
+                self.note("CHECK", format!("matches known planner gap: {g}"));
+            }
+            self.violation = Some(Violation {
+                checker,
+                message,
+                known_gap,
+            });
+        }
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Runs the whole seed: boot, safety phase with faults, liveness phase after healing.
+    pub fn run(&mut self) {
+        self.note(
+            "SIM",
+            format!(
+                "{} nodes, {} vms; planner {}",
+                self.nodes.len(),
+                self.vms.len(),
+                self.opts.planner.name()
+            ),
+        );
+        self.at(0, Ev::Replan);
+        self.replan_at = Some(0);
+        if self.opts.faults_max > 0 {
+            let gap = self.fault_gap();
+            self.at(30_000 + gap, Ev::Fault);
+        } else if self.remove_on_migrate.is_none() {
+            self.at(60_000, Ev::Liveness);
+        }
+        while let Some(((t, _), ev)) = self.queue.pop_first() {
+            if self.violation.is_some() || self.phase == Phase::Done {
+                break;
+            }
+            self.kernel.advance_to(t);
+            self.handle(ev);
+            self.stats.events += 1;
+            checkers::after_event(self);
+            if self.stats.events >= EVENTS_MAX || self.stats.transitions >= TRANSITIONS_MAX {
+                let why = format!(
+                    "no convergence: {} events, {} transitions",
+                    self.stats.events, self.stats.transitions
+                );
+                self.violate("liveness", why);
+            }
+        }
+        if self.violation.is_none() && self.phase != Phase::Done {
+            self.violate(
+                "liveness",
+                "nothing left to happen, and the cluster did not converge".into(),
+            );
+        }
+        self.kernel.kill_all();
+        if self.kernel.main_sleeps() > 0 {
+            let n = self.kernel.main_sleeps();
+            self.violate("simulator", format!("the main loop slept {n} times"));
+        }
+    }
+
+    pub fn fault_gap(&mut self) -> u64 {
+        let g = self.opts.fault_gap_ms;
+        self.rng.range(g / 2, g + g / 2)
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Wake(id) => {
+                if self.tasks.contains_key(&id) {
+                    let st = self.kernel.resume(id);
+                    self.after_resume(id, st);
+                }
+            }
+            Ev::OpTimeout(id) => {
+                if let Some(info) = self.tasks.get_mut(&id) {
+                    info.kill_reason = Some("timeout");
+                    let st = self.kernel.kill(id);
+                    self.after_resume(id, st);
+                }
+            }
+            Ev::Monitor {
+                node,
+                rsc,
+                generation,
+            } => self.recurring_due(node, &rsc, generation),
+            Ev::FenceDone {
+                node,
+                transition,
+                action,
+            } => self.fence_done(node, transition, action),
+            Ev::Detect { node } => self.detect(node),
+            Ev::Boot { node } => self.boot(node),
+            Ev::Fault => self.fault(),
+            Ev::Heal(h) => self.heal(h),
+            Ev::Replan => {
+                if self.replan_at.is_some_and(|t| t <= self.now_ms()) {
+                    self.replan_at = None;
+                }
+                self.replan();
+            }
+            Ev::Liveness => self.start_liveness(),
+            Ev::Script(s) => self.script(s),
+        }
+    }
+
+    fn script(&mut self, s: Script) {
+        match s {
+            Script::AddPrefer { vm, node } => {
+                let id = format!("cli-prefer-{vm}");
+                let name = self.nodes[node].name.clone();
+                record::add_location(&mut self.cib, &id, &vm, &name, "INFINITY");
+                self.note(
+                    "ADMIN",
+                    format!("crm_resource --move {vm} {name} (constraint {id} added)"),
+                );
+                self.cib_changed("configuration change");
+            }
+        }
+    }
+
+    /// Any change the DC did not expect: abort the transition and plan again.
+    pub fn cib_changed(&mut self, why: &str) {
+        self.idle = false;
+        if let Some(a) = self.active.as_mut() {
+            if !a.aborted {
+                a.aborted = true;
+                let id = a.id;
+                self.note("DC", format!("T{id} aborted: {why}"));
+            }
+            self.pump();
+        } else {
+            self.request_replan(PE_DELAY_MS);
+        }
+    }
+
+    fn request_replan(&mut self, delay_ms: u64) {
+        let t = self.now_ms() + delay_ms;
+        if self.replan_at.is_some_and(|r| r <= t) {
+            return;
+        }
+        self.replan_at = Some(t);
+        self.at(t, Ev::Replan);
+    }
+
+    pub fn have_quorum(&self) -> bool {
+        let up = self.nodes.iter().filter(|n| n.member == Member::Up).count();
+        up * 2 > self.nodes.len()
+    }
+
+    fn publish(&mut self, ni: usize) {
+        let name = self.nodes[ni].name.clone();
+        self.nodes[ni].hist.publish(&mut self.cib, &name);
+    }
+
+    fn set_member(&mut self, ni: usize, m: Member) {
+        self.nodes[ni].member = m;
+        let name = self.nodes[ni].name.clone();
+        record::write_member(&mut self.cib, &name, m);
+        self.cib.have_quorum = self.have_quorum();
+    }
+
+    // ---------------------------------------------------------------- planning and firing
+
+    fn replan(&mut self) {
+        if self.active.is_some() || self.phase == Phase::Done {
+            return;
+        }
+        self.admin_cleanup();
+        let now_s = record::now_s(self.now_ms());
+        let t = planner::plan(self.opts.planner, &self.cib, now_s);
+        self.stats.transitions += 1;
+        self.transition_seq += 1;
+        let id = self.transition_seq;
+        if let Err(cycle) = checkers::check_acyclic(&t.graph) {
+            self.violate("graph-acyclic", format!("T{id}: {cycle}"));
+            return;
+        }
+        let node_of: Vec<usize> = t
+            .observed
+            .nodes
+            .iter()
+            .map(|n| self.node_index(&n.uname).unwrap_or(usize::MAX))
+            .collect();
+        let rsc_names: Vec<String> = t.observed.resources.iter().map(|r| r.id.clone()).collect();
+        if t.graph.synapses.is_empty() {
+            if !self.idle {
+                self.note(
+                    "DC",
+                    format!("T{id}: nothing to do ({})", t.reconciliation.summary()),
+                );
+            }
+            self.idle = true;
+            checkers::at_idle(self, &t);
+            if self.phase != Phase::Done {
+                self.request_replan(IDLE_RECHECK_MS);
+            }
+            return;
+        }
+        self.idle = false;
+        let mut lines: Vec<String> = Vec::new();
+        for s in &t.graph.synapses {
+            let ga = &t.graph.actions[s.action];
+            if ga.event == EventKind::Pseudo {
+                continue;
+            }
+            let node = ga
+                .node
+                .and_then(|n| node_of.get(n))
+                .and_then(|&i| self.nodes.get(i))
+                .map(|n| n.name.as_str())
+                .unwrap_or("-");
+            lines.push(format!("{}@{node}", ga.key));
+        }
+        self.note(
+            "DC",
+            format!(
+                "T{id}: {} | {}",
+                t.reconciliation.summary(),
+                lines.join(" ")
+            ),
+        );
+        let n = t.graph.actions.len();
+        let ns = t.graph.synapses.len();
+        self.active = Some(Active {
+            id,
+            graph: t.graph,
+            node_of,
+            rsc_names,
+            confirmed: vec![false; n],
+            failed: vec![false; n],
+            fired: vec![false; ns],
+            in_flight: BTreeMap::new(),
+            aborted: false,
+        });
+        self.pump();
+    }
+
+    fn in_flight_counts(&self) -> (usize, BTreeMap<usize, usize>) {
+        let Some(a) = &self.active else {
+            return (0, BTreeMap::new());
+        };
+        let mut per_node: BTreeMap<usize, usize> = BTreeMap::new();
+        for &ai in a.in_flight.keys() {
+            let ga = &a.graph.actions[ai];
+            if ga.task == "migrate_to" || ga.task == "migrate_from" {
+                if let Some(n) = ga.node.and_then(|n| a.node_of.get(n)) {
+                    *per_node.entry(*n).or_insert(0) += 1;
+                }
+            }
+        }
+        (a.in_flight.len(), per_node)
+    }
+
+    /// Fires what is ready; ends the transition when nothing is in flight and nothing can fire.
+    pub fn pump(&mut self) {
+        loop {
+            let Some(a) = &self.active else { return };
+            let mut ready: Vec<usize> = Vec::new();
+            if !a.aborted {
+                for (si, s) in a.graph.synapses.iter().enumerate() {
+                    if a.fired[si] {
+                        continue;
+                    }
+                    if s.inputs.iter().all(|&i| a.confirmed[i] && !a.failed[i]) {
+                        ready.push(si);
+                    }
+                }
+            }
+            let mut progress = false;
+            for si in ready {
+                let (count, per_node) = self.in_flight_counts();
+                let Some(a) = &self.active else { return };
+                let ai = a.graph.synapses[si].action;
+                let ga = &a.graph.actions[ai];
+                let pseudo = ga.event == EventKind::Pseudo;
+                if !pseudo && count >= self.opts.batch_limit.max(1) {
+                    break;
+                }
+                if ga.task == "migrate_to" || ga.task == "migrate_from" {
+                    if let (Some(limit), Some(n)) = (
+                        self.opts.migration_limit,
+                        ga.node.and_then(|n| a.node_of.get(n)),
+                    ) {
+                        if per_node.get(n).copied().unwrap_or(0) >= limit {
+                            continue;
+                        }
+                    }
+                }
+                if let Some(a) = self.active.as_mut() {
+                    a.fired[si] = true;
+                }
+                self.fire(ai);
+                progress = true;
+                if self.violation.is_some() {
+                    return;
+                }
+            }
+            if progress {
+                continue;
+            }
+            let Some(a) = &self.active else { return };
+            if !a.in_flight.is_empty() {
+                return;
+            }
+            let id = a.id;
+            let any_failed = a.failed.iter().any(|&f| f);
+            let all_fired = a.fired.iter().all(|&f| f);
+            let verdict = if a.aborted || any_failed {
+                "stopped"
+            } else if all_fired {
+                "complete"
+            } else {
+                "terminated"
+            };
+            self.note("DC", format!("T{id} {verdict}"));
+            self.active = None;
+            let delay = if verdict == "complete" {
+                RECHECK_MS
+            } else {
+                PE_DELAY_MS
+            };
+            self.request_replan(delay);
+            return;
+        }
+    }
+
+    fn confirm(&mut self, ai: usize, failed: bool) {
+        if let Some(a) = self.active.as_mut() {
+            a.in_flight.remove(&ai);
+            a.confirmed[ai] = true;
+            if failed {
+                a.failed[ai] = true;
+                if !a.aborted {
+                    a.aborted = true;
+                    let id = a.id;
+                    let key = a.graph.actions[ai].key.clone();
+                    self.note("DC", format!("T{id} aborted: {key} failed"));
+                }
+            }
+        }
+    }
+
+    fn fire(&mut self, ai: usize) {
+        let Some(a) = &self.active else { return };
+        let ga = a.graph.actions[ai].clone();
+        let tid = a.id;
+        let node = ga.node.and_then(|n| a.node_of.get(n).copied());
+        let rsc = ga.rsc.and_then(|r| a.rsc_names.get(r).cloned());
+        match ga.event {
+            EventKind::Pseudo => self.confirm(ai, false),
+            EventKind::Fence => {
+                let Some(ni) = node else {
+                    self.confirm(ai, true);
+                    return;
+                };
+                let name = self.nodes[ni].name.clone();
+                let base = self.opts.fence_delay_ms;
+                let delay = self.rng.range(base, base * 3);
+                self.note(
+                    "DC",
+                    format!("T{tid} fence {name} (reboot), answer in {delay}ms"),
+                );
+                self.fence_pending.insert(ni);
+                if let Some(a) = self.active.as_mut() {
+                    a.in_flight.insert(ai, InFlight::Fence);
+                }
+                self.after(
+                    delay,
+                    Ev::FenceDone {
+                        node: ni,
+                        transition: tid,
+                        action: ai,
+                    },
+                );
+            }
+            EventKind::Cluster => {
+                let Some(ni) = node else {
+                    self.confirm(ai, true);
+                    return;
+                };
+                checkers::on_send(self, ni, &ga.key);
+                if ga.task == "do_shutdown" {
+                    self.do_shutdown(ni);
+                }
+                self.confirm(ai, false);
+            }
+            EventKind::RscOp => {
+                let (Some(ni), Some(rsc)) = (node, rsc) else {
+                    self.confirm(ai, true);
+                    return;
+                };
+                checkers::on_send(self, ni, &ga.key);
+                let op = match ga.task.as_str() {
+                    "start" => OpKind::Start,
+                    "stop" => OpKind::Stop,
+                    "monitor" => OpKind::Monitor,
+                    "migrate_to" | "migrate_from" => {
+                        let Some((s, t)) = ga.migrate else {
+                            self.confirm(ai, true);
+                            return;
+                        };
+                        let a = self.active.as_ref();
+                        let name = |i: usize| {
+                            a.and_then(|a| a.node_of.get(i))
+                                .and_then(|&n| self.nodes.get(n))
+                                .map(|n| n.name.clone())
+                                .unwrap_or_default()
+                        };
+                        if ga.task == "migrate_to" {
+                            OpKind::MigrateTo { target: name(t) }
+                        } else {
+                            OpKind::MigrateFrom { source: name(s) }
+                        }
+                    }
+                    other => {
+                        self.note(
+                            "DC",
+                            format!("T{tid} {other} is not executed by the simulator; confirmed"),
+                        );
+                        self.confirm(ai, false);
+                        return;
+                    }
+                };
+                let migrate = ga.migrate.map(|(s, t)| {
+                    let a = self.active.as_ref();
+                    let name = |i: usize| {
+                        a.and_then(|a| a.node_of.get(i))
+                            .and_then(|&n| self.nodes.get(n))
+                            .map(|n| n.name.clone())
+                            .unwrap_or_default()
+                    };
+                    (name(s), name(t))
+                });
+                self.stats.actions += 1;
+                self.start_op(
+                    ni,
+                    rsc,
+                    op,
+                    ga.interval_ms,
+                    Origin::Graph {
+                        transition: tid,
+                        action: ai,
+                    },
+                    migrate,
+                );
+                if let Some(a) = self.active.as_mut() {
+                    a.in_flight.entry(ai).or_insert(InFlight::Lost { node: ni });
+                }
+            }
+        }
+    }
+
+    fn timeout_for(&self, rsc: &str, task: &str, interval_ms: u64) -> u64 {
+        let _ = rsc;
+        match task {
+            "migrate_to" => self.opts.migrate_timeout_ms,
+            _ => {
+                let _ = interval_ms;
+                self.opts.op_timeout_ms
+            }
+        }
+    }
+
+    /// Sends one operation to a node's executor.
+    fn start_op(
+        &mut self,
+        ni: usize,
+        rsc: String,
+        op: OpKind,
+        interval_ms: u64,
+        origin: Origin,
+        migrate: Option<(String, String)>,
+    ) {
+        let node = self.nodes[ni].name.clone();
+        let task = op.task();
+        let (tid, ai) = match origin {
+            Origin::Graph { transition, action }
+            | Origin::Recurring {
+                transition, action, ..
+            } => (transition, action),
+        };
+        let detail = match &op {
+            OpKind::MigrateTo { target } => format!(" ->{target}"),
+            OpKind::MigrateFrom { source } => format!(" <-{source}"),
+            _ if interval_ms > 0 => format!(" every {interval_ms}ms"),
+            _ => String::new(),
+        };
+        if matches!(origin, Origin::Graph { .. }) {
+            self.note(&node, format!("{rsc} {task}{detail} sent (T{tid} a{ai})"));
+        }
+        // record-pending (Pacemaker 2.1's default; always on for migrate_to): the DC writes the
+        // action as pending before the result, so a node lost meanwhile still shows it.
+        let pending = (interval_ms == 0 && task != "monitor").then(|| OpResult {
+            rsc: rsc.clone(),
+            task: task.into(),
+            interval_ms: 0,
+            rc: 193,
+            op_status: -1,
+            expected_rc: 0,
+            action_id: ai,
+            transition_id: tid,
+            migrate: migrate.clone(),
+            exit_reason: None,
+        });
+        if let Some(r) = &pending {
+            let now_s = record::now_s(self.now_ms());
+            if let Some(st) = record::node_state(&mut self.cib, &node) {
+                let mut view = NodeLrm {
+                    lrm: std::mem::take(&mut st.lrm),
+                    ..NodeLrm::default()
+                };
+                view.record_pending(r, now_s);
+                st.lrm = view.lrm;
+            }
+        }
+        if task == "migrate_to" {
+            self.migration_open.insert(rsc.clone());
+        }
+        if task == "migrate_to" {
+            if let Some((vm, id, delay)) = self.remove_on_migrate.clone() {
+                if vm == rsc {
+                    self.remove_on_migrate = None;
+                    self.after(delay, Ev::Heal(Heal::Constraint(id)));
+                }
+            }
+        }
+        if !self.nodes[ni].powered {
+            self.note(
+                &node,
+                format!("{rsc} {task}: node is dead, no answer will come"),
+            );
+            return;
+        }
+        if self.world.is_isolated(&node) {
+            self.note(
+                &node,
+                format!("{rsc} {task}: node cut off, the request waits in the network"),
+            );
+            self.nodes[ni].held_sends.push(HeldSend {
+                rsc,
+                op,
+                interval_ms,
+                origin,
+                pending,
+            });
+            return;
+        }
+        self.execute_op(ni, rsc, op, interval_ms, origin, pending);
+    }
+
+    /// The node's executor receives the request and runs it.
+    fn execute_op(
+        &mut self,
+        ni: usize,
+        rsc: String,
+        op: OpKind,
+        interval_ms: u64,
+        origin: Origin,
+        pending: Option<OpResult>,
+    ) {
+        let task = op.task();
+        let (tid, ai) = match origin {
+            Origin::Graph { transition, action }
+            | Origin::Recurring {
+                transition, action, ..
+            } => (transition, action),
+        };
+        // A stop or a migration away cancels the recurring monitor here.
+        if matches!(op, OpKind::Stop | OpKind::MigrateTo { .. }) {
+            self.nodes[ni].recurring.remove(&rsc);
+        }
+        if let Some(r) = &pending {
+            let now_s = record::now_s(self.now_ms());
+            self.nodes[ni].hist.record_pending(r, now_s);
+        }
+        if interval_ms > 0 {
+            self.generation_seq += 1;
+            let generation = self.generation_seq;
+            self.nodes[ni]
+                .recurring
+                .insert(rsc.clone(), (interval_ms, generation, tid, ai));
+        }
+        let timeout_ms = self.timeout_for(&rsc, task, interval_ms);
+        let id = self.spawn_op(ni, &rsc, &op, timeout_ms);
+        self.tasks.insert(
+            id,
+            TaskInfo {
+                node: ni,
+                rsc,
+                op,
+                interval_ms,
+                origin: origin.clone(),
+                started_ms: self.now_ms(),
+                kill_reason: None,
+            },
+        );
+        if let (Origin::Graph { action, transition }, Some(a)) = (&origin, self.active.as_mut()) {
+            if a.id == *transition {
+                a.in_flight.insert(*action, InFlight::Task(id));
+            }
+        }
+        self.after(timeout_ms, Ev::OpTimeout(id));
+        let st = self.kernel.resume(id);
+        self.after_resume(id, st);
+    }
+
+    /// Starts the agent (or, for the fencing device, the fencer's trivial agent) on a task.
+    fn spawn_op(&mut self, ni: usize, rsc: &str, op: &OpKind, timeout_ms: u64) -> TaskId {
+        let node = self.nodes[ni].name.clone();
+        let clock = self.kernel.clock();
+        if rsc == record::FENCE_ID {
+            let code = match op {
+                OpKind::Monitor if !self.nodes[ni].fence_device => OcfExitCode::NotRunning,
+                _ => OcfExitCode::Success,
+            };
+            return self.kernel.spawn(move || {
+                use highlander_agent::clock::Clock;
+                clock.sleep_ms(EXEC_STARTUP_MS);
+                Outcome::code_only(code)
+            });
+        }
+        let hv = self.world.hv(&node);
+        let remote = match op {
+            OpKind::MigrateTo { target: other } | OpKind::MigrateFrom { source: other } => {
+                Some(RemoteHv {
+                    hv: self.world.hv(other),
+                    from: node.clone(),
+                })
+            }
+            _ => None,
+        };
+        let vm = rsc.to_owned();
+        let op = op.clone();
+        self.kernel.spawn(move || {
+            use highlander_agent::clock::Clock;
+            clock.sleep_ms(EXEC_STARTUP_MS);
+            executor::run(hv, remote, clock, &vm, &op, timeout_ms)
+        })
+    }
+
+    pub(crate) fn after_resume(&mut self, id: TaskId, st: TaskState) {
+        if state_is_live(&st) {
+            if let TaskState::Sleeping { until_ms } = st {
+                self.at(until_ms, Ev::Wake(id));
+            }
+            return;
+        }
+        let Some(info) = self.tasks.remove(&id) else {
+            return;
+        };
+        let (rc, status, reason) = match st {
+            TaskState::Done(Outcome { code, reason, .. }) => (i32::from(code), 0, reason),
+            TaskState::Killed => match info.kill_reason {
+                Some("timeout") => (1, 2, Some("action timed out".to_string())),
+                Some("node") => return,
+                _ => (1, 4, Some("agent killed by signal 9".to_string())),
+            },
+            TaskState::Panicked(p) => {
+                self.violate(
+                    "agent",
+                    format!(
+                        "{} {} on {} panicked: {p}",
+                        info.rsc,
+                        info.op.task(),
+                        self.nodes[info.node].name
+                    ),
+                );
+                (1, 4, Some(p))
+            }
+            TaskState::Ready | TaskState::Sleeping { .. } => return,
+        };
+        self.op_finished(info, rc, status, reason);
+    }
+
+    fn op_finished(&mut self, info: TaskInfo, rc: i32, op_status: i32, reason: Option<String>) {
+        let ni = info.node;
+        let node = self.nodes[ni].name.clone();
+        let task = info.op.task();
+        let (tid, ai, recurring_gen) = match info.origin {
+            Origin::Graph { transition, action } => (transition, action, None),
+            Origin::Recurring {
+                generation,
+                transition,
+                action,
+            } => (transition, action, Some(generation)),
+        };
+        if let Some(g) = recurring_gen {
+            // Cancelled meanwhile?
+            if self.nodes[ni].recurring.get(&info.rsc).map(|r| r.1) != Some(g) {
+                return;
+            }
+        }
+        let probe = task == "monitor" && info.interval_ms == 0;
+        let migrate = match &info.op {
+            OpKind::MigrateTo { target } => Some((node.clone(), target.clone())),
+            OpKind::MigrateFrom { source } => Some((source.clone(), node.clone())),
+            _ => None,
+        };
+        let r = OpResult {
+            rsc: info.rsc.clone(),
+            task: task.into(),
+            interval_ms: info.interval_ms,
+            rc,
+            op_status,
+            expected_rc: if probe { 7 } else { 0 },
+            action_id: ai,
+            transition_id: tid,
+            migrate,
+            exit_reason: reason.clone(),
+        };
+        let took = self.now_ms() - info.started_ms;
+        let failed = r.failed();
+        if recurring_gen.is_some() {
+            // Recurring results are written only when they change.
+            let last = self.nodes[ni]
+                .hist
+                .lrm
+                .iter()
+                .find(|l| l.id == info.rsc)
+                .and_then(|l| l.ops.iter().find(|o| o.interval_ms == info.interval_ms))
+                .map(|o| (o.rc_code, o.op_status));
+            if last == Some((rc, op_status)) {
+                self.schedule_recurring(ni, &info.rsc);
+                return;
+            }
+        }
+        let verdict = if failed { "FAILED" } else { "ok" };
+        let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
+        self.note(
+            &node,
+            format!(
+                "{} {task} -> rc={rc} status={op_status} {verdict} in {took}ms{why}",
+                info.rsc
+            ),
+        );
+        if task == "migrate_from" && !failed {
+            self.stats.migrations_ok += 1;
+            self.migration_open.remove(&info.rsc);
+        }
+
+        if info.rsc == record::FENCE_ID && !failed {
+            match task {
+                "start" => self.nodes[ni].fence_device = true,
+                "stop" => self.nodes[ni].fence_device = false,
+                _ => {}
+            }
+        }
+        let now_s = record::now_s(self.now_ms());
+        let fatal = true;
+        self.nodes[ni].hist.record(&r, now_s, fatal);
+        if recurring_gen.is_some() || info.interval_ms > 0 {
+            self.schedule_recurring(ni, &info.rsc);
+        }
+        if self.world.is_isolated(&node) {
+            self.nodes[ni].held.push((r, recurring_gen.is_some()));
+            return;
+        }
+        if self.nodes[ni].member != Member::Up {
+            return;
+        }
+        self.publish(ni);
+        self.deliver(r, recurring_gen.is_some());
+    }
+
+    /// The DC receives one result.
+    fn deliver(&mut self, r: OpResult, recurring: bool) {
+        let failed = r.failed();
+        let ours = self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.id == r.transition_id && a.in_flight.contains_key(&r.action_id));
+        if ours && !recurring {
+            self.confirm(r.action_id, failed);
+            self.pump();
+        } else if failed {
+            self.cib_changed(&format!(
+                "{} {} result rc={} from outside the transition",
+                r.rsc, r.task, r.rc
+            ));
+        } else if recurring {
+            // First result of a recurring monitor confirms its graph action.
+            if ours {
+                self.confirm(r.action_id, false);
+                self.pump();
+            }
+        }
+    }
+
+    fn schedule_recurring(&mut self, ni: usize, rsc: &str) {
+        if let Some(&(interval, generation, _, _)) = self.nodes[ni].recurring.get(rsc) {
+            self.after(
+                interval,
+                Ev::Monitor {
+                    node: ni,
+                    rsc: rsc.to_owned(),
+                    generation,
+                },
+            );
+        }
+    }
+
+    fn recurring_due(&mut self, ni: usize, rsc: &str, generation: u64) {
+        let Some(&(interval, g, tid, ai)) = self.nodes[ni].recurring.get(rsc) else {
+            return;
+        };
+        if g != generation || !self.nodes[ni].powered {
+            return;
+        }
+        let busy = self.tasks.values().any(|t| t.node == ni && t.rsc == rsc);
+        if busy {
+            self.after(
+                interval,
+                Ev::Monitor {
+                    node: ni,
+                    rsc: rsc.to_owned(),
+                    generation,
+                },
+            );
+            return;
+        }
+        let timeout_ms = self.opts.op_timeout_ms;
+        let id = self.spawn_op(ni, rsc, &OpKind::Monitor, timeout_ms);
+        self.tasks.insert(
+            id,
+            TaskInfo {
+                node: ni,
+                rsc: rsc.to_owned(),
+                op: OpKind::Monitor,
+                interval_ms: interval,
+                origin: Origin::Recurring {
+                    generation,
+                    transition: tid,
+                    action: ai,
+                },
+                started_ms: self.now_ms(),
+                kill_reason: None,
+            },
+        );
+        self.after(timeout_ms, Ev::OpTimeout(id));
+        let st = self.kernel.resume(id);
+        self.after_resume(id, st);
+    }
+
+    // ---------------------------------------------------------------- nodes and fencing
+
+    /// Kills every agent running on a node (its power went away); no results come from them.
+    pub fn kill_tasks_on(&mut self, ni: usize) {
+        let ids: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.node == ni)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            if let Some(t) = self.tasks.get_mut(&id) {
+                t.kill_reason = Some("node");
+            }
+            let st = self.kernel.kill(id);
+            self.after_resume(id, st);
+        }
+        self.nodes[ni].recurring.clear();
+    }
+
+    /// Power goes off (crash, fence, end of shutdown).
+    pub fn power_off(&mut self, ni: usize) -> Vec<String> {
+        self.kill_tasks_on(ni);
+        self.nodes[ni].powered = false;
+        self.nodes[ni].fence_device = false;
+        self.nodes[ni].held.clear();
+        self.nodes[ni].held_sends.clear();
+        let name = self.nodes[ni].name.clone();
+        self.world.power_off(&name)
+    }
+
+    fn do_shutdown(&mut self, ni: usize) {
+        let name = self.nodes[ni].name.clone();
+        let running: Vec<String> = self
+            .vms
+            .iter()
+            .filter(|vm| self.world.running_on(vm).contains(&name))
+            .cloned()
+            .collect();
+        if !running.is_empty() {
+            self.violate(
+                "vm-lost",
+                format!(
+                    "{name} shuts down while {} still run there",
+                    running.join(",")
+                ),
+            );
+        }
+        self.power_off(ni);
+        self.nodes[ni].hist = NodeLrm {
+            call_id: self.nodes[ni].hist.call_id,
+            ..NodeLrm::default()
+        };
+        self.nodes[ni].shutting_down = false;
+        self.publish(ni);
+        self.set_member(ni, Member::Down);
+        self.lose_actions_on(ni);
+        self.note(&name, "shut down cleanly, left the cluster");
+        let reboot = self.opts.reboot_ms;
+        self.after(reboot, Ev::Boot { node: ni });
+        self.cib_changed("node left");
+    }
+
+    fn fence_done(&mut self, ni: usize, transition: i64, action: usize) {
+        self.fence_pending.remove(&ni);
+        let name = self.nodes[ni].name.clone();
+        let fail = self.phase == Phase::Safety && self.rng.chance(self.opts.fence_fail_per_mille);
+        let ours = self.active.as_ref().is_some_and(|a| a.id == transition);
+        if fail {
+            self.note("FENCE", format!("fencing {name} FAILED"));
+            if ours {
+                self.confirm(action, true);
+                self.pump();
+            }
+            return;
+        }
+        let killed = self.power_off(ni);
+        self.world.reconnect(&name);
+        self.nodes[ni].hist = NodeLrm {
+            call_id: self.nodes[ni].hist.call_id,
+            ..NodeLrm::default()
+        };
+        self.nodes[ni].shutting_down = false;
+        self.publish(ni);
+        self.set_member(ni, Member::Down);
+        self.lose_actions_on(ni);
+        let lost = if killed.is_empty() {
+            String::new()
+        } else {
+            format!(" (destroyed: {})", killed.join(","))
+        };
+        self.note("FENCE", format!("{name} fenced: powered off{lost}"));
+        let reboot = self.opts.reboot_ms;
+        self.after(reboot, Ev::Boot { node: ni });
+        if ours {
+            self.confirm(action, false);
+        }
+        self.cib_changed("node fenced");
+    }
+
+    /// Membership notices that a node is gone (crash or isolation).
+    fn detect(&mut self, ni: usize) {
+        let name = self.nodes[ni].name.clone();
+        let gone = !self.nodes[ni].powered || self.world.is_isolated(&name);
+        if !gone || self.nodes[ni].member != Member::Up {
+            return;
+        }
+        self.nodes[ni].held.clear();
+        self.nodes[ni].held_sends.clear();
+        self.set_member(ni, Member::Lost);
+        self.note("MEMBER", format!("{name} lost (unclean)"));
+        self.lose_actions_on(ni);
+        self.cib_changed("node lost");
+    }
+
+    /// The node left the membership: actions in flight there will never answer, so the DC
+    /// counts them as failed (Pacemaker's "incompletable" actions).
+    fn lose_actions_on(&mut self, ni: usize) {
+        let lost: Vec<usize> = self
+            .active
+            .as_ref()
+            .map(|a| {
+                a.in_flight
+                    .iter()
+                    .filter(|&(&ai, f)| {
+                        let here =
+                            a.graph.actions[ai].node.and_then(|n| a.node_of.get(n)) == Some(&ni);
+                        match f {
+                            InFlight::Fence => false,
+                            InFlight::Lost { node } => *node == ni,
+                            InFlight::Task(id) => {
+                                here || self.tasks.get(id).is_some_and(|t| t.node == ni)
+                            }
+                        }
+                    })
+                    .map(|(&ai, _)| ai)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for ai in lost {
+            self.confirm(ai, true);
+        }
+    }
+
+    fn boot(&mut self, ni: usize) {
+        let name = self.nodes[ni].name.clone();
+        if self.nodes[ni].powered && self.nodes[ni].member == Member::Up {
+            return;
+        }
+        self.nodes[ni].powered = true;
+        self.world.power_on(&name);
+        self.world.reconnect(&name);
+        self.nodes[ni].hist = NodeLrm {
+            call_id: self.nodes[ni].hist.call_id,
+            ..NodeLrm::default()
+        };
+        self.publish(ni);
+        self.set_member(ni, Member::Up);
+        self.note("MEMBER", format!("{name} booted and joined"));
+        self.cib_changed("node joined");
+    }
+
+    pub fn heal(&mut self, h: Heal) {
+        match h {
+            Heal::Daemon(ni) => {
+                let name = self.nodes[ni].name.clone();
+                if self.world.daemon(&name) != highlander_agent::mem::Daemon::Up
+                    && self.nodes[ni].powered
+                {
+                    self.world
+                        .set_daemon(&name, highlander_agent::mem::Daemon::Up);
+                    self.note("HEAL", format!("libvirtd on {name} back"));
+                }
+            }
+            Heal::Constraint(id) => {
+                if record::remove_location(&mut self.cib, &id) {
+                    self.note("ADMIN", format!("constraint {id} removed"));
+                    self.cib_changed("configuration change");
+                }
+            }
+            Heal::Standby(ni) => {
+                if self.nodes[ni].standby {
+                    self.nodes[ni].standby = false;
+                    let name = self.nodes[ni].name.clone();
+                    record::set_node_attr(&mut self.cib, &name, "standby", None);
+                    self.note("ADMIN", format!("{name} restored (standby off)"));
+                    self.cib_changed("configuration change");
+                }
+            }
+            Heal::Reconnect(ni) => {
+                let name = self.nodes[ni].name.clone();
+                if !self.world.is_isolated(&name) || self.nodes[ni].member != Member::Up {
+                    return;
+                }
+                self.world.reconnect(&name);
+                self.note(
+                    "NET",
+                    format!("{name} reconnected before membership noticed"),
+                );
+                let held = std::mem::take(&mut self.nodes[ni].held);
+                let sends = std::mem::take(&mut self.nodes[ni].held_sends);
+                self.publish(ni);
+                for (r, recurring) in held {
+                    self.deliver(r, recurring);
+                }
+                for h in sends {
+                    self.execute_op(ni, h.rsc, h.op, h.interval_ms, h.origin, h.pending);
+                }
+            }
+        }
+    }
+
+    fn start_liveness(&mut self) {
+        if self.phase != Phase::Safety {
+            return;
+        }
+        self.note("SIM", "faults stop; healing; liveness phase");
+        self.phase = Phase::Liveness {
+            since_ms: self.now_ms(),
+            since_transitions: self.stats.transitions,
+        };
+        self.world.clear_faults();
+        for ni in 0..self.nodes.len() {
+            self.heal(Heal::Daemon(ni));
+            self.heal(Heal::Standby(ni));
+        }
+        let ids: Vec<String> = self
+            .cib
+            .locations
+            .iter()
+            .filter(|l| l.id.starts_with("cli-"))
+            .map(|l| l.id.clone())
+            .collect();
+        for id in ids {
+            self.heal(Heal::Constraint(id));
+        }
+        // crm_resource --cleanup, once every node is back (see `admin_cleanup`).
+        self.cleanup_pending = true;
+        self.cib_changed("liveness phase");
+    }
+
+    /// `crm_resource --cleanup`, as an administrator runs it after the faults: every resource with
+    /// a failure recorded forgets its history and fail counts, and is probed again. Only when every
+    /// node is up and reachable: a cleanup that erases the history a cut-off node still holds
+    /// makes the DC forget a copy that may run there.
+    fn admin_cleanup(&mut self) {
+        // Nor while a node is shutting down: pengine then plans the re-probes and the
+        // do_shutdown together, unordered (open question in the report).
+        let healthy = self.nodes.iter().all(|n| {
+            n.powered
+                && n.member == Member::Up
+                && !n.shutting_down
+                && !self.world.is_isolated(&n.name)
+        });
+        if !self.cleanup_pending || !healthy {
+            return;
+        }
+        self.cleanup_pending = false;
+        let failed: Vec<String> = self
+            .vms
+            .iter()
+            .filter(|vm| self.nodes.iter().any(|n| n.hist.has_failure(vm)))
+            .cloned()
+            .collect();
+        for vm in &failed {
+            for ni in 0..self.nodes.len() {
+                self.nodes[ni].hist.cleanup(vm);
+                self.publish(ni);
+            }
+        }
+        if !failed.is_empty() {
+            self.note(
+                "ADMIN",
+                format!("crm_resource --cleanup ({})", failed.join(",")),
+            );
+        }
+    }
+
+    /// Whether every enabled VM runs exactly once, by the hypervisors.
+    pub fn converged(&self) -> bool {
+        self.vms
+            .iter()
+            .all(|vm| self.world.running_on(vm).len() == 1)
+    }
+
+    pub fn phase_done(&mut self) {
+        self.phase = Phase::Done;
+    }
+}
