@@ -411,7 +411,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
         if let Top::Group(gi) = *t {
-            group_actions(obs, &mut plan, gi);
+            group_actions(obs, desired, &mut plan, gi);
         }
     }
     // Stops release load before starts consume it.
@@ -458,13 +458,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     plan
 }
 
-fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
+fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) {
     let members = obs.groups[gi].members.clone();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
     let any_start = starts.iter().any(|s| !s.is_empty());
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
+    // A group that stops but keeps members placed restarts: its start pseudo action follows.
+    let keeps_members = members.iter().any(|&m| desired.assigned[m].is_some())
+        && members
+            .iter()
+            .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
+    if !any_start && any_stop && keeps_members {
+        let mut a = act(Kind::GroupStart, None, None);
+        a.group = Some(gi);
+        a.pseudo = true;
+        ids[0] = Some(plan.add(a));
+    }
     if any_start {
         let mut a = act(Kind::GroupStart, None, None);
         a.group = Some(gi);
