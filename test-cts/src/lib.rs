@@ -2,10 +2,10 @@
 //!
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
+pub mod cluster;
 pub mod libvirt;
 pub mod ocf;
 pub mod process;
-pub mod cluster;
 pub mod shared;
-pub mod watcher;
 pub mod sim;
+pub mod watcher;
