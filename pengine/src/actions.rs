@@ -179,8 +179,31 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         a.reason = Some(reason.clone());
         fence_ids.push(plan.add(a));
     }
-    for w in fence_ids.windows(2) {
-        plan.edge(w[0], w[1]);
+    // The DC is fenced last; the others one after another unless concurrent-fencing is set.
+    let concurrent = obs
+        .option("concurrent-fencing")
+        .map(crate::cib::is_true)
+        .unwrap_or(false);
+    let dc_fence: Option<usize> = rec
+        .fence
+        .iter()
+        .zip(&fence_ids)
+        .find(|((ni, _), _)| obs.nodes[*ni].is_dc)
+        .map(|(_, &id)| id);
+    let others: Vec<usize> = fence_ids
+        .iter()
+        .copied()
+        .filter(|&id| Some(id) != dc_fence)
+        .collect();
+    if !concurrent {
+        for w in others.windows(2) {
+            plan.edge(w[0], w[1]);
+        }
+    }
+    if let Some(dc) = dc_fence {
+        for &o in &others {
+            plan.edge(o, dc);
+        }
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
     // With a placement strategy, every node gets a load_stopped pseudo action.

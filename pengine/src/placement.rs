@@ -658,7 +658,46 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             });
         }
     }
-    // Dependents pull the primary toward their preferences (positive, finite colocations).
+    // Dependents pull the primary toward their preferences (positive colocations, scaled by
+    // score/INFINITY); a dependent that would leave no node at all is ignored (rolled back).
+    let dependents: Vec<(Unit, i64)> = ctx
+        .cib
+        .colocations
+        .iter()
+        .filter(|c| unit_ids.contains(&c.with_rsc) && c.score > 0)
+        .filter_map(|c| {
+            unit_of(obs, &c.rsc)
+                .filter(|d| *d != u)
+                .map(|d| (d, c.score))
+        })
+        .collect();
+    for (d, score) in dependents {
+        let dkey = unit_key(obs, d);
+        if dkey == usize::MAX || ctx.done[dkey] {
+            continue;
+        }
+        let dscores = base_scores(ctx, dkey);
+        ctx.desired.trace[dkey].clear();
+        let mut combined = scores.clone();
+        for (ni, v) in combined.iter_mut() {
+            let dv = dscores
+                .get(ni)
+                .copied()
+                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY });
+            let scaled = if dv <= -INFINITY || dv >= INFINITY {
+                dv
+            } else {
+                dv * score / INFINITY
+            };
+            *v = add_score(*v, scaled);
+        }
+        let any_left = combined
+            .iter()
+            .any(|(&ni, &v)| v > -INFINITY && node_available(obs, ni));
+        if any_left {
+            scores = combined;
+        }
+    }
     // Filters: availability and utilization.
     let running: Vec<usize> = obs.resources[members[0]].running_on.clone();
     let mut candidates: Vec<(usize, i64)> = Vec::new();
