@@ -179,8 +179,31 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         a.reason = Some(reason.clone());
         fence_ids.push(plan.add(a));
     }
-    for w in fence_ids.windows(2) {
-        plan.edge(w[0], w[1]);
+    // The DC is fenced last; the others one after another unless concurrent-fencing is set.
+    let concurrent = obs
+        .option("concurrent-fencing")
+        .map(crate::cib::is_true)
+        .unwrap_or(false);
+    let dc_fence: Option<usize> = rec
+        .fence
+        .iter()
+        .zip(&fence_ids)
+        .find(|((ni, _), _)| obs.nodes[*ni].is_dc)
+        .map(|(_, &id)| id);
+    let others: Vec<usize> = fence_ids
+        .iter()
+        .copied()
+        .filter(|&id| Some(id) != dc_fence)
+        .collect();
+    if !concurrent {
+        for w in others.windows(2) {
+            plan.edge(w[0], w[1]);
+        }
+    }
+    if let Some(dc) = dc_fence {
+        for &o in &others {
+            plan.edge(o, dc);
+        }
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
     // With a placement strategy, every node gets a load_stopped pseudo action.
@@ -411,7 +434,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
         if let Top::Group(gi) = *t {
-            group_actions(obs, &mut plan, gi);
+            group_actions(obs, desired, &mut plan, gi);
         }
     }
     // Stops release load before starts consume it.
@@ -458,13 +481,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     plan
 }
 
-fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
+fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) {
     let members = obs.groups[gi].members.clone();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
     let any_start = starts.iter().any(|s| !s.is_empty());
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
+    // A group that stops but keeps members placed restarts: its start pseudo action follows.
+    let keeps_members = members.iter().any(|&m| desired.assigned[m].is_some())
+        && members
+            .iter()
+            .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
+    if !any_start && any_stop && keeps_members {
+        let mut a = act(Kind::GroupStart, None, None);
+        a.group = Some(gi);
+        a.pseudo = true;
+        ids[0] = Some(plan.add(a));
+    }
     if any_start {
         let mut a = act(Kind::GroupStart, None, None);
         a.group = Some(gi);

@@ -911,7 +911,12 @@ fn unpack_lrm_resource(
         }
         if mask_probe {
             role = Role::Stopped;
-            rsc.failed_probes.push((ni, op.rc_code));
+            // Shown in the status only when the entry names its node (on_node).
+            if let Some(on) = op.element.attr("on_node") {
+                if let Some(pn) = nodes.iter().position(|n| n.uname == on) {
+                    rsc.failed_probes.push((pn, op.rc_code));
+                }
+            }
             rsc.history_bans
                 .push((Some(ni), -INFINITY, "masked-probe-failure".into()));
             continue;

@@ -629,6 +629,10 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     // Apply colocations with already-placed units.
     for (ci, w, score) in &cols {
         let wkey = unit_key(obs, *w);
+        // A colocation loop: the primary is still being placed, so it cannot constrain us yet.
+        if wkey != usize::MAX && ctx.in_progress[wkey] && !ctx.done[wkey] {
+            continue;
+        }
         let placed = ctx.desired.assigned.get(wkey).copied().flatten();
         let c = &ctx.cib.colocations[*ci];
         if *score >= INFINITY {
