@@ -440,7 +440,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
                 continue;
             };
             if o.task != Task::MigrateTo
-                || (s_node == source && o.call_id == m.call_id)
+                || (s_node == source && o == m)
                 || t >= history.len()
                 || t == s_node
                 || matches!(o.answer, Answer::Failed | Answer::NotRunning)
