@@ -278,3 +278,82 @@ pub fn known_gap(sim: &Sim, checker: &str, message: &str) -> Option<&'static str
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::options::{Options, PlannerKind, Profile};
+    use pengine::graph::{EventKind, GraphAction};
+
+    fn action(key: &str) -> GraphAction {
+        GraphAction {
+            key: key.into(),
+            task: "start".into(),
+            rsc: None,
+            node: None,
+            interval_ms: 0,
+            event: EventKind::Pseudo,
+            runnable: true,
+            migrate: None,
+            expected_rc: 0,
+        }
+    }
+
+    #[test]
+    fn a_cycle_is_named_and_a_dag_passes() {
+        let mut g = TransitionGraph::default();
+        for k in ["a", "b", "c", "d"] {
+            g.actions.push(action(k));
+        }
+        g.edges = vec![(0, 1), (1, 2), (0, 3)];
+        assert_eq!(check_acyclic(&g), Ok(()));
+        g.edges.push((2, 1));
+        assert_eq!(check_acyclic(&g), Err("cycle through b, c".to_string()));
+        g.edges = vec![(0, 9)];
+        assert!(check_acyclic(&g).is_err(), "an edge to a missing action");
+    }
+
+    #[test]
+    fn sending_to_a_lost_or_fenced_node_is_a_violation() {
+        let mut sim =
+            Sim::new(Options::draw(1, PlannerKind::Pengine, Profile::Full)).expect("a cluster");
+        on_send(&mut sim, 0, "vm1_start_0");
+        assert!(sim.violation.is_none(), "node1 is up");
+        sim.fence_pending.insert(1);
+        on_send(&mut sim, 1, "vm1_stop_0");
+        let v = sim.violation.clone().expect("node2 is being fenced");
+        assert_eq!(v.checker, "down-node");
+        assert_eq!(v.message, "vm1_stop_0 sent to node2, which is being fenced");
+        let mut sim =
+            Sim::new(Options::draw(1, PlannerKind::Pengine, Profile::Full)).expect("a cluster");
+        sim.nodes[2].member = Member::Down;
+        on_send(&mut sim, 2, "vm2_start_0");
+        assert_eq!(
+            sim.violation.map(|v| v.message),
+            Some("vm2_start_0 sent to node3, which is down".to_string())
+        );
+    }
+
+    #[test]
+    fn a_vm_on_two_hypervisors_is_caught_from_the_hypervisors_not_the_cib() {
+        let mut sim =
+            Sim::new(Options::draw(1, PlannerKind::Pengine, Profile::Full)).expect("a cluster");
+        let xml = crate::sim::world::domain_xml("vm1");
+        use highlander_agent::hypervisor::Hypervisor;
+        sim.world
+            .hv("node1")
+            .create(&xml, 100)
+            .expect("create on node1");
+        after_event(&mut sim);
+        assert!(sim.violation.is_none());
+        sim.world
+            .hv("node2")
+            .create(&xml, 100)
+            .expect("create on node2");
+        after_event(&mut sim);
+        assert_eq!(
+            sim.violation.map(|v| (v.checker, v.message)),
+            Some(("two-nodes", "vm1 runs on node1 and node2".to_string()))
+        );
+    }
+}

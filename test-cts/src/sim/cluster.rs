@@ -82,11 +82,13 @@ pub enum Origin {
     Graph {
         transition: i64,
         action: usize,
+        expected_rc: i32,
     },
     Recurring {
         generation: u64,
         transition: i64,
         action: usize,
+        expected_rc: i32,
     },
 }
 
@@ -142,8 +144,8 @@ pub struct NodeSim {
     pub member: Member,
     pub powered: bool,
     pub hist: NodeLrm,
-    /// rsc -> (interval, generation, transition, action)
-    pub recurring: BTreeMap<String, (u64, u64, i64, usize)>,
+    /// rsc -> (interval, generation, transition, action, expected rc)
+    pub recurring: BTreeMap<String, (u64, u64, i64, usize, i32)>,
     /// Results waiting for the network (the node is isolated but not yet declared lost).
     pub held: Vec<(OpResult, bool)>,
     pub held_sends: Vec<HeldSend>,
@@ -758,6 +760,7 @@ impl Sim {
                     Origin::Graph {
                         transition: tid,
                         action: ai,
+                        expected_rc: ga.expected_rc,
                     },
                     migrate,
                 );
@@ -791,11 +794,18 @@ impl Sim {
     ) {
         let node = self.nodes[ni].name.clone();
         let task = op.task();
-        let (tid, ai) = match origin {
-            Origin::Graph { transition, action }
+        let (tid, ai, _) = match origin {
+            Origin::Graph {
+                transition,
+                action,
+                expected_rc,
+            }
             | Origin::Recurring {
-                transition, action, ..
-            } => (transition, action),
+                transition,
+                action,
+                expected_rc,
+                ..
+            } => (transition, action, expected_rc),
         };
         let detail = match &op {
             OpKind::MigrateTo { target } => format!(" ->{target}"),
@@ -877,11 +887,18 @@ impl Sim {
         pending: Option<OpResult>,
     ) {
         let task = op.task();
-        let (tid, ai) = match origin {
-            Origin::Graph { transition, action }
+        let (tid, ai, expected_rc) = match origin {
+            Origin::Graph {
+                transition,
+                action,
+                expected_rc,
+            }
             | Origin::Recurring {
-                transition, action, ..
-            } => (transition, action),
+                transition,
+                action,
+                expected_rc,
+                ..
+            } => (transition, action, expected_rc),
         };
         // A stop or a migration away cancels the recurring monitor here.
         if matches!(op, OpKind::Stop | OpKind::MigrateTo { .. }) {
@@ -896,7 +913,7 @@ impl Sim {
             let generation = self.generation_seq;
             self.nodes[ni]
                 .recurring
-                .insert(rsc.clone(), (interval_ms, generation, tid, ai));
+                .insert(rsc.clone(), (interval_ms, generation, tid, ai, expected_rc));
         }
         let timeout_ms = self.timeout_for(&rsc, task, interval_ms);
         let id = self.spawn_op(ni, &rsc, &op, timeout_ms);
@@ -912,7 +929,13 @@ impl Sim {
                 kill_reason: None,
             },
         );
-        if let (Origin::Graph { action, transition }, Some(a)) = (&origin, self.active.as_mut()) {
+        if let (
+            Origin::Graph {
+                action, transition, ..
+            },
+            Some(a),
+        ) = (&origin, self.active.as_mut())
+        {
             if a.id == *transition {
                 a.in_flight.insert(*action, InFlight::Task(id));
             }
@@ -994,13 +1017,18 @@ impl Sim {
         let ni = info.node;
         let node = self.nodes[ni].name.clone();
         let task = info.op.task();
-        let (tid, ai, recurring_gen) = match info.origin {
-            Origin::Graph { transition, action } => (transition, action, None),
+        let (tid, ai, expected_rc, recurring_gen) = match info.origin {
+            Origin::Graph {
+                transition,
+                action,
+                expected_rc,
+            } => (transition, action, expected_rc, None),
             Origin::Recurring {
                 generation,
                 transition,
                 action,
-            } => (transition, action, Some(generation)),
+                expected_rc,
+            } => (transition, action, expected_rc, Some(generation)),
         };
         if let Some(g) = recurring_gen {
             // Cancelled meanwhile?
@@ -1008,7 +1036,6 @@ impl Sim {
                 return;
             }
         }
-        let probe = task == "monitor" && info.interval_ms == 0;
         let migrate = match &info.op {
             OpKind::MigrateTo { target } => Some((node.clone(), target.clone())),
             OpKind::MigrateFrom { source } => Some((source.clone(), node.clone())),
@@ -1020,7 +1047,7 @@ impl Sim {
             interval_ms: info.interval_ms,
             rc,
             op_status,
-            expected_rc: if probe { 7 } else { 0 },
+            expected_rc,
             action_id: ai,
             transition_id: tid,
             migrate,
@@ -1105,7 +1132,7 @@ impl Sim {
     }
 
     fn schedule_recurring(&mut self, ni: usize, rsc: &str) {
-        if let Some(&(interval, generation, _, _)) = self.nodes[ni].recurring.get(rsc) {
+        if let Some(&(interval, generation, ..)) = self.nodes[ni].recurring.get(rsc) {
             self.after(
                 interval,
                 Ev::Monitor {
@@ -1118,7 +1145,7 @@ impl Sim {
     }
 
     fn recurring_due(&mut self, ni: usize, rsc: &str, generation: u64) {
-        let Some(&(interval, g, tid, ai)) = self.nodes[ni].recurring.get(rsc) else {
+        let Some(&(interval, g, tid, ai, expected_rc)) = self.nodes[ni].recurring.get(rsc) else {
             return;
         };
         if g != generation || !self.nodes[ni].powered {
@@ -1149,6 +1176,7 @@ impl Sim {
                     generation,
                     transition: tid,
                     action: ai,
+                    expected_rc,
                 },
                 started_ms: self.now_ms(),
                 kill_reason: None,

@@ -352,3 +352,112 @@ pub fn set_node_attr(cib: &mut Cib, node: &str, name: &str, value: Option<&str>)
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(task: &str, interval_ms: u64, rc: i32, expected_rc: i32) -> OpResult {
+        OpResult {
+            rsc: "vm1".into(),
+            task: task.into(),
+            interval_ms,
+            rc,
+            op_status: 0,
+            expected_rc,
+            action_id: 7,
+            transition_id: 3,
+            migrate: (task.starts_with("migrate")).then(|| ("node1".into(), "node2".into())),
+            exit_reason: None,
+        }
+    }
+
+    fn ids(h: &NodeLrm) -> Vec<(String, i64, i32)> {
+        h.lrm[0]
+            .ops
+            .iter()
+            .map(|o| (o.id.clone(), o.call_id, o.rc_code))
+            .collect()
+    }
+
+    #[test]
+    fn history_ids_call_ids_and_keys_follow_the_controller() {
+        let mut h = NodeLrm::default();
+        h.record(&result("monitor", 0, 7, 7), 100, true);
+        h.record(&result("start", 0, 0, 0), 101, true);
+        h.record(&result("monitor", 10_000, 0, 0), 102, true);
+        assert_eq!(
+            ids(&h),
+            vec![
+                ("vm1_last_0".into(), 2, 0),
+                ("vm1_monitor_10000".into(), 3, 0)
+            ]
+        );
+        let op = &h.lrm[0].ops[0];
+        assert_eq!(
+            op.transition_key.as_deref(),
+            Some("7:3:0:5e1a1a7e-0000-4000-8000-000000000001")
+        );
+        assert_eq!(
+            op.element.attr("transition-magic"),
+            Some("0:0;7:3:0:5e1a1a7e-0000-4000-8000-000000000001")
+        );
+        // record-pending, then the result under the same id; the migration keeps its own entry
+        // and the recurring monitor is cancelled by the migration away.
+        h.record_pending(&result("migrate_to", 0, 0, 0), 103);
+        let pending = h.lrm[0]
+            .ops
+            .iter()
+            .find(|o| o.id == "vm1_migrate_to_0")
+            .cloned();
+        let pending = pending.expect("pending entry");
+        assert_eq!(
+            (pending.call_id, pending.rc_code, pending.op_status),
+            (-1, 193, -1)
+        );
+        h.record(&result("migrate_to", 0, 0, 0), 104, true);
+        assert_eq!(
+            ids(&h),
+            vec![
+                ("vm1_last_0".into(), 2, 0),
+                ("vm1_migrate_to_0".into(), 4, 0)
+            ]
+        );
+        let m = &h.lrm[0].ops[1];
+        assert_eq!(
+            (m.migrate_source.as_deref(), m.migrate_target.as_deref()),
+            (Some("node1"), Some("node2"))
+        );
+    }
+
+    #[test]
+    fn failures_count_and_a_failed_start_is_fatal() {
+        let mut h = NodeLrm::default();
+        h.record(&result("monitor", 10_000, 1, 0), 200, true);
+        h.record(&result("monitor", 10_000, 1, 0), 201, true);
+        assert_eq!(
+            h.attrs
+                .get("fail-count-vm1#monitor_10000")
+                .map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(
+            h.attrs
+                .get("last-failure-vm1#monitor_10000")
+                .map(String::as_str),
+            Some("201")
+        );
+        h.record(&result("start", 0, 1, 0), 202, true);
+        assert_eq!(
+            h.attrs.get("fail-count-vm1#start_0").map(String::as_str),
+            Some("INFINITY")
+        );
+        assert!(h.lrm[0].ops.iter().any(|o| o.id == "vm1_last_failure_0"));
+        // A probe that finds the VM running is not a failure to count.
+        h.record(&result("monitor", 0, 0, 7), 203, true);
+        assert!(!h.attrs.contains_key("fail-count-vm1#monitor_0"));
+        assert!(h.has_failure("vm1"));
+        h.cleanup("vm1");
+        assert!(!h.has_failure("vm1") && h.lrm.is_empty() && h.attrs.is_empty());
+    }
+}
