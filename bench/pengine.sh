@@ -103,7 +103,7 @@ report() {
             gp = (p[4] == "ok" && pp > 0) ? sprintf("%.2f", log(p[2] / pp) / log($4 / pr)) : "n/a"
             gc = "n/a"
             if (cps == "ok" && cp > 0 && c[4] == "ok") gc = sprintf("%.2f", log(c[2] / cp) / log($4 / pr))
-            if (cps == "ok" && cp > 0 && c[4] == "stopped") gc = sprintf("> %.2f", log(c[2] / cp) / log($4 / pr))
+            if (cps == "ok" && cp > 0 && c[4] == "stopped" && c[2] > cp) gc = sprintf("> %.2f", log(c[2] / cp) / log($4 / pr))
             printf "Growth %d -> %d primitives on %d nodes: CPU time ~ size^k with k = %s (crm_simulate), %s (pengine).\n", pr, $4, $3, gc, gp
         }
         pn = $3; pr = $4; cp = c[2]; cps = c[4]; pp = p[2]
