@@ -95,17 +95,21 @@ pub enum VmAgent {
 }
 
 impl VmAgent {
-    /// `HIGHLANDER_CLUSTER_AGENT=heartbeat` (default) or `highlander`; the latter takes the
-    /// binaries from the directory `HIGHLANDER_AGENT_DIR` or the workspace's `target/release`.
+    /// `HIGHLANDER_CLUSTER_AGENT=highlander` (default: the suite tests our agent) or
+    /// `heartbeat` (the stock agent, for comparison). Ours is taken from the directory
+    /// `HIGHLANDER_AGENT_DIR`, else built for the running profile (`test_cts::ocf`).
     pub fn from_env() -> Result<VmAgent, ClusterError> {
         match std::env::var("HIGHLANDER_CLUSTER_AGENT").as_deref() {
-            Err(_) | Ok("heartbeat") | Ok("") => Ok(VmAgent::Heartbeat),
-            Ok("highlander") => {
-                let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| {
-                        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
-                    });
+            Ok("heartbeat") => Ok(VmAgent::Heartbeat),
+            Err(_) | Ok("") | Ok("highlander") => {
+                let dir = match std::env::var_os("HIGHLANDER_AGENT_DIR") {
+                    Some(dir) => PathBuf::from(dir),
+                    None => crate::ocf::highlander_agent()
+                        .map_err(ClusterError::Setup)?
+                        .parent()
+                        .map(PathBuf::from)
+                        .unwrap_or_default(),
+                };
                 if dir.join("VirtualDomain").is_file() {
                     Ok(VmAgent::Highlander(dir))
                 } else {

@@ -1,7 +1,7 @@
 //! `cluster-demo`: a local two-node corosync + Pacemaker cluster with one tiny VM, live-migrated
 //! back and forth by Pacemaker while it prints what Pacemaker and the agent do; then torn down.
 //!
-//! Usage: `cluster-demo [heartbeat|highlander] [moves]` (root; default: heartbeat, 2 moves).
+//! Usage: `cluster-demo [highlander|heartbeat] [moves]` (root; default: highlander, 2 moves).
 //! `highlander` installs target/release/VirtualDomain (or `$HIGHLANDER_AGENT_DIR`) as
 //! `ocf:highlander:VirtualDomain` in both nodes.
 
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(agent) = args.first() {
         if agent != "heartbeat" && agent != "highlander" {
-            eprintln!("usage: cluster-demo [heartbeat|highlander] [moves]");
+            eprintln!("usage: cluster-demo [highlander|heartbeat] [moves]");
             return ExitCode::from(2);
         }
     }
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         None => 2,
         Some(Ok(m)) => m,
         Some(Err(_)) => {
-            eprintln!("usage: cluster-demo [heartbeat|highlander] [moves]");
+            eprintln!("usage: cluster-demo [highlander|heartbeat] [moves]");
             return ExitCode::from(2);
         }
     };
@@ -35,7 +35,8 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     let agent = match args.first().map(String::as_str) {
-        Some("highlander") => {
+        Some("heartbeat") => VmAgent::Heartbeat,
+        _ => {
             let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|| {
@@ -43,7 +44,6 @@ fn main() -> ExitCode {
                 });
             VmAgent::Highlander(dir)
         }
-        _ => VmAgent::Heartbeat,
     };
     match run(agent, moves) {
         Ok(()) => ExitCode::SUCCESS,
