@@ -68,7 +68,7 @@ fn regress_lines() -> Vec<Line> {
 
 fn run(line: &Line) -> Report {
     if line.what == "scenario-2013" {
-        return run_scenario_2013(line.planner);
+        return run_scenario_2013(line.planner, line.profile);
     }
     let seed: u64 = line.what.parse().expect("a seed number");
     run_seed(seed, line.planner, line.profile)
@@ -123,7 +123,7 @@ fn regression_list_meets_its_expectations() {
 
 #[test]
 fn control_is_caught_on_the_2013_scenario_and_the_scenario_is_the_2013_one() {
-    let r = run_scenario_2013(PlannerKind::Pacemaker10);
+    let r = run_scenario_2013(PlannerKind::Pacemaker10, Profile::Full);
     let v = r
         .violation
         .as_ref()

@@ -175,7 +175,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     match args.what {
         What::Scenario2013 => {
-            let r = run_scenario_2013(args.planner);
+            let r = run_scenario_2013(args.planner, args.profile);
             show(&r, args.verbose, &mut totals);
         }
         What::Seeds(a, b) => {

@@ -85,8 +85,8 @@ pub fn run_seed(seed: u64, planner: PlannerKind, profile: Profile) -> Report {
 /// The 2013 scenario (Andreas Hofmeister's thread): vm1 runs on node1; a constraint moves it to
 /// node2; the constraint is removed one second after migrate_to starts (the migration takes three);
 /// then the cluster must settle with vm1 running once.
-pub fn run_scenario_2013(planner: PlannerKind) -> Report {
-    let opts = Options::scenario_2013(planner);
+pub fn run_scenario_2013(planner: PlannerKind, profile: Profile) -> Report {
+    let opts = Options::scenario_2013(planner, profile);
     let script = vec![(
         30_000,
         Ev::Script(Script::AddPrefer {

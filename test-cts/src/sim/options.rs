@@ -32,11 +32,14 @@ impl PlannerKind {
 
 /// What a run may do. `NoMigrate` keeps every VM at `allow-migrate=false`: the degraded profile
 /// for as long as pengine does not unpack interrupted migrations (see the report); `Full` lets the
-/// seed decide.
+/// seed decide. Both plan the VMs in pengine's `two-phase` model (Pacemaker's), which the
+/// known-gap labels were written for. `Atomic` is `Full` with the VMs in pengine's `atomic`
+/// migration model (the default for `ocf:highlander:VirtualDomain`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     Full,
     NoMigrate,
+    Atomic,
 }
 
 impl Profile {
@@ -44,12 +47,21 @@ impl Profile {
         match self {
             Self::Full => "full",
             Self::NoMigrate => "no-migrate",
+            Self::Atomic => "atomic",
+        }
+    }
+    /// The `migration-model` meta-attribute the VMs carry.
+    pub fn migration_model(self) -> &'static str {
+        match self {
+            Self::Full | Self::NoMigrate => "two-phase",
+            Self::Atomic => "atomic",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "full" => Some(Self::Full),
             "no-migrate" => Some(Self::NoMigrate),
+            "atomic" => Some(Self::Atomic),
             _ => None,
         }
     }
@@ -169,7 +181,7 @@ impl Options {
             migration_threshold: pick(&mut rng, &[1_000_000, 1, 3]),
             stickiness: pick(&mut rng, &[0, 100]),
             allow_migrate_per_mille: match profile {
-                Profile::Full => allow_migrate_per_mille,
+                Profile::Full | Profile::Atomic => allow_migrate_per_mille,
                 Profile::NoMigrate => 0,
             },
             migration_ms,
@@ -189,11 +201,11 @@ impl Options {
     }
 
     /// The fixed shape of the 2013 scenario (the control runs it).
-    pub fn scenario_2013(planner: PlannerKind) -> Self {
+    pub fn scenario_2013(planner: PlannerKind, profile: Profile) -> Self {
         Options {
             seed: 2013,
             planner,
-            profile: Profile::Full,
+            profile,
             nodes: 3,
             vms: 1,
             batch_limit: 30,

@@ -77,7 +77,8 @@ pub fn initial_cib(opts: &Options, rng: &mut Rng) -> String {
              <instance_attributes id=\"{id}-params\"><nvpair id=\"{id}-config\" name=\"config\" value=\"/etc/highlander/{id}.xml\"/></instance_attributes>\n\
              <meta_attributes id=\"{id}-meta\"><nvpair id=\"{id}-am\" name=\"allow-migrate\" value=\"{migrate}\"/>\
              <nvpair id=\"{id}-mt\" name=\"migration-threshold\" value=\"{mt}\"/>\
-             <nvpair id=\"{id}-st\" name=\"resource-stickiness\" value=\"{st}\"/></meta_attributes>\n\
+             <nvpair id=\"{id}-st\" name=\"resource-stickiness\" value=\"{st}\"/>\
+             <nvpair id=\"{id}-mm\" name=\"migration-model\" value=\"{mm}\"/></meta_attributes>\n\
              <operations>\
              <op id=\"{id}-start\" name=\"start\" interval=\"0\" timeout=\"{ot}ms\"/>\
              <op id=\"{id}-stop\" name=\"stop\" interval=\"0\" timeout=\"{ot}ms\"/>\
@@ -87,6 +88,7 @@ pub fn initial_cib(opts: &Options, rng: &mut Rng) -> String {
              </operations>\n</primitive>\n",
             mt = opts.migration_threshold,
             st = opts.stickiness,
+            mm = opts.profile.migration_model(),
             ot = opts.op_timeout_ms,
             mi = opts.monitor_interval_ms,
             mto = opts.migrate_timeout_ms,
