@@ -1,0 +1,547 @@
+//! Reconciliation sets -> actions and ordering edges (probes first, stop before start, groups, constraints, fencing).
+
+use crate::observed::{Observed, Top};
+use crate::placement::Desired;
+use crate::reconcile::{Change, Reconciliation};
+
+/// What an action does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Probe,
+    Start,
+    Stop,
+    Monitor {
+        interval_ms: u64,
+    },
+    /// A recurring monitor for the Stopped role (expects "not running").
+    StoppedMonitor {
+        interval_ms: u64,
+    },
+    /// Cancel a recurring operation that is no longer wanted.
+    Cancel {
+        interval_ms: u64,
+    },
+    /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
+    Migrate {
+        source: usize,
+        target: usize,
+    },
+    GroupStart,
+    GroupRunning,
+    GroupStop,
+    GroupStopped,
+    Fence,
+    Shutdown,
+    ClearFailcount,
+    /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
+    LoadStopped,
+}
+
+/// What an ordering edge relates, so a migration's expansion picks the right half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rel {
+    /// start (or running) before start.
+    Start,
+    /// stop before stop, from an ordering constraint.
+    Stop,
+    /// stop before stop (or stopped) inside a group.
+    GroupStop,
+    /// Anything else (probe before start, start before monitor, fencing before stop).
+    Plain,
+}
+
+/// One action of the plan.
+#[derive(Debug, Clone)]
+pub struct Action {
+    pub kind: Kind,
+    pub rsc: Option<usize>,
+    pub group: Option<usize>,
+    pub node: Option<usize>,
+    pub pseudo: bool,
+    pub runnable: bool,
+    pub reason: Option<String>,
+}
+
+/// Actions plus "first before then" edges (indexes into `actions`).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub edges: Vec<(usize, usize, Rel)>,
+    /// Top-level entries in processing order.
+    pub order: Vec<Top>,
+}
+
+impl Plan {
+    fn add(&mut self, a: Action) -> usize {
+        self.actions.push(a);
+        self.actions.len() - 1
+    }
+    pub fn find(&self, rsc: usize, kind: &Kind) -> Vec<usize> {
+        (0..self.actions.len())
+            .filter(|&i| self.actions[i].rsc == Some(rsc) && &self.actions[i].kind == kind)
+            .collect()
+    }
+    fn find_group(&self, g: usize, kind: &Kind) -> Option<usize> {
+        (0..self.actions.len()).find(|&i| {
+            self.actions[i].group == Some(g)
+                && self.actions[i].rsc.is_none()
+                && &self.actions[i].kind == kind
+        })
+    }
+    /// Start-like actions of a resource (start, or the migration that implies one).
+    pub fn starts(&self, rsc: usize) -> Vec<usize> {
+        (0..self.actions.len())
+            .filter(|&i| {
+                self.actions[i].rsc == Some(rsc)
+                    && matches!(self.actions[i].kind, Kind::Start | Kind::Migrate { .. })
+            })
+            .collect()
+    }
+    pub fn stops(&self, rsc: usize) -> Vec<usize> {
+        (0..self.actions.len())
+            .filter(|&i| {
+                self.actions[i].rsc == Some(rsc)
+                    && matches!(self.actions[i].kind, Kind::Stop | Kind::Migrate { .. })
+            })
+            .collect()
+    }
+    fn edge(&mut self, a: usize, b: usize) {
+        self.edge_rel(a, b, Rel::Plain);
+    }
+    fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
+        if a != b && !self.edges.iter().any(|e| e.0 == a && e.1 == b) {
+            self.edges.push((a, b, rel));
+        }
+    }
+}
+
+fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
+    Action {
+        kind,
+        rsc,
+        group: None,
+        node,
+        pseudo: false,
+        runnable: true,
+        reason: None,
+    }
+}
+
+fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| {
+            o.role
+                .as_deref()
+                .map(|r| r.eq_ignore_ascii_case("stopped"))
+                .unwrap_or(false)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
+fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| {
+            o.role
+                .as_deref()
+                .map(|r| r.eq_ignore_ascii_case("started"))
+                .unwrap_or(true)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
+/// Builds the actions and their ordering.
+pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
+    let mut plan = Plan {
+        order: desired.order.clone(),
+        ..Default::default()
+    };
+    // Fencing first (created while unpacking in Pacemaker).
+    let mut fence_ids = Vec::new();
+    for (ni, reason) in &rec.fence {
+        let mut a = act(Kind::Fence, None, Some(*ni));
+        a.reason = Some(reason.clone());
+        fence_ids.push(plan.add(a));
+    }
+    for w in fence_ids.windows(2) {
+        plan.edge(w[0], w[1]);
+    }
+    let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    // With a placement strategy, every node gets a load_stopped pseudo action.
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    if obs.placement_strategy != "default" {
+        for ni in (0..obs.nodes.len()).rev() {
+            let mut a = act(Kind::LoadStopped, None, Some(ni));
+            a.pseudo = true;
+            load_stopped[ni] = Some(plan.add(a));
+        }
+    }
+    // Fail-count clears found while unpacking.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_failcount_on {
+            plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+        }
+    }
+    // Probes, node-major.
+    let mut probe_ids: Vec<(usize, usize)> = Vec::new();
+    for &(ri, ni) in &rec.probes {
+        probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+    }
+    // Cancels of active Stopped-role monitors where the resource will run.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+            }
+        }
+    }
+    // Resource actions in processing order.
+    let order = desired.order.clone();
+    for t in &order {
+        let members: Vec<usize> = match *t {
+            Top::Primitive(ri) => vec![ri],
+            Top::Group(gi) => obs.groups[gi].members.clone(),
+        };
+        for &ri in &members {
+            let r = &obs.resources[ri];
+            let stop_on = |plan: &mut Plan, ni: usize, reason: Option<String>| {
+                let mut a = act(Kind::Stop, Some(ri), Some(ni));
+                a.reason = reason;
+                if fenced(ni) {
+                    a.pseudo = true;
+                }
+                plan.add(a)
+            };
+            let mut stop_ids = Vec::new();
+            let mut start_id = None;
+            let mut target_node = None;
+            match &rec.changes[ri] {
+                Change::Keep => {
+                    if let Some(ni) = desired.assigned[ri] {
+                        if r.running_on.contains(&ni) && r.managed {
+                            target_node = Some(ni);
+                        }
+                    }
+                }
+                Change::Start { target, blocked } => {
+                    let mut a = act(Kind::Start, Some(ri), Some(*target));
+                    if let Some(b) = blocked {
+                        a.runnable = false;
+                        a.reason = Some(b.clone());
+                    }
+                    start_id = Some(plan.add(a));
+                    target_node = Some(*target);
+                }
+                Change::Stop {
+                    sources, reason, ..
+                } => {
+                    for &s in sources {
+                        stop_ids.push(stop_on(&mut plan, s, reason.clone()));
+                    }
+                }
+                Change::Move { target, stops, .. } | Change::Recover { target, stops, .. } => {
+                    for &s in stops {
+                        stop_ids.push(stop_on(&mut plan, s, None));
+                    }
+                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
+                    target_node = Some(*target);
+                }
+                Change::Restart { node, .. } => {
+                    stop_ids.push(stop_on(&mut plan, *node, None));
+                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
+                    target_node = Some(*node);
+                }
+                Change::Migrate { source, target } => {
+                    start_id = Some(plan.add(act(
+                        Kind::Migrate {
+                            source: *source,
+                            target: *target,
+                        },
+                        Some(ri),
+                        Some(*target),
+                    )));
+                    target_node = Some(*target);
+                }
+            }
+            if let Some(s) = start_id {
+                for &st in &stop_ids {
+                    plan.edge(st, s);
+                }
+            }
+            // Recurring monitors on the target.
+            if let Some(ni) = target_node {
+                let runnable = start_id.map(|s| plan.actions[s].runnable).unwrap_or(true);
+                if runnable {
+                    for iv in recurring_monitors(obs, ri) {
+                        let active = r
+                            .recurring
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv);
+                        if start_id.is_none() && active {
+                            continue;
+                        }
+                        let m =
+                            plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
+                        if let Some(s) = start_id {
+                            plan.edge(s, m);
+                        }
+                    }
+                }
+            }
+            // Stopped-role monitors on every other node where the resource will not run.
+            let stopped_ivs = stopped_monitors(obs, ri);
+            if !stopped_ivs.is_empty() && !desired.unmanaged[ri] {
+                let will_run = match &rec.changes[ri] {
+                    Change::Stop { .. } => None,
+                    Change::Start {
+                        blocked: Some(_), ..
+                    } => None,
+                    _ => desired.assigned[ri],
+                };
+                for (ni, n) in obs.nodes.iter().enumerate() {
+                    if Some(ni) == will_run || !n.online || n.unclean || n.pending {
+                        continue;
+                    }
+                    for &iv in &stopped_ivs {
+                        let active = r
+                            .stopped_monitors
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            && !r.running_on.contains(&ni);
+                        if active {
+                            continue;
+                        }
+                        let m = plan.add(act(
+                            Kind::StoppedMonitor { interval_ms: iv },
+                            Some(ri),
+                            Some(ni),
+                        ));
+                        for &(pr, pid) in &probe_ids {
+                            if pr == ri && plan.actions[pid].node == Some(ni) {
+                                plan.edge(pid, m);
+                            }
+                        }
+                        for &st in &stop_ids {
+                            if plan.actions[st].node == Some(ni) {
+                                plan.edge(st, m);
+                            }
+                        }
+                    }
+                }
+            }
+            for &(pr, pid) in &probe_ids {
+                if pr == ri {
+                    if let Some(s) = start_id {
+                        plan.edge(pid, s);
+                    }
+                }
+            }
+            // Stops on fenced nodes wait for the fencing.
+            for &st in &stop_ids {
+                if let Some(ni) = plan.actions[st].node {
+                    if let Some(pos) = rec.fence.iter().position(|(f, _)| *f == ni) {
+                        plan.edge(fence_ids[pos], st);
+                    }
+                }
+            }
+        }
+        if let Top::Group(gi) = *t {
+            group_actions(obs, &mut plan, gi);
+        }
+    }
+    // Stops release load before starts consume it.
+    if obs.placement_strategy != "default" {
+        for i in 0..plan.actions.len() {
+            let Some(ni) = plan.actions[i].node else {
+                continue;
+            };
+            let Some(ls) = load_stopped[ni] else { continue };
+            match plan.actions[i].kind {
+                Kind::Stop => plan.edge(i, ls),
+                Kind::Start => plan.edge(ls, i),
+                Kind::Migrate { source, .. } => {
+                    plan.edge(ls, i);
+                    if let Some(src) = load_stopped[source] {
+                        plan.edge_rel(i, src, Rel::Stop);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Ordering constraints.
+    for oc in &obs_orders(obs) {
+        apply_order(obs, &mut plan, oc);
+    }
+    // Shutdown after every stop on the node.
+    for &ni in &rec.shutdown {
+        let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
+        for i in 0..plan.actions.len() {
+            if plan.actions[i].node == Some(ni) && matches!(plan.actions[i].kind, Kind::Stop) {
+                plan.edge(i, sd);
+            }
+        }
+    }
+    plan
+}
+
+fn group_actions(obs: &Observed, plan: &mut Plan, gi: usize) {
+    let members = obs.groups[gi].members.clone();
+    let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
+    let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
+    let any_start = starts.iter().any(|s| !s.is_empty());
+    let any_stop = stops.iter().any(|s| !s.is_empty());
+    let mut ids = [None; 4];
+    if any_start {
+        let mut a = act(Kind::GroupStart, None, None);
+        a.group = Some(gi);
+        a.pseudo = true;
+        ids[0] = Some(plan.add(a));
+        let mut b = act(Kind::GroupRunning, None, None);
+        b.group = Some(gi);
+        b.pseudo = true;
+        ids[1] = Some(plan.add(b));
+    }
+    if any_stop {
+        let mut a = act(Kind::GroupStop, None, None);
+        a.group = Some(gi);
+        a.pseudo = true;
+        ids[2] = Some(plan.add(a));
+        let mut b = act(Kind::GroupStopped, None, None);
+        b.group = Some(gi);
+        b.pseudo = true;
+        ids[3] = Some(plan.add(b));
+    }
+    if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
+        let mut prev: Vec<usize> = Vec::new();
+        for s in &starts {
+            for &x in s {
+                plan.edge_rel(gs, x, Rel::Start);
+                plan.edge_rel(x, gr, Rel::Start);
+                for &p in &prev {
+                    plan.edge_rel(p, x, Rel::Start);
+                }
+            }
+            if !s.is_empty() {
+                prev = s.clone();
+            }
+        }
+    }
+    if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
+        let mut prev: Vec<usize> = Vec::new();
+        for s in stops.iter().rev() {
+            for &x in s {
+                plan.edge_rel(gs, x, Rel::GroupStop);
+                plan.edge_rel(x, gd, Rel::GroupStop);
+                for &p in &prev {
+                    plan.edge_rel(p, x, Rel::GroupStop);
+                }
+            }
+            if !s.is_empty() {
+                prev = s.clone();
+            }
+        }
+        if let Some(gstart) = ids[0] {
+            plan.edge(gd, gstart);
+        }
+    }
+    // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.
+    let _ = plan.find_group(gi, &Kind::GroupStart);
+}
+
+/// An ordering constraint resolved against the model.
+struct OrderRef {
+    first: String,
+    then: String,
+    first_action: String,
+    then_action: String,
+    symmetrical: bool,
+}
+
+fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
+    obs.orders
+        .iter()
+        .map(|o| OrderRef {
+            first: o.first.clone(),
+            then: o.then.clone(),
+            first_action: o.first_action.clone(),
+            then_action: o.then_action.clone(),
+            symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
+        })
+        .collect()
+}
+
+fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool) -> Vec<usize> {
+    if let Some(gi) = obs.group_index(id) {
+        let kind = match (task, as_first) {
+            ("start", true) => Kind::GroupRunning,
+            ("start", false) => Kind::GroupStart,
+            ("stop", true) => Kind::GroupStopped,
+            ("stop", false) => Kind::GroupStop,
+            _ => return vec![],
+        };
+        return plan.find_group(gi, &kind).into_iter().collect();
+    }
+    let Some(ri) = obs.rsc_index(id) else {
+        return vec![];
+    };
+    match task {
+        "start" => plan.starts(ri),
+        "stop" => plan.stops(ri),
+        _ => vec![],
+    }
+}
+
+fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+    let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
+    let thens = actions_for(obs, plan, &o.then, &o.then_action, false);
+    let rel = |a: &str, b: &str| match (a, b) {
+        ("start", "start") => Rel::Start,
+        ("stop", "stop") => Rel::Stop,
+        _ => Rel::Plain,
+    };
+    for &f in &firsts {
+        for &t in &thens {
+            plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
+        }
+    }
+    if o.symmetrical {
+        let inv = |a: &str| {
+            match a {
+                "start" => "stop",
+                "stop" => "start",
+                "promote" => "demote",
+                "demote" => "promote",
+                other => other,
+            }
+            .to_string()
+        };
+        let firsts = actions_for(obs, plan, &o.then, &inv(&o.then_action), true);
+        let thens = actions_for(obs, plan, &o.first, &inv(&o.first_action), false);
+        let r = rel(&inv(&o.then_action), &inv(&o.first_action));
+        for &f in &firsts {
+            for &t in &thens {
+                plan.edge_rel(f, t, r);
+            }
+        }
+    }
+}

@@ -1,0 +1,799 @@
+//! CIB XML -> typed `Cib` (configuration and status) plus diagnostics naming the element.
+
+use std::collections::BTreeMap;
+
+use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
+
+/// Score value used for INFINITY.
+pub const INFINITY: i64 = 1_000_000;
+
+/// An error for input that cannot be read as a CIB at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CibError {
+    /// The text is not well-formed XML.
+    #[error("XML is not well formed near byte {position}: {message}")]
+    Xml { position: u64, message: String },
+    /// The document has no `<cib>` root.
+    #[error("document root is <{root}>, expected <cib>")]
+    NotCib { root: String },
+}
+
+/// A note about input that was ignored or repaired, naming the element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub element: String,
+    pub id: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// A generic element kept from the XML, with its line for diagnostics.
+#[derive(Debug, Clone, Default)]
+pub struct Element {
+    pub name: String,
+    pub attrs: Vec<(String, String)>,
+    pub children: Vec<Element>,
+    pub line: usize,
+}
+
+impl Element {
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn id(&self) -> &str {
+        self.attr("id").unwrap_or("")
+    }
+    pub fn child(&self, name: &str) -> Option<&Element> {
+        self.children.iter().find(|c| c.name == name)
+    }
+    pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Element> {
+        self.children.iter().filter(move |c| c.name == name)
+    }
+    pub fn set_attr(&mut self, name: &str, value: &str) {
+        if let Some(slot) = self.attrs.iter_mut().find(|(k, _)| k == name) {
+            slot.1 = value.to_string();
+        } else {
+            self.attrs.push((name.to_string(), value.to_string()));
+        }
+    }
+}
+
+fn start_element(e: &BytesStart, line: usize) -> Element {
+    let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+    let mut attrs = Vec::new();
+    for a in e.attributes().flatten() {
+        let k = String::from_utf8_lossy(a.key.as_ref()).into_owned();
+        let v = a
+            .unescape_value()
+            .map(|v| v.into_owned())
+            .unwrap_or_else(|_| String::from_utf8_lossy(&a.value).into_owned());
+        attrs.push((k, v));
+    }
+    Element {
+        name,
+        attrs,
+        children: Vec::new(),
+        line,
+    }
+}
+
+/// Parses XML text into an element tree.
+pub fn parse_xml(text: &str) -> Result<Element, CibError> {
+    let mut reader = Reader::from_str(text);
+    let mut stack: Vec<Element> = Vec::new();
+    let mut root: Option<Element> = None;
+    let line_of = |pos: usize| {
+        text.as_bytes()[..pos.min(text.len())]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1
+    };
+    // Track lines incrementally for speed.
+    let mut last_pos = 0usize;
+    let mut last_line = 1usize;
+    loop {
+        let pos = reader.buffer_position() as usize;
+        let ev = reader.read_event().map_err(|e| CibError::Xml {
+            position: reader.buffer_position(),
+            message: e.to_string(),
+        })?;
+        let mut line_at = |p: usize| {
+            if p >= last_pos {
+                last_line += text.as_bytes()[last_pos..p.min(text.len())]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count();
+                last_pos = p.min(text.len());
+                last_line
+            } else {
+                line_of(p)
+            }
+        };
+        match ev {
+            Event::Start(e) => {
+                let line = line_at(pos);
+                stack.push(start_element(&e, line));
+            }
+            Event::Empty(e) => {
+                let line = line_at(pos);
+                let el = start_element(&e, line);
+                match stack.last_mut() {
+                    Some(parent) => parent.children.push(el),
+                    None => root = Some(el),
+                }
+            }
+            Event::End(_) => {
+                if let Some(el) = stack.pop() {
+                    match stack.last_mut() {
+                        Some(parent) => parent.children.push(el),
+                        None => root = Some(el),
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !stack.is_empty() {
+        return Err(CibError::Xml {
+            position: text.len() as u64,
+            message: format!("unclosed element <{}>", stack[stack.len() - 1].name),
+        });
+    }
+    root.ok_or(CibError::Xml {
+        position: 0,
+        message: "empty document".into(),
+    })
+}
+
+/// Parses a score string ("INFINITY", "-inf", "100").
+pub fn parse_score(s: &str) -> Option<i64> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    match lower.as_str() {
+        "infinity" | "+infinity" | "inf" | "+inf" => Some(INFINITY),
+        "-infinity" | "-inf" => Some(-INFINITY),
+        "red" | "yellow" | "green" => None,
+        _ => {
+            // Like strtol: a leading integer, the rest ignored ("2.0" is 2).
+            let sign_len = usize::from(t.starts_with(['+', '-']));
+            let digits = t[sign_len..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if digits == 0 {
+                return None;
+            }
+            t[..sign_len + digits]
+                .parse::<i64>()
+                .ok()
+                .map(|v| v.clamp(-INFINITY, INFINITY))
+        }
+    }
+}
+
+/// Pacemaker's boolean spelling.
+pub fn is_true(s: &str) -> bool {
+    matches!(
+        s.to_ascii_lowercase().as_str(),
+        "true" | "on" | "yes" | "y" | "1"
+    )
+}
+
+/// A rule (or nested rule) attached to a constraint or an attribute set.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub id: String,
+    pub score: Option<String>,
+    pub score_attribute: Option<String>,
+    pub boolean_op: String,
+    pub role: Option<String>,
+    pub element: Element,
+}
+
+/// A set of name/value pairs (meta_attributes, instance_attributes...).
+#[derive(Debug, Clone, Default)]
+pub struct NvSet {
+    pub id: String,
+    pub score: i64,
+    pub rules: Vec<Element>,
+    pub pairs: Vec<(String, String)>,
+}
+
+/// An operation defined on a resource.
+#[derive(Debug, Clone, Default)]
+pub struct OpDef {
+    pub id: String,
+    pub name: String,
+    pub interval_ms: u64,
+    pub role: Option<String>,
+    pub attrs: BTreeMap<String, String>,
+    pub meta: Vec<NvSet>,
+    pub enabled: bool,
+}
+
+/// A primitive resource.
+#[derive(Debug, Clone, Default)]
+pub struct Primitive {
+    pub id: String,
+    pub class: String,
+    pub provider: Option<String>,
+    pub kind: String,
+    pub meta: Vec<NvSet>,
+    pub params: Vec<NvSet>,
+    pub utilization: Vec<NvSet>,
+    pub ops: Vec<OpDef>,
+    pub line: usize,
+}
+
+/// A group of primitives.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    pub id: String,
+    pub meta: Vec<NvSet>,
+    pub members: Vec<Primitive>,
+    pub line: usize,
+}
+
+/// A top-level resource entry.
+#[derive(Debug, Clone)]
+pub enum ResourceDef {
+    Primitive(Primitive),
+    Group(Group),
+}
+
+impl ResourceDef {
+    pub fn id(&self) -> &str {
+        match self {
+            ResourceDef::Primitive(p) => &p.id,
+            ResourceDef::Group(g) => &g.id,
+        }
+    }
+}
+
+/// A cluster node from `<nodes>`.
+#[derive(Debug, Clone, Default)]
+pub struct NodeDef {
+    pub id: String,
+    pub uname: String,
+    pub kind: String,
+    pub attrs: Vec<NvSet>,
+    pub utilization: Vec<NvSet>,
+}
+
+/// A location constraint.
+#[derive(Debug, Clone, Default)]
+pub struct Location {
+    pub id: String,
+    pub rsc: String,
+    pub node: Option<String>,
+    pub score: Option<String>,
+    pub role: Option<String>,
+    pub rules: Vec<Element>,
+    pub discovery: Option<String>,
+}
+
+/// A colocation constraint.
+#[derive(Debug, Clone, Default)]
+pub struct Colocation {
+    pub id: String,
+    pub rsc: String,
+    pub with_rsc: String,
+    pub score: i64,
+    pub rsc_role: Option<String>,
+    pub with_rsc_role: Option<String>,
+    pub influence: Option<bool>,
+}
+
+/// An ordering constraint.
+#[derive(Debug, Clone, Default)]
+pub struct Order {
+    pub id: String,
+    pub first: String,
+    pub then: String,
+    pub first_action: String,
+    pub then_action: String,
+    pub kind: String,
+    pub symmetrical: Option<bool>,
+}
+
+/// One `lrm_rsc_op` history entry.
+#[derive(Debug, Clone, Default)]
+pub struct RscOp {
+    pub id: String,
+    pub operation: String,
+    pub call_id: i64,
+    pub rc_code: i32,
+    pub op_status: i32,
+    pub interval_ms: u64,
+    pub transition_key: Option<String>,
+    pub last_rc_change: Option<i64>,
+    pub migrate_source: Option<String>,
+    pub migrate_target: Option<String>,
+    pub exit_reason: Option<String>,
+    pub element: Element,
+}
+
+/// History for one resource on one node.
+#[derive(Debug, Clone, Default)]
+pub struct LrmResource {
+    pub id: String,
+    pub class: String,
+    pub provider: Option<String>,
+    pub kind: String,
+    pub ops: Vec<RscOp>,
+}
+
+/// A `node_state` entry.
+#[derive(Debug, Clone, Default)]
+pub struct NodeState {
+    pub id: String,
+    pub uname: String,
+    pub in_ccm: Option<String>,
+    pub crmd: Option<String>,
+    pub join: Option<String>,
+    pub expected: Option<String>,
+    pub attrs: BTreeMap<String, String>,
+    pub lrm: Vec<LrmResource>,
+    pub has_lrm: bool,
+}
+
+/// The typed CIB.
+#[derive(Debug, Clone, Default)]
+pub struct Cib {
+    pub options: BTreeMap<String, String>,
+    pub nodes: Vec<NodeDef>,
+    pub resources: Vec<ResourceDef>,
+    pub rsc_defaults: Vec<NvSet>,
+    pub op_defaults: Vec<NvSet>,
+    pub locations: Vec<Location>,
+    pub colocations: Vec<Colocation>,
+    pub orders: Vec<Order>,
+    pub status: Vec<NodeState>,
+    pub have_quorum: bool,
+    pub quorum_panic: bool,
+    pub dc_uuid: Option<String>,
+    pub execution_date: Option<i64>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Element ids for id-ref resolution.
+    pub unsupported: Vec<String>,
+}
+
+fn diag(diags: &mut Vec<Diagnostic>, el: &Element, message: impl Into<String>) {
+    diags.push(Diagnostic {
+        element: el.name.clone(),
+        id: el.id().to_string(),
+        line: el.line,
+        message: message.into(),
+    });
+}
+
+/// Collects elements with ids for `id-ref` lookups.
+fn index_ids<'a>(el: &'a Element, out: &mut BTreeMap<String, &'a Element>) {
+    if let Some(id) = el.attr("id") {
+        out.entry(format!("{}:{}", el.name, id)).or_insert(el);
+    }
+    for c in &el.children {
+        index_ids(c, out);
+    }
+}
+
+struct Ctx<'a> {
+    ids: BTreeMap<String, &'a Element>,
+}
+
+impl<'a> Ctx<'a> {
+    fn resolve(&self, el: &'a Element) -> &'a Element {
+        if let Some(r) = el.attr("id-ref") {
+            if let Some(found) = self.ids.get(&format!("{}:{}", el.name, r)) {
+                return found;
+            }
+        }
+        el
+    }
+
+    fn nvset(&self, el: &'a Element) -> NvSet {
+        let el = self.resolve(el);
+        let mut set = NvSet {
+            id: el.id().to_string(),
+            score: el.attr("score").and_then(parse_score).unwrap_or(0),
+            ..Default::default()
+        };
+        for c in &el.children {
+            match c.name.as_str() {
+                "nvpair" => {
+                    let c = self.resolve(c);
+                    if let Some(n) = c.attr("name") {
+                        set.pairs
+                            .push((n.to_string(), c.attr("value").unwrap_or("").to_string()));
+                    }
+                }
+                "rule" => set.rules.push(self.resolve(c).clone()),
+                _ => {}
+            }
+        }
+        set
+    }
+
+    fn sets(&self, el: &'a Element, name: &str) -> Vec<NvSet> {
+        el.children_named(name).map(|c| self.nvset(c)).collect()
+    }
+
+    fn primitive(&self, el: &'a Element) -> Primitive {
+        let mut p = Primitive {
+            id: el.id().to_string(),
+            class: el.attr("class").unwrap_or("").to_string(),
+            provider: el.attr("provider").map(str::to_string),
+            kind: el.attr("type").unwrap_or("").to_string(),
+            meta: self.sets(el, "meta_attributes"),
+            params: self.sets(el, "instance_attributes"),
+            utilization: self.sets(el, "utilization"),
+            ops: Vec::new(),
+            line: el.line,
+        };
+        if let Some(ops) = el.child("operations") {
+            for op in ops.children_named("op") {
+                let op = self.resolve(op);
+                let interval = op.attr("interval").map(parse_interval_ms).unwrap_or(0);
+                let mut meta = self.sets(op, "meta_attributes");
+                meta.extend(self.sets(op, "instance_attributes"));
+                p.ops.push(OpDef {
+                    id: op.id().to_string(),
+                    name: op.attr("name").unwrap_or("").to_string(),
+                    interval_ms: interval,
+                    role: op.attr("role").map(str::to_string),
+                    attrs: op.attrs.iter().cloned().collect(),
+                    enabled: op.attr("enabled").map(is_true).unwrap_or(true),
+                    meta,
+                });
+            }
+        }
+        p
+    }
+}
+
+/// Parses an interval/duration ("10s", "1min", "PT5M", "5000ms", "10") in milliseconds.
+pub fn parse_interval_ms(s: &str) -> u64 {
+    let t = s.trim();
+    if let Some(rest) = t.strip_prefix('P').or_else(|| t.strip_prefix('p')) {
+        return parse_iso_duration_s(rest).map(|v| v * 1000).unwrap_or(0);
+    }
+    let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let unit = t[digits.len()..].trim().to_ascii_lowercase();
+    let n: u64 = digits.parse().unwrap_or(0);
+    match unit.as_str() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => n * 1000,
+        "ms" | "msec" | "msecs" => n,
+        "us" | "usec" | "usecs" => n / 1000,
+        "m" | "min" | "mins" | "minute" | "minutes" => n * 60_000,
+        "h" | "hr" | "hrs" | "hour" | "hours" => n * 3_600_000,
+        _ => 0,
+    }
+}
+
+fn parse_iso_duration_s(s: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut num = String::new();
+    let mut in_time = false;
+    for c in s.chars() {
+        match c {
+            'T' | 't' => in_time = true,
+            '0'..='9' => num.push(c),
+            _ => {
+                let n: u64 = num.parse().ok()?;
+                num.clear();
+                total += match (c.to_ascii_uppercase(), in_time) {
+                    ('Y', false) => n * 365 * 86400,
+                    ('M', false) => n * 30 * 86400,
+                    ('W', false) => n * 7 * 86400,
+                    ('D', false) => n * 86400,
+                    ('H', true) => n * 3600,
+                    ('M', true) => n * 60,
+                    ('S', true) => n,
+                    _ => return None,
+                };
+            }
+        }
+    }
+    Some(total)
+}
+
+fn parse_i64(s: Option<&str>) -> i64 {
+    s.and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(0)
+}
+
+/// Parses CIB text into a typed `Cib`.
+pub fn parse_cib(text: &str) -> Result<Cib, CibError> {
+    let root = parse_xml(text)?;
+    cib_from_element(&root)
+}
+
+/// Builds a typed `Cib` from an element tree.
+pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
+    if root.name != "cib" {
+        return Err(CibError::NotCib {
+            root: root.name.clone(),
+        });
+    }
+    let mut ids = BTreeMap::new();
+    index_ids(root, &mut ids);
+    let ctx = Ctx { ids };
+    let mut cib = Cib {
+        have_quorum: root.attr("have-quorum").map(is_true).unwrap_or(false),
+        quorum_panic: root.attr("no-quorum-panic").map(is_true).unwrap_or(false),
+        dc_uuid: root.attr("dc-uuid").map(str::to_string),
+        execution_date: root
+            .attr("execution-date")
+            .and_then(|v| v.trim().parse().ok()),
+        ..Default::default()
+    };
+    let mut diags = Vec::new();
+    let empty = Element::default();
+    let config = root.child("configuration").unwrap_or(&empty);
+    for section in &config.children {
+        match section.name.as_str() {
+            "crm_config" => {
+                for set in section.children_named("cluster_property_set") {
+                    for (k, v) in ctx.nvset(set).pairs {
+                        cib.options.entry(k).or_insert(v);
+                    }
+                }
+            }
+            "nodes" => {
+                for n in section.children_named("node") {
+                    cib.nodes.push(NodeDef {
+                        id: n.id().to_string(),
+                        uname: n.attr("uname").unwrap_or(n.id()).to_string(),
+                        kind: n.attr("type").unwrap_or("member").to_string(),
+                        attrs: ctx.sets(n, "instance_attributes"),
+                        utilization: ctx.sets(n, "utilization"),
+                    });
+                }
+            }
+            "resources" => {
+                for r in &section.children {
+                    match r.name.as_str() {
+                        "primitive" => cib.resources.push(ResourceDef::Primitive(ctx.primitive(r))),
+                        "group" => {
+                            let members = r
+                                .children_named("primitive")
+                                .map(|p| ctx.primitive(p))
+                                .collect();
+                            cib.resources.push(ResourceDef::Group(Group {
+                                id: r.id().to_string(),
+                                meta: ctx.sets(r, "meta_attributes"),
+                                members,
+                                line: r.line,
+                            }));
+                        }
+                        other => {
+                            cib.unsupported.push(format!("{other} {}", r.id()));
+                            diag(
+                                &mut diags,
+                                r,
+                                format!("unsupported resource type <{other}> ignored"),
+                            );
+                        }
+                    }
+                }
+            }
+            "rsc_defaults" => cib.rsc_defaults = ctx.sets(section, "meta_attributes"),
+            "op_defaults" => cib.op_defaults = ctx.sets(section, "meta_attributes"),
+            "constraints" => {
+                for c in &section.children {
+                    parse_constraint(&ctx, c, &mut cib, &mut diags);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(status) = root.child("status") {
+        for ns in status.children_named("node_state") {
+            let mut st = NodeState {
+                id: ns.id().to_string(),
+                uname: ns.attr("uname").unwrap_or(ns.id()).to_string(),
+                in_ccm: ns.attr("in_ccm").map(str::to_string),
+                crmd: ns.attr("crmd").map(str::to_string),
+                join: ns.attr("join").map(str::to_string),
+                expected: ns.attr("expected").map(str::to_string),
+                ..Default::default()
+            };
+            if let Some(ta) = ns.child("transient_attributes") {
+                for set in ta.children_named("instance_attributes") {
+                    for (k, v) in ctx.nvset(set).pairs {
+                        st.attrs.insert(k, v);
+                    }
+                }
+            }
+            if let Some(lrm) = ns.child("lrm") {
+                st.has_lrm = true;
+                if let Some(lrs) = lrm.child("lrm_resources") {
+                    for lr in lrs.children_named("lrm_resource") {
+                        let mut res = LrmResource {
+                            id: lr.id().to_string(),
+                            class: lr.attr("class").unwrap_or("").to_string(),
+                            provider: lr.attr("provider").map(str::to_string),
+                            kind: lr.attr("type").unwrap_or("").to_string(),
+                            ops: Vec::new(),
+                        };
+                        for op in lr.children_named("lrm_rsc_op") {
+                            let Some(operation) = op.attr("operation") else {
+                                diag(&mut diags, op, "lrm_rsc_op without operation ignored");
+                                continue;
+                            };
+                            res.ops.push(RscOp {
+                                id: op.id().to_string(),
+                                operation: operation.to_string(),
+                                call_id: parse_i64(op.attr("call-id")),
+                                rc_code: parse_i64(op.attr("rc-code")) as i32,
+                                op_status: parse_i64(op.attr("op-status")) as i32,
+                                interval_ms: op
+                                    .attr("interval")
+                                    .map(parse_interval_ms_plain)
+                                    .unwrap_or(0),
+                                transition_key: op.attr("transition-key").map(str::to_string),
+                                last_rc_change: op
+                                    .attr("last-rc-change")
+                                    .or(op.attr("last-run"))
+                                    .and_then(|v| v.trim().parse().ok()),
+                                migrate_source: op.attr("migrate_source").map(str::to_string),
+                                migrate_target: op.attr("migrate_target").map(str::to_string),
+                                exit_reason: op.attr("exit-reason").map(str::to_string),
+                                element: op.clone(),
+                            });
+                        }
+                        st.lrm.push(res);
+                    }
+                }
+            }
+            cib.status.push(st);
+        }
+    }
+    cib.diagnostics = diags;
+    Ok(cib)
+}
+
+/// History intervals are plain milliseconds.
+fn parse_interval_ms_plain(s: &str) -> u64 {
+    s.trim().parse().unwrap_or(0)
+}
+
+fn parse_constraint(ctx: &Ctx, c: &Element, cib: &mut Cib, diags: &mut Vec<Diagnostic>) {
+    let c = ctx.resolve(c);
+    match c.name.as_str() {
+        "rsc_location" => {
+            let Some(rsc) = c.attr("rsc") else {
+                diag(
+                    diags,
+                    c,
+                    "rsc_location without rsc (pattern or set) not supported",
+                );
+                return;
+            };
+            cib.locations.push(Location {
+                id: c.id().to_string(),
+                rsc: rsc.to_string(),
+                node: c.attr("node").map(str::to_string),
+                score: c.attr("score").map(str::to_string),
+                role: c.attr("role").map(str::to_string),
+                rules: c
+                    .children_named("rule")
+                    .map(|r| ctx.resolve(r).clone())
+                    .collect(),
+                discovery: c.attr("resource-discovery").map(str::to_string),
+            });
+        }
+        "rsc_colocation" => {
+            let (Some(rsc), Some(with)) = (c.attr("rsc"), c.attr("with-rsc")) else {
+                diag(
+                    diags,
+                    c,
+                    "rsc_colocation without rsc/with-rsc not supported",
+                );
+                return;
+            };
+            cib.colocations.push(Colocation {
+                id: c.id().to_string(),
+                rsc: rsc.to_string(),
+                with_rsc: with.to_string(),
+                score: c.attr("score").and_then(parse_score).unwrap_or(0),
+                rsc_role: c.attr("rsc-role").map(str::to_string),
+                with_rsc_role: c.attr("with-rsc-role").map(str::to_string),
+                influence: c.attr("influence").map(is_true),
+            });
+        }
+        "rsc_order" => {
+            let (Some(first), Some(then)) = (c.attr("first"), c.attr("then")) else {
+                diag(diags, c, "rsc_order without first/then not supported");
+                return;
+            };
+            let first_action = c.attr("first-action").unwrap_or("start").to_string();
+            let then_action = c.attr("then-action").unwrap_or(&first_action).to_string();
+            let kind = match c.attr("kind") {
+                Some(k) => k.to_ascii_lowercase(),
+                None => match c.attr("score").and_then(parse_score) {
+                    Some(0) => "optional".into(),
+                    _ => "mandatory".into(),
+                },
+            };
+            cib.orders.push(Order {
+                id: c.id().to_string(),
+                first: first.to_string(),
+                then: then.to_string(),
+                first_action,
+                then_action,
+                kind,
+                symmetrical: c.attr("symmetrical").map(is_true),
+            });
+        }
+        other => diag(
+            diags,
+            c,
+            format!("unsupported constraint <{other}> ignored"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_parse_like_pacemaker() {
+        for (text, want) in [
+            ("INFINITY", Some(INFINITY)),
+            ("-INFINITY", Some(-INFINITY)),
+            ("+INFINITY", Some(INFINITY)),
+            ("100", Some(100)),
+            ("-5", Some(-5)),
+            ("5000000", Some(INFINITY)),
+        ] {
+            assert_eq!(parse_score(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn intervals_parse_with_units() {
+        for (text, want) in [
+            ("10s", 10_000),
+            ("10", 10_000),
+            ("1min", 60_000),
+            ("500ms", 500),
+            ("PT5M", 300_000),
+        ] {
+            assert_eq!(parse_interval_ms(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_xml_is_an_error_not_a_panic() {
+        assert!(parse_cib("<cib><configuration>").is_err());
+        assert!(matches!(parse_cib("<foo/>"), Err(CibError::NotCib { .. })));
+    }
+
+    #[test]
+    fn reads_nodes_resources_and_history() {
+        let cib = parse_cib(
+            r#"<cib have-quorum="1"><configuration><crm_config/><nodes><node id="n1" uname="node1"/></nodes>
+<resources><primitive id="r" class="ocf" provider="heartbeat" type="Dummy"/>
+<group id="g"><primitive id="a" class="ocf" provider="pacemaker" type="Dummy"/></group>
+<clone id="c"/></resources><constraints/></configuration>
+<status><node_state id="n1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member">
+<lrm id="n1"><lrm_resources><lrm_resource id="r" class="ocf" type="Dummy">
+<lrm_rsc_op id="r_last_0" operation="start" call-id="3" rc-code="0" op-status="0" interval="0"/>
+</lrm_resource></lrm_resources></lrm></node_state></status></cib>"#,
+        )
+        .expect("valid");
+        assert_eq!(cib.nodes[0].uname, "node1");
+        assert_eq!(cib.resources.len(), 2);
+        assert_eq!(cib.status[0].lrm[0].ops[0].call_id, 3);
+        assert_eq!(cib.diagnostics.len(), 1);
+        assert_eq!(cib.diagnostics[0].id, "c");
+        assert_eq!(cib.diagnostics[0].line, 4);
+    }
+}

@@ -1,0 +1,813 @@
+//! The transition graph: expands the plan into Pacemaker actions and renders the summary, graph XML and DOT.
+
+use std::fmt::Write;
+
+use crate::actions::{Kind, Plan, Rel};
+use crate::observed::{Observed, Top};
+use crate::reconcile::{Change, Reconciliation};
+
+/// How a graph action is executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    RscOp,
+    Pseudo,
+    Fence,
+    Cluster,
+}
+
+/// One action in the transition graph.
+#[derive(Debug, Clone)]
+pub struct GraphAction {
+    pub key: String,
+    pub task: String,
+    pub rsc: Option<usize>,
+    pub node: Option<usize>,
+    pub interval_ms: u64,
+    pub event: EventKind,
+    pub runnable: bool,
+    /// For migrations: (source, target).
+    pub migrate: Option<(usize, usize)>,
+    /// The result the action is expected to return (7 for probes and Stopped-role monitors).
+    pub expected_rc: i32,
+}
+
+/// A synapse: one action and the actions that must be confirmed first.
+#[derive(Debug, Clone)]
+pub struct Synapse {
+    pub action: usize,
+    pub inputs: Vec<usize>,
+}
+
+/// The expanded transition graph.
+#[derive(Debug, Clone, Default)]
+pub struct TransitionGraph {
+    pub actions: Vec<GraphAction>,
+    pub edges: Vec<(usize, usize)>,
+    /// Synapses in Pacemaker's order.
+    pub synapses: Vec<Synapse>,
+}
+
+fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
+    format!("{rsc}_{task}_{interval_ms}")
+}
+
+/// Expands the plan (migrations become four actions) and orders the synapses.
+pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
+    let mut g = TransitionGraph::default();
+    // plan index -> (first graph action for incoming edges, last for outgoing edges, all created)
+    let mut map: Vec<(usize, usize, Vec<usize>)> = Vec::with_capacity(plan.actions.len());
+    for a in &plan.actions {
+        let rname = a.rsc.map(|r| obs.resources[r].id.clone());
+        let gname = a.group.map(|gi| obs.groups[gi].id.clone());
+        let push = |g: &mut TransitionGraph,
+                    key: String,
+                    task: &str,
+                    rsc: Option<usize>,
+                    node: Option<usize>,
+                    iv: u64,
+                    ev: EventKind,
+                    mig: Option<(usize, usize)>| {
+            g.actions.push(GraphAction {
+                key,
+                task: task.to_string(),
+                rsc,
+                node,
+                interval_ms: iv,
+                event: ev,
+                runnable: a.runnable,
+                migrate: mig,
+                expected_rc: if matches!(a.kind, Kind::Probe | Kind::StoppedMonitor { .. }) {
+                    7
+                } else {
+                    0
+                },
+            });
+            g.actions.len() - 1
+        };
+        let entry = match &a.kind {
+            Kind::Probe => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "monitor", 0),
+                    "monitor",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Start | Kind::Stop => {
+                let task = if a.kind == Kind::Start {
+                    "start"
+                } else {
+                    "stop"
+                };
+                let r = rname.clone().unwrap_or_default();
+                let ev = if a.pseudo {
+                    EventKind::Pseudo
+                } else {
+                    EventKind::RscOp
+                };
+                let i = push(
+                    &mut g,
+                    op_key(&r, task, 0),
+                    task,
+                    a.rsc,
+                    a.node,
+                    0,
+                    ev,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Cancel { interval_ms } => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "monitor", *interval_ms),
+                    "cancel",
+                    a.rsc,
+                    a.node,
+                    *interval_ms,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Monitor { interval_ms } | Kind::StoppedMonitor { interval_ms } => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "monitor", *interval_ms),
+                    "monitor",
+                    a.rsc,
+                    a.node,
+                    *interval_ms,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Migrate { source, target } => {
+                let r = rname.clone().unwrap_or_default();
+                let m = Some((*source, *target));
+                let stop = push(
+                    &mut g,
+                    op_key(&r, "stop", 0),
+                    "stop",
+                    a.rsc,
+                    Some(*source),
+                    0,
+                    EventKind::RscOp,
+                    None,
+                );
+                let start = push(
+                    &mut g,
+                    op_key(&r, "start", 0),
+                    "start",
+                    a.rsc,
+                    Some(*target),
+                    0,
+                    EventKind::Pseudo,
+                    m,
+                );
+                let to = push(
+                    &mut g,
+                    op_key(&r, "migrate_to", 0),
+                    "migrate_to",
+                    a.rsc,
+                    Some(*source),
+                    0,
+                    EventKind::RscOp,
+                    m,
+                );
+                let from = push(
+                    &mut g,
+                    op_key(&r, "migrate_from", 0),
+                    "migrate_from",
+                    a.rsc,
+                    Some(*target),
+                    0,
+                    EventKind::RscOp,
+                    m,
+                );
+                g.edges.push((to, from));
+                g.edges.push((from, stop));
+                g.edges.push((from, start));
+                g.edges.push((stop, start));
+                (to, start, vec![stop, start, to, from])
+            }
+            Kind::GroupStart | Kind::GroupRunning | Kind::GroupStop | Kind::GroupStopped => {
+                let task = match a.kind {
+                    Kind::GroupStart => "start",
+                    Kind::GroupRunning => "running",
+                    Kind::GroupStop => "stop",
+                    _ => "stopped",
+                };
+                let gn = gname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&gn, task, 0),
+                    task,
+                    None,
+                    None,
+                    0,
+                    EventKind::Pseudo,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Fence => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("stonith-{n}-reboot"),
+                    "stonith",
+                    None,
+                    a.node,
+                    0,
+                    EventKind::Fence,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::LoadStopped => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let key = format!("load_stopped_{n}");
+                let i = push(
+                    &mut g,
+                    key.clone(),
+                    &key,
+                    None,
+                    a.node,
+                    0,
+                    EventKind::Pseudo,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::ClearFailcount => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("clear_failcount-{r}-{n}"),
+                    "clear_failcount",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::Cluster,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+            Kind::Shutdown => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("do_shutdown-{n}"),
+                    "do_shutdown",
+                    None,
+                    a.node,
+                    0,
+                    EventKind::Cluster,
+                    None,
+                );
+                (i, i, vec![i])
+            }
+        };
+        map.push(entry);
+    }
+    // A migration's graph actions: [stop, pseudo start, migrate_to, migrate_from].
+    let is_mig = |pi: usize| matches!(plan.actions[pi].kind, Kind::Migrate { .. });
+    for &(f, t, rel) in &plan.edges {
+        let source = match (is_mig(f), rel) {
+            (true, Rel::Stop | Rel::GroupStop) => map[f].2[0],
+            _ => map[f].1,
+        };
+        let target = match (is_mig(t), rel) {
+            (true, Rel::Stop | Rel::GroupStop) => map[t].2[0],
+            (true, Rel::Start) => map[t].2[1],
+            _ => map[t].0,
+        };
+        g.edges.push((source, target));
+        if is_mig(t) && plan.actions[f].kind == Kind::LoadStopped {
+            g.edges.push((source, map[t].2[1]));
+        }
+        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
+        if rel == Rel::Start
+            && is_mig(t)
+            && plan.actions[f].rsc.is_some()
+            && plan.actions[f].rsc != plan.actions[t].rsc
+        {
+            let first = if is_mig(f) { map[f].2[3] } else { map[f].1 };
+            g.edges.push((first, map[t].2[2]));
+        }
+        // "A stop then B stop" also orders A's stop before B's migrate_to.
+        if rel == Rel::Stop
+            && is_mig(t)
+            && !is_mig(f)
+            && plan.actions[f].rsc.is_some()
+            && plan.actions[f].rsc != plan.actions[t].rsc
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
+        }
+    }
+    // Unrunnable actions make their mandatory dependents unrunnable.
+    loop {
+        let mut changed = false;
+        for &(f, t) in &g.edges {
+            if !g.actions[f].runnable && g.actions[t].runnable {
+                g.actions[t].runnable = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Synapse order: per top-level entry in processing order, group pseudo actions then members,
+    // each resource's actions newest first; then the other actions newest first.
+    let mut order: Vec<usize> = Vec::new();
+    let per_plan = |pred: &dyn Fn(usize) -> bool| -> Vec<usize> {
+        let mut v = Vec::new();
+        for pi in (0..plan.actions.len()).rev() {
+            if pred(pi) {
+                let mut created = map[pi].2.clone();
+                created.reverse();
+                v.extend(created);
+            }
+        }
+        v
+    };
+    for t in &plan.order {
+        match *t {
+            Top::Primitive(ri) => order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri))),
+            Top::Group(gi) => {
+                order.extend(per_plan(&|pi| {
+                    plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+                }));
+                for &ri in &obs.groups[gi].members {
+                    order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
+                }
+            }
+        }
+    }
+    order.extend(per_plan(&|pi| {
+        plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()
+    }));
+    for a in order {
+        if !g.actions[a].runnable {
+            continue;
+        }
+        let mut inputs: Vec<usize> = g
+            .edges
+            .iter()
+            .filter(|e| e.1 == a && g.actions[e.0].runnable)
+            .map(|e| e.0)
+            .collect();
+        inputs.sort();
+        inputs.dedup();
+        g.synapses.push(Synapse { action: a, inputs });
+    }
+    g
+}
+
+/// Fires synapses as crm_simulate does (each pass in order, results confirmed at once); returns the firing order.
+pub fn firing_order(g: &TransitionGraph) -> Vec<usize> {
+    let mut confirmed = vec![false; g.actions.len()];
+    let mut fired = vec![false; g.synapses.len()];
+    let mut out = Vec::new();
+    loop {
+        let mut progress = false;
+        for (si, s) in g.synapses.iter().enumerate() {
+            if fired[si] || !s.inputs.iter().all(|&i| confirmed[i]) {
+                continue;
+            }
+            fired[si] = true;
+            confirmed[s.action] = true;
+            out.push(s.action);
+            progress = true;
+        }
+        if !progress {
+            break;
+        }
+    }
+    out
+}
+
+/// Renders the "Executing Cluster Transition" lines.
+pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) -> String {
+    let mut out = String::new();
+    for &a in fired {
+        let ga = &g.actions[a];
+        let node = ga.node.map(|n| obs.nodes[n].uname.as_str()).unwrap_or("");
+        match ga.event {
+            EventKind::RscOp => {
+                let r = ga.rsc.map(|r| obs.resources[r].id.as_str()).unwrap_or("");
+                if ga.interval_ms > 0 {
+                    let _ = writeln!(
+                        out,
+                        "  * Resource action: {:<15} {}={} on {}",
+                        r, ga.task, ga.interval_ms, node
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "  * Resource action: {:<15} {} on {}",
+                        r, ga.task, node
+                    );
+                }
+            }
+            EventKind::Pseudo => {
+                let _ = writeln!(out, "  * Pseudo action:   {}", ga.key);
+            }
+            EventKind::Fence => {
+                let _ = writeln!(out, "  * Fencing {} (reboot)", node);
+            }
+            EventKind::Cluster => match ga.rsc {
+                Some(r) => {
+                    let _ = writeln!(
+                        out,
+                        "  * Cluster action:  {} for {} on {}",
+                        ga.task, obs.resources[r].id, node
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
+                }
+            },
+        }
+    }
+    out
+}
+
+struct SummaryLine {
+    verb: String,
+    rsc: String,
+    details: String,
+    reason: String,
+}
+
+/// Renders the "Transition Summary" lines with crm_simulate's growing column widths.
+pub fn render_summary(
+    obs: &Observed,
+    plan: &Plan,
+    rec: &Reconciliation,
+    g: &TransitionGraph,
+) -> String {
+    let mut out = String::new();
+    for (ni, reason) in rec.fence.iter().rev() {
+        let _ = writeln!(
+            out,
+            "  * Fence (reboot) {} '{}'",
+            obs.nodes[*ni].uname, reason
+        );
+    }
+    let name = |n: usize| obs.nodes[n].uname.clone();
+    let runnable_start = |ri: usize| -> bool {
+        g.actions
+            .iter()
+            .filter(|a| a.rsc == Some(ri) && a.task == "start")
+            .all(|a| a.runnable)
+    };
+    let mut lines: Vec<SummaryLine> = Vec::new();
+    let mut ris: Vec<usize> = Vec::new();
+    for t in &plan.order {
+        match *t {
+            Top::Primitive(ri) => ris.push(ri),
+            Top::Group(gi) => ris.extend(obs.groups[gi].members.iter().copied()),
+        }
+    }
+    for ri in ris {
+        let r = &obs.resources[ri];
+        let start_reason = plan
+            .starts(ri)
+            .first()
+            .and_then(|&i| plan.actions[i].reason.clone());
+        let line =
+            |verb: &str, details: String, reason: Option<String>, blocked: bool| SummaryLine {
+                verb: verb.into(),
+                rsc: r.id.clone(),
+                details,
+                reason: match (reason, blocked) {
+                    (Some(r), true) => format!("due to {r} (blocked)"),
+                    (Some(r), false) => format!("due to {r}"),
+                    (None, true) => "blocked".into(),
+                    (None, false) => String::new(),
+                },
+            };
+        match &rec.changes[ri] {
+            Change::Keep => {}
+            Change::Start { target, blocked } => {
+                let ok = runnable_start(ri);
+                lines.push(line("Start", name(*target), blocked.clone(), !ok));
+            }
+            Change::Stop {
+                sources,
+                reason,
+                blocked,
+            } => {
+                for &s in sources {
+                    lines.push(line("Stop", name(s), reason.clone(), *blocked));
+                }
+            }
+            Change::Move { source, target, .. } => {
+                if runnable_start(ri) {
+                    lines.push(line(
+                        "Move",
+                        format!("{} -> {}", name(*source), name(*target)),
+                        None,
+                        false,
+                    ));
+                } else {
+                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                }
+            }
+            Change::Recover { source, target, .. } => {
+                if !runnable_start(ri) {
+                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                } else if source == target {
+                    lines.push(line("Recover", name(*source), None, false));
+                } else {
+                    lines.push(line(
+                        "Recover",
+                        format!("{} -> {}", name(*source), name(*target)),
+                        None,
+                        false,
+                    ));
+                }
+            }
+            Change::Restart { node, reason } => {
+                lines.push(line("Restart", name(*node), reason.clone(), false))
+            }
+            Change::Migrate { source, target } => {
+                lines.push(line(
+                    "Migrate",
+                    format!("{} -> {}", name(*source), name(*target)),
+                    None,
+                    false,
+                ));
+            }
+        }
+    }
+    let mut rsc_width = 5usize;
+    let mut detail_width = 5usize;
+    for l in &lines {
+        if l.rsc.len() > rsc_width {
+            rsc_width = l.rsc.len() + 2;
+        }
+        detail_width = detail_width.max(l.details.len());
+    }
+    for l in &lines {
+        let _ = write!(
+            out,
+            "  * {:<8}   {:<rw$}   ( {:>dw$} )",
+            l.verb,
+            l.rsc,
+            l.details,
+            rw = rsc_width,
+            dw = detail_width
+        );
+        if !l.reason.is_empty() {
+            let _ = write!(out, "  {}", l.reason);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn xml_escape(v: &str) -> String {
+    v.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn event_tag(a: &GraphAction) -> &'static str {
+    match a.event {
+        EventKind::RscOp => "rsc_op",
+        EventKind::Pseudo => "pseudo_event",
+        EventKind::Fence | EventKind::Cluster => "crm_event",
+    }
+}
+
+fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
+    let mut s = format!(
+        "<{} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
+        event_tag(a),
+        id,
+        xml_escape(&a.task),
+        xml_escape(&a.key)
+    );
+    if a.event != EventKind::Pseudo {
+        if let Some(n) = a.node {
+            let node = &obs.nodes[n];
+            s.push_str(&format!(
+                " on_node=\"{}\" on_node_uuid=\"{}\"",
+                xml_escape(&node.uname),
+                xml_escape(&node.id)
+            ));
+        }
+    }
+    s
+}
+
+/// Renders the transition graph as Pacemaker's graph XML.
+pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
+    let id_of = |a: usize| a + 1;
+    let opt = |n: &str, d: &str| obs.option(n).unwrap_or(d).to_string();
+    let mut out = format!(
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"INFINITY\"  transition_id=\"0\">\n",
+        opt("cluster-delay", "60s"),
+        opt("stonith-timeout", "60s")
+    );
+    for (si, syn) in g.synapses.iter().enumerate() {
+        let a = &g.actions[syn.action];
+        let _ = writeln!(out, "  <synapse id=\"{si}\">");
+        out.push_str("    <action_set>\n");
+        let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
+        let mut attrs: Vec<(String, String)> = Vec::new();
+        if let Some(ri) = a.rsc {
+            let r = &obs.resources[ri];
+            if a.event == EventKind::RscOp {
+                let mut prim = format!(
+                    "<primitive id=\"{}\" class=\"{}\"",
+                    xml_escape(&r.id),
+                    xml_escape(&r.class)
+                );
+                if let Some(p) = &r.provider {
+                    prim.push_str(&format!(" provider=\"{}\"", xml_escape(p)));
+                }
+                prim.push_str(&format!(" type=\"{}\"/>", xml_escape(&r.kind)));
+                let _ = writeln!(out, "        {prim}");
+            }
+            for (k, v) in &r.params {
+                attrs.push((k.clone(), v.clone()));
+            }
+            if a.interval_ms > 0 {
+                attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
+                attrs.push(("CRM_meta_name".into(), "monitor".into()));
+            }
+            if let Some((source, target)) = a.migrate {
+                attrs.push((
+                    "CRM_meta_migrate_source".into(),
+                    obs.nodes[source].uname.clone(),
+                ));
+                attrs.push((
+                    "CRM_meta_migrate_target".into(),
+                    obs.nodes[target].uname.clone(),
+                ));
+                if a.task == "migrate_to" {
+                    attrs.push(("CRM_meta_record_pending".into(), "true".into()));
+                }
+            }
+            if a.event == EventKind::RscOp {
+                if a.task == "monitor" && a.expected_rc == 7 && a.interval_ms == 0 {
+                    attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+                }
+                attrs.push((
+                    "CRM_meta_timeout".into(),
+                    r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
+                ));
+            }
+        }
+        if a.event != EventKind::Pseudo {
+            if let Some(n) = a.node {
+                attrs.push(("CRM_meta_on_node".into(), obs.nodes[n].uname.clone()));
+                attrs.push(("CRM_meta_on_node_uuid".into(), obs.nodes[n].id.clone()));
+            }
+        }
+        if a.event == EventKind::Fence {
+            attrs.push(("CRM_meta_stonith_action".into(), "reboot".into()));
+        }
+        attrs.sort();
+        let body: Vec<String> = attrs
+            .iter()
+            .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
+            .collect();
+        let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        if a.event == EventKind::Fence {
+            if let Some(n) = a.node {
+                let _ = writeln!(
+                    out,
+                    "        <downed>\n          <node id=\"{}\"/>\n        </downed>",
+                    xml_escape(&obs.nodes[n].id)
+                );
+            }
+        }
+        let _ = writeln!(out, "      </{}>", event_tag(a));
+        out.push_str("    </action_set>\n");
+        if syn.inputs.is_empty() {
+            out.push_str("    <inputs/>\n");
+        } else {
+            out.push_str("    <inputs>\n");
+            for &i in &syn.inputs {
+                let _ = writeln!(
+                    out,
+                    "      <trigger>\n        {}/>\n      </trigger>",
+                    action_ref(obs, &g.actions[i], id_of(i))
+                );
+            }
+            out.push_str("    </inputs>\n");
+        }
+        out.push_str("  </synapse>\n");
+    }
+    out.push_str("</transition_graph>\n");
+    out
+}
+
+fn dot_label(obs: &Observed, a: &GraphAction) -> String {
+    match a.node {
+        Some(n) if a.rsc.is_some() || a.event != EventKind::Pseudo => {
+            format!("{} {}", a.key, obs.nodes[n].uname)
+        }
+        _ => a.key.clone(),
+    }
+}
+
+/// Renders the transition graph as DOT, as crm_simulate -D does (body lines sorted).
+pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
+    let in_graph: std::collections::BTreeSet<usize> = g.synapses.iter().map(|s| s.action).collect();
+    let mut lines: Vec<String> = Vec::new();
+    for &a in &in_graph {
+        let ga = &g.actions[a];
+        let font = if ga.event == EventKind::Pseudo {
+            "orange"
+        } else {
+            "black"
+        };
+        lines.push(format!(
+            "\"{}\" [ style=bold color=\"green\" fontcolor=\"{}\"]",
+            dot_label(obs, ga),
+            font
+        ));
+    }
+    for s in &g.synapses {
+        for &i in &s.inputs {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = bold]",
+                dot_label(obs, &g.actions[i]),
+                dot_label(obs, &g.actions[s.action])
+            ));
+        }
+    }
+    lines.sort();
+    lines.dedup();
+    let mut out = String::from(" digraph \"g\" {\n");
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Renders the allocation scores as `crm_simulate -s` prints them.
+pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> String {
+    let mut lines = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.orphan {
+            continue;
+        }
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            let v = desired.scores[ri]
+                .get(&ni)
+                .copied()
+                .unwrap_or(-crate::cib::INFINITY);
+            let text = if v >= crate::cib::INFINITY {
+                "INFINITY".to_string()
+            } else if v <= -crate::cib::INFINITY {
+                "-INFINITY".to_string()
+            } else {
+                v.to_string()
+            };
+            lines.push(format!(
+                "pcmk__primitive_assign: {} allocation score on {}: {}",
+                r.id, n.uname, text
+            ));
+        }
+    }
+    lines.sort();
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,965 @@
+//! Where each resource should run: filters then scores, each recording why; deterministic tie-break.
+
+use std::collections::BTreeMap;
+
+use crate::cib::{Cib, Element, INFINITY, parse_interval_ms, parse_score};
+use crate::observed::{Observed, Role, Top, natural_cmp};
+
+/// One reason a node's score for a resource changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScoreNote {
+    pub node: usize,
+    pub delta: i64,
+    pub why: String,
+}
+
+/// The assignment of every primitive, with the trace of why.
+#[derive(Debug, Clone, Default)]
+pub struct Desired {
+    /// Assigned node per resource index (None: stopped).
+    pub assigned: Vec<Option<usize>>,
+    /// Final node scores per resource.
+    pub scores: Vec<BTreeMap<usize, i64>>,
+    pub trace: Vec<Vec<ScoreNote>>,
+    /// Why a resource could not be placed.
+    pub unplaced_reason: Vec<Option<String>>,
+    /// Resources the scheduler leaves alone (unmanaged, or fencing enabled without a device).
+    pub unmanaged: Vec<bool>,
+    /// Top-level entries in processing order (priority, then score on the current node).
+    pub order: Vec<Top>,
+}
+
+/// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
+pub fn add_score(a: i64, b: i64) -> i64 {
+    if a <= -INFINITY || b <= -INFINITY {
+        -INFINITY
+    } else if a >= INFINITY || b >= INFINITY {
+        INFINITY
+    } else {
+        (a + b).clamp(-INFINITY, INFINITY)
+    }
+}
+
+fn cmp_values(lhs: &str, rhs: &str, kind: &str) -> Option<std::cmp::Ordering> {
+    match kind {
+        "integer" => {
+            let a: i64 = lhs
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .map(|v| v as i64)
+                .or_else(|| lhs.trim().parse().ok())?;
+            let b: i64 = rhs
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .map(|v| v as i64)
+                .or_else(|| rhs.trim().parse().ok())?;
+            Some(a.cmp(&b))
+        }
+        "number" => {
+            let a: f64 = lhs.trim().parse().ok()?;
+            let b: f64 = rhs.trim().parse().ok()?;
+            a.partial_cmp(&b)
+        }
+        "version" => {
+            let pa: Vec<i64> = lhs.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+            let pb: Vec<i64> = rhs.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+            let n = pa.len().max(pb.len());
+            for i in 0..n {
+                let (x, y) = (
+                    pa.get(i).copied().unwrap_or(0),
+                    pb.get(i).copied().unwrap_or(0),
+                );
+                if x != y {
+                    return Some(x.cmp(&y));
+                }
+            }
+            Some(std::cmp::Ordering::Equal)
+        }
+        _ => Some(lhs.cmp(rhs)),
+    }
+}
+
+fn eval_expression(
+    e: &Element,
+    attrs: &BTreeMap<String, String>,
+    params: Option<&BTreeMap<String, String>>,
+) -> bool {
+    let Some(attr) = e.attr("attribute") else {
+        return false;
+    };
+    let op = e.attr("operation").unwrap_or("").to_ascii_lowercase();
+    let lhs = attrs.get(attr);
+    let mut value = e.attr("value").map(str::to_string);
+    if let (Some(src), Some(v)) = (e.attr("value-source"), value.as_deref()) {
+        if src == "param" || src == "meta" {
+            value = params.and_then(|p| p.get(v).cloned());
+        }
+    }
+    match op.as_str() {
+        "defined" => return lhs.is_some(),
+        "not_defined" => return lhs.is_none(),
+        _ => {}
+    }
+    let (Some(lhs), Some(rhs)) = (lhs, value) else {
+        return op == "ne";
+    };
+    let kind = match e.attr("type").map(|t| t.to_ascii_lowercase()) {
+        Some(t) => {
+            if t == "number" || t == "integer" || t == "version" || t == "string" {
+                t
+            } else {
+                "string".into()
+            }
+        }
+        None => {
+            if matches!(op.as_str(), "lt" | "gt" | "lte" | "gte") {
+                if lhs.contains('.') || rhs.contains('.') {
+                    "number".into()
+                } else {
+                    "integer".into()
+                }
+            } else {
+                "string".into()
+            }
+        }
+    };
+    let ord = match cmp_values(lhs, &rhs, &kind) {
+        Some(o) => o,
+        None => {
+            // Unparsable numbers fall back to string comparison.
+            lhs.as_str().cmp(rhs.as_str())
+        }
+    };
+    use std::cmp::Ordering::*;
+    match op.as_str() {
+        "eq" => ord == Equal,
+        "ne" => ord != Equal,
+        "lt" => ord == Less,
+        "lte" => ord != Greater,
+        "gt" => ord == Greater,
+        "gte" => ord != Less,
+        _ => false,
+    }
+}
+
+/// Parses an ISO 8601 date-time ("2005-01-01 12:00:00Z", "2019-09-26T10:00") to epoch seconds (UTC).
+pub fn parse_iso_date(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = match s.find([' ', 'T']) {
+        Some(i) => (&s[..i], s[i + 1..].trim()),
+        None => (s, ""),
+    };
+    let dp: Vec<&str> = date.split('-').collect();
+    let (y, m, d) = match dp.len() {
+        3 => (
+            dp[0].parse::<i64>().ok()?,
+            dp[1].parse::<i64>().ok()?,
+            dp[2].parse::<i64>().ok()?,
+        ),
+        2 => (dp[0].parse().ok()?, dp[1].parse().ok()?, 1),
+        1 => (dp[0].parse().ok()?, 1, 1),
+        _ => return None,
+    };
+    let mut offset = 0i64;
+    let mut t = time.trim_end_matches('Z').to_string();
+    if let Some(i) = t.rfind(['+', '-']) {
+        let tz = t[i..].to_string();
+        t.truncate(i);
+        let sign = if tz.starts_with('-') { -1 } else { 1 };
+        let digits: String = tz[1..].chars().filter(|c| c.is_ascii_digit()).collect();
+        let (hh, mm) = if digits.len() >= 4 {
+            (
+                digits[..2].parse().unwrap_or(0),
+                digits[2..4].parse().unwrap_or(0),
+            )
+        } else {
+            (digits.parse().unwrap_or(0), 0)
+        };
+        offset = sign * (hh * 3600 + mm * 60);
+    }
+    let tp: Vec<i64> = if t.is_empty() {
+        vec![]
+    } else {
+        t.split(':')
+            .map(|p| p.parse::<f64>().unwrap_or(0.0) as i64)
+            .collect()
+    };
+    let secs = tp.first().copied().unwrap_or(0) * 3600
+        + tp.get(1).copied().unwrap_or(0) * 60
+        + tp.get(2).copied().unwrap_or(0);
+    Some(days_from_civil(y, m, d) * 86400 + secs - offset)
+}
+
+/// Days since 1970-01-01 for a proleptic Gregorian date.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+/// Civil date from days since the epoch: (year, month, day).
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn in_spec_range(spec: Option<&str>, value: i64) -> bool {
+    let Some(spec) = spec else { return true };
+    match spec.split_once('-') {
+        Some((a, b)) => {
+            let a: i64 = a.trim().parse().unwrap_or(i64::MIN);
+            let b: i64 = b.trim().parse().unwrap_or(i64::MAX);
+            value >= a && value <= b
+        }
+        None => spec
+            .trim()
+            .parse::<i64>()
+            .map(|v| v == value)
+            .unwrap_or(false),
+    }
+}
+
+fn eval_date_spec(spec: &Element, now: i64) -> bool {
+    let days = now.div_euclid(86400);
+    let secs = now.rem_euclid(86400);
+    let (y, m, d) = civil_from_days(days);
+    let yday = days - days_from_civil(y, 1, 1) + 1;
+    let wday = (days + 3).rem_euclid(7) + 1; // Monday = 1
+    in_spec_range(spec.attr("years"), y)
+        && in_spec_range(spec.attr("months"), m)
+        && in_spec_range(spec.attr("monthdays"), d)
+        && in_spec_range(spec.attr("hours"), secs / 3600)
+        && in_spec_range(spec.attr("minutes"), (secs / 60) % 60)
+        && in_spec_range(spec.attr("seconds"), secs % 60)
+        && in_spec_range(spec.attr("yeardays"), yday)
+        && in_spec_range(spec.attr("weekdays"), wday)
+}
+
+fn add_duration(start: i64, dur: &Element) -> i64 {
+    let g = |n: &str| {
+        dur.attr(n)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let mut t = start
+        + g("seconds")
+        + g("minutes") * 60
+        + g("hours") * 3600
+        + g("days") * 86400
+        + g("weeks") * 7 * 86400;
+    let months = g("months") + g("years") * 12;
+    if months != 0 {
+        let days = t.div_euclid(86400);
+        let secs = t.rem_euclid(86400);
+        let (y, m, d) = civil_from_days(days);
+        let total = y * 12 + (m - 1) + months;
+        t = days_from_civil(total.div_euclid(12), total.rem_euclid(12) + 1, d) * 86400 + secs;
+    }
+    t
+}
+
+fn eval_date_expression(e: &Element, now: i64) -> bool {
+    let op = e.attr("operation").unwrap_or("in_range");
+    let start = e.attr("start").and_then(parse_iso_date);
+    let mut end = e.attr("end").and_then(parse_iso_date);
+    match op {
+        "in_range" => {
+            if end.is_none() {
+                if let (Some(s), Some(d)) = (start, e.child("duration")) {
+                    end = Some(add_duration(s, d));
+                }
+            }
+            start.map(|s| now >= s).unwrap_or(true) && end.map(|en| now <= en).unwrap_or(true)
+        }
+        "gt" => start.map(|s| now > s).unwrap_or(false),
+        "lt" => end.map(|en| now < en).unwrap_or(false),
+        "date_spec" => e
+            .child("date_spec")
+            .map(|s| eval_date_spec(s, now))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// Evaluates a rule against node attributes at time `now`.
+pub fn eval_rule(
+    rule: &Element,
+    attrs: &BTreeMap<String, String>,
+    now: i64,
+    params: Option<&BTreeMap<String, String>>,
+) -> bool {
+    let or = rule
+        .attr("boolean-op")
+        .map(|b| b.eq_ignore_ascii_case("or"))
+        .unwrap_or(false);
+    let mut any = false;
+    let mut result = !or;
+    for c in &rule.children {
+        let v = match c.name.as_str() {
+            "expression" => eval_expression(c, attrs, params),
+            "date_expression" => eval_date_expression(c, now),
+            "rule" => eval_rule(c, attrs, now, params),
+            "rsc_expression" | "op_expression" => true,
+            _ => continue,
+        };
+        any = true;
+        if or && v {
+            result = true;
+        } else if !or && !v {
+            result = false;
+        }
+    }
+    if !any {
+        return true;
+    }
+    result
+}
+
+/// A placement unit: a primitive or a whole group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Primitive(usize),
+    Group(usize),
+}
+
+struct Ctx<'a> {
+    obs: &'a Observed,
+    cib: &'a Cib,
+    desired: Desired,
+    num_resources: Vec<usize>,
+    util_used: Vec<BTreeMap<String, i64>>,
+    done: Vec<bool>,
+    in_progress: Vec<bool>,
+}
+
+fn unit_of(obs: &Observed, id: &str) -> Option<Unit> {
+    if let Some(gi) = obs.group_index(id) {
+        return Some(Unit::Group(gi));
+    }
+    obs.rsc_index(id).map(|ri| match obs.resources[ri].group {
+        Some(gi) => Unit::Group(gi),
+        None => Unit::Primitive(ri),
+    })
+}
+
+fn unit_members(obs: &Observed, u: Unit) -> Vec<usize> {
+    match u {
+        Unit::Primitive(ri) => vec![ri],
+        Unit::Group(gi) => obs.groups[gi].members.clone(),
+    }
+}
+
+fn unit_key(obs: &Observed, u: Unit) -> usize {
+    match u {
+        Unit::Primitive(ri) => ri,
+        Unit::Group(gi) => obs.groups[gi]
+            .members
+            .first()
+            .copied()
+            .unwrap_or(usize::MAX),
+    }
+}
+
+/// Whether a node can host resources at all.
+pub fn node_available(obs: &Observed, ni: usize) -> bool {
+    let n = &obs.nodes[ni];
+    n.online && !n.unclean && !n.standby && !n.maintenance && !n.shutdown && !n.pending
+}
+
+/// Per-resource location scores (constraints, stickiness, failures), before colocation.
+fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
+    let obs = ctx.obs;
+    let r = &obs.resources[ri];
+    let mut scores: BTreeMap<usize, i64> = BTreeMap::new();
+    let mut notes = Vec::new();
+    if obs.symmetric {
+        for ni in 0..obs.nodes.len() {
+            scores.insert(ni, 0);
+        }
+    }
+    let group_id = r.group.map(|g| obs.groups[g].id.clone());
+    for loc in &ctx.cib.locations {
+        if loc.rsc != r.id && Some(&loc.rsc) != group_id.as_ref() {
+            continue;
+        }
+        if let Some(role) = loc.role.as_deref().and_then(Role::parse) {
+            if role != Role::Started {
+                continue;
+            }
+        }
+        if let Some(node) = &loc.node {
+            let Some(ni) = obs.node_index(node) else {
+                continue;
+            };
+            let score = loc.score.as_deref().and_then(parse_score).unwrap_or(0);
+            let cur = scores.get(&ni).copied().unwrap_or(0);
+            scores.insert(ni, add_score(cur, score));
+            notes.push(ScoreNote {
+                node: ni,
+                delta: score,
+                why: format!("location {}", loc.id),
+            });
+        } else {
+            for rule in &loc.rules {
+                let score_text = rule.attr("score");
+                let score_attr = rule.attr("score-attribute");
+                for ni in 0..obs.nodes.len() {
+                    let attrs = &obs.nodes[ni].attrs;
+                    if !eval_rule(rule, attrs, obs.now, Some(&r.params)) {
+                        continue;
+                    }
+                    let score = match (score_text, score_attr) {
+                        (Some(s), _) => parse_score(s).unwrap_or(0),
+                        (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
+                        _ => 0,
+                    };
+                    let cur = scores.get(&ni).copied().unwrap_or(0);
+                    scores.insert(ni, add_score(cur, score));
+                    notes.push(ScoreNote {
+                        node: ni,
+                        delta: score,
+                        why: format!("location rule {}", loc.id),
+                    });
+                }
+            }
+        }
+    }
+    // History-derived bans.
+    for (node, score, why) in &r.history_bans {
+        match node {
+            Some(ni) => {
+                let cur = scores.get(ni).copied().unwrap_or(0);
+                scores.insert(*ni, add_score(cur, *score));
+                notes.push(ScoreNote {
+                    node: *ni,
+                    delta: *score,
+                    why: why.clone(),
+                });
+            }
+            None => {
+                for ni in 0..obs.nodes.len() {
+                    scores.insert(ni, -INFINITY);
+                }
+            }
+        }
+    }
+    // Failures: migration-threshold.
+    let threshold = r
+        .meta
+        .get("migration-threshold")
+        .and_then(|v| parse_score(v))
+        .unwrap_or(INFINITY);
+    let failure_timeout_s = r
+        .meta
+        .get("failure-timeout")
+        .map(|v| parse_interval_ms(v) / 1000)
+        .unwrap_or(0) as i64;
+    if threshold > 0 {
+        for (&ni, &count) in &r.fail_count {
+            let expired = failure_timeout_s > 0
+                && r.last_failure
+                    .get(&ni)
+                    .map(|&t| obs.now > t + failure_timeout_s)
+                    .unwrap_or(false);
+            if count >= threshold && !expired {
+                scores.insert(ni, -INFINITY);
+                notes.push(ScoreNote {
+                    node: ni,
+                    delta: -INFINITY,
+                    why: "__fail_limit__ (migration-threshold)".into(),
+                });
+            }
+        }
+    }
+    // Stickiness on the single current node.
+    let stickiness = r
+        .meta
+        .get("resource-stickiness")
+        .or(r.meta.get("default-resource-stickiness"))
+        .and_then(|v| parse_score(v))
+        .unwrap_or(0);
+    if r.managed && stickiness != 0 && r.running_on.len() == 1 && !r.failed {
+        let ni = r.running_on[0];
+        if let Some(cur) = scores.get(&ni).copied() {
+            scores.insert(ni, add_score(cur, stickiness));
+            notes.push(ScoreNote {
+                node: ni,
+                delta: stickiness,
+                why: "resource-stickiness".into(),
+            });
+        } else if obs.symmetric {
+            scores.insert(ni, stickiness);
+        }
+    }
+    // Node health.
+    let strategy = obs
+        .option("node-health-strategy")
+        .unwrap_or("none")
+        .to_ascii_lowercase();
+    if strategy != "none" {
+        for ni in 0..obs.nodes.len() {
+            let s = health_score(obs, ni, &strategy);
+            if s != 0 {
+                if let Some(cur) = scores.get(&ni).copied() {
+                    scores.insert(ni, add_score(cur, s));
+                }
+            }
+        }
+    }
+    ctx.desired.trace[ri].extend(notes);
+    scores
+}
+
+fn health_score(obs: &Observed, ni: usize, strategy: &str) -> i64 {
+    let opt = |n: &str, d: i64| obs.option(n).and_then(parse_score).unwrap_or(d);
+    let (red, yellow, green) = match strategy {
+        "migrate-on-red" => (-INFINITY, 0, 0),
+        "only-green" => (-INFINITY, -INFINITY, 0),
+        _ => (
+            opt("node-health-red", 0),
+            opt("node-health-yellow", 0),
+            opt("node-health-green", 0),
+        ),
+    };
+    let mut total = if strategy == "progressive" || strategy == "custom" {
+        opt("node-health-base", 0)
+    } else {
+        0
+    };
+    for (k, v) in &obs.nodes[ni].attrs {
+        if !k.starts_with("#health") {
+            continue;
+        }
+        let s = match v.to_ascii_lowercase().as_str() {
+            "red" => red,
+            "yellow" => yellow,
+            "green" => green,
+            other => parse_score(other).unwrap_or(0),
+        };
+        total = add_score(total, s);
+    }
+    total
+}
+
+fn unit_blocked_or_unmanaged(obs: &Observed, u: Unit) -> bool {
+    unit_members(obs, u)
+        .iter()
+        .any(|&ri| !obs.resources[ri].managed)
+}
+
+fn target_stopped(obs: &Observed, ri: usize) -> bool {
+    let r = &obs.resources[ri];
+    r.target_role == Some(Role::Stopped)
+        || r.next_role == Some(Role::Stopped)
+        || r.orphan
+        || obs.stop_all
+}
+
+fn assign_unit(ctx: &mut Ctx, u: Unit) {
+    let key = unit_key(ctx.obs, u);
+    if key == usize::MAX || ctx.done[key] || ctx.in_progress[key] {
+        return;
+    }
+    ctx.in_progress[key] = true;
+    let obs = ctx.obs;
+    let members = unit_members(obs, u);
+    let unit_ids: Vec<String> = match u {
+        Unit::Primitive(ri) => vec![obs.resources[ri].id.clone()],
+        Unit::Group(gi) => {
+            let mut v = vec![obs.groups[gi].id.clone()];
+            v.extend(
+                obs.groups[gi]
+                    .members
+                    .iter()
+                    .map(|&m| obs.resources[m].id.clone()),
+            );
+            v
+        }
+    };
+    // Colocations where this unit depends on another: place that one first.
+    let cols: Vec<(usize, Unit, i64)> = ctx
+        .cib
+        .colocations
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| unit_ids.contains(&c.rsc))
+        .filter_map(|(i, c)| {
+            unit_of(obs, &c.with_rsc)
+                .filter(|w| *w != u)
+                .map(|w| (i, w, c.score))
+        })
+        .collect();
+    for (_, w, _) in &cols {
+        assign_unit(ctx, *w);
+    }
+    // Member scores.
+    let member_scores: Vec<BTreeMap<usize, i64>> =
+        members.iter().map(|&ri| base_scores(ctx, ri)).collect();
+    let nn = obs.nodes.len();
+    let mut scores: BTreeMap<usize, i64> = member_scores.first().cloned().unwrap_or_default();
+    for ms in member_scores.iter().skip(1) {
+        let mut combined = scores.clone();
+        for (&ni, v) in combined.iter_mut() {
+            *v = add_score(
+                *v,
+                ms.get(&ni)
+                    .copied()
+                    .unwrap_or(if obs.symmetric { 0 } else { -INFINITY }),
+            );
+        }
+        // Roll back when the later member would leave nowhere to run.
+        if combined.values().any(|&v| v > -INFINITY) || scores.values().all(|&v| v <= -INFINITY) {
+            scores = combined;
+        }
+    }
+    // Apply colocations with already-placed units.
+    for (ci, w, score) in &cols {
+        let wkey = unit_key(obs, *w);
+        let placed = ctx.desired.assigned.get(wkey).copied().flatten();
+        let c = &ctx.cib.colocations[*ci];
+        if *score >= INFINITY {
+            for ni in 0..nn {
+                if Some(ni) != placed {
+                    scores.insert(ni, -INFINITY);
+                }
+            }
+        } else if *score <= -INFINITY {
+            if let Some(p) = placed {
+                scores.insert(p, -INFINITY);
+            }
+        } else if let Some(p) = placed {
+            if let Some(cur) = scores.get(&p).copied() {
+                scores.insert(p, add_score(cur, *score));
+            }
+        }
+        for &ri in &members {
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: placed.unwrap_or(usize::MAX),
+                delta: *score,
+                why: format!("colocation {}", c.id),
+            });
+        }
+    }
+    // Dependents pull the primary toward their preferences (positive, finite colocations).
+    // Filters: availability and utilization.
+    let running: Vec<usize> = obs.resources[members[0]].running_on.clone();
+    let mut candidates: Vec<(usize, i64)> = Vec::new();
+    for ni in 0..nn {
+        let Some(&s) = scores.get(&ni) else { continue };
+        if !node_available(obs, ni) || s < 0 {
+            continue;
+        }
+        if obs.placement_strategy != "default" && !fits(ctx, &members, ni) {
+            continue;
+        }
+        candidates.push((ni, s));
+    }
+    let active = if running.len() == 1 {
+        Some(running[0])
+    } else {
+        None
+    };
+    candidates.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| {
+                if obs.placement_strategy == "balanced" {
+                    capacity_cmp(ctx, a.0, b.0)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .then_with(|| {
+                if obs.placement_strategy == "minimal" {
+                    std::cmp::Ordering::Equal
+                } else {
+                    ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0])
+                }
+            })
+            .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
+            .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
+    });
+    let unmanaged =
+        unit_blocked_or_unmanaged(obs, u) || (obs.stonith_enabled && !obs.have_stonith_resource);
+    let mut choice = candidates.first().map(|c| c.0);
+    if unmanaged {
+        choice = if running.len() == 1 {
+            Some(running[0])
+        } else {
+            None
+        };
+    }
+    // Members: each member runs on the chosen node unless it is stopped by target-role;
+    // later members of a group stop when an earlier one cannot run.
+    let mut chain_ok = true;
+    for (k, &ri) in members.iter().enumerate() {
+        let mut a = choice;
+        if !chain_ok || target_stopped(obs, ri) {
+            a = None;
+        }
+        if let (Some(ni), false) = (a, unmanaged) {
+            if member_scores[k]
+                .get(&ni)
+                .copied()
+                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY })
+                <= -INFINITY
+                && k > 0
+            {
+                a = None;
+            }
+        }
+        if !obs.resources[ri].managed || unmanaged {
+            a = if obs.resources[ri].running_on.len() == 1 {
+                Some(obs.resources[ri].running_on[0])
+            } else {
+                None
+            };
+        }
+        if a.is_none() && obs.resources[ri].managed {
+            chain_ok = false;
+        }
+        ctx.desired.assigned[ri] = a;
+        ctx.desired.scores[ri] = scores.clone();
+        if let Some(ni) = a {
+            ctx.num_resources[ni] += 1;
+            for (k2, v) in &obs.resources[ri].utilization {
+                *ctx.util_used[ni].entry(k2.clone()).or_insert(0) += *v;
+            }
+        }
+    }
+    for &ri in &members {
+        ctx.done[ri] = true;
+    }
+    ctx.in_progress[key] = false;
+}
+
+fn fits(ctx: &Ctx, members: &[usize], ni: usize) -> bool {
+    let obs = ctx.obs;
+    let mut need: BTreeMap<String, i64> = BTreeMap::new();
+    for &ri in members {
+        for (k, v) in &obs.resources[ri].utilization {
+            *need.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    for (k, v) in need {
+        let cap = obs.nodes[ni].utilization.get(&k).copied().unwrap_or(0);
+        let used = ctx.util_used[ni].get(&k).copied().unwrap_or(0);
+        if cap - used < v {
+            return false;
+        }
+    }
+    true
+}
+
+fn capacity_cmp(ctx: &Ctx, a: usize, b: usize) -> std::cmp::Ordering {
+    let obs = ctx.obs;
+    let mut result = 0i64;
+    let keys: std::collections::BTreeSet<&String> = obs.nodes[a]
+        .utilization
+        .keys()
+        .chain(obs.nodes[b].utilization.keys())
+        .collect();
+    for k in keys {
+        let fa = obs.nodes[a].utilization.get(k).copied().unwrap_or(0)
+            - ctx.util_used[a].get(k).copied().unwrap_or(0);
+        let fb = obs.nodes[b].utilization.get(k).copied().unwrap_or(0)
+            - ctx.util_used[b].get(k).copied().unwrap_or(0);
+        if fa > fb {
+            result -= 1;
+        } else if fa < fb {
+            result += 1;
+        }
+    }
+    result.cmp(&0)
+}
+
+/// The order in which units are placed: priority (descending), then score where they run,
+/// then scores node by node, then configuration order.
+fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
+    let obs = ctx.obs;
+    let units: Vec<(i64, usize, Unit)> = obs
+        .top
+        .iter()
+        .enumerate()
+        .map(|(pos, t)| {
+            let (u, prio) = match *t {
+                Top::Primitive(ri) => (
+                    Unit::Primitive(ri),
+                    obs.resources[ri]
+                        .meta
+                        .get("priority")
+                        .and_then(|v| parse_score(v))
+                        .unwrap_or(0),
+                ),
+                Top::Group(gi) => (
+                    Unit::Group(gi),
+                    obs.groups[gi]
+                        .meta
+                        .get("priority")
+                        .and_then(|v| parse_score(v))
+                        .unwrap_or(0),
+                ),
+            };
+            (prio, pos, u)
+        })
+        .collect();
+    // Pacemaker sorts before location constraints apply: only the symmetric default score
+    // on the current node counts, so running resources come first.
+    let keys: Vec<(i64, Vec<i64>)> = units
+        .iter()
+        .map(|(_, _, u)| {
+            let first = unit_key(obs, *u);
+            let running = first != usize::MAX
+                && obs.resources[first]
+                    .running_on
+                    .first()
+                    .map(|&ni| obs.nodes[ni].online && !obs.nodes[ni].shutdown)
+                    .unwrap_or(false);
+            (
+                if running && obs.symmetric {
+                    0
+                } else {
+                    -INFINITY
+                },
+                vec![],
+            )
+        })
+        .collect();
+    let _ = &mut ctx.desired;
+    let mut idx: Vec<usize> = (0..units.len()).collect();
+    idx.sort_by(|&a, &b| {
+        units[b]
+            .0
+            .cmp(&units[a].0)
+            .then(keys[b].0.cmp(&keys[a].0))
+            .then_with(|| {
+                for (x, y) in keys[a].1.iter().zip(keys[b].1.iter()) {
+                    if x != y {
+                        return y.cmp(x);
+                    }
+                }
+                std::cmp::Ordering::Equal
+            })
+            .then(units[a].1.cmp(&units[b].1))
+    });
+    idx.into_iter().map(|i| units[i].2).collect()
+}
+
+/// Places every resource.
+pub fn place(cib: &Cib, obs: &Observed) -> Desired {
+    let n = obs.resources.len();
+    let mut ctx = Ctx {
+        obs,
+        cib,
+        desired: Desired {
+            assigned: vec![None; n],
+            scores: vec![BTreeMap::new(); n],
+            trace: vec![Vec::new(); n],
+            unplaced_reason: vec![None; n],
+            order: Vec::new(),
+            unmanaged: obs
+                .resources
+                .iter()
+                .map(|r| !r.managed || (obs.stonith_enabled && !obs.have_stonith_resource))
+                .collect(),
+        },
+        num_resources: vec![0; obs.nodes.len()],
+        util_used: vec![BTreeMap::new(); obs.nodes.len()],
+        done: vec![false; n],
+        in_progress: vec![false; n],
+    };
+    let quorum_ok = obs.have_quorum || obs.no_quorum_policy == crate::observed::NoQuorum::Ignore;
+    let order = unit_order(&mut ctx);
+    for u in &order {
+        assign_unit(&mut ctx, *u);
+    }
+    ctx.desired.order = order
+        .iter()
+        .map(|u| match *u {
+            Unit::Primitive(ri) => Top::Primitive(ri),
+            Unit::Group(gi) => Top::Group(gi),
+        })
+        .collect();
+    if !quorum_ok {
+        for ri in 0..n {
+            let r = &obs.resources[ri];
+            match obs.no_quorum_policy {
+                crate::observed::NoQuorum::Freeze => {
+                    // Keep running resources where they are; start nothing new.
+                    if r.running_on.is_empty() {
+                        ctx.desired.assigned[ri] = None;
+                    } else if ctx.desired.assigned[ri].is_some() && r.running_on.len() == 1 {
+                        ctx.desired.assigned[ri] = Some(r.running_on[0]);
+                    }
+                }
+                _ => {
+                    if r.managed {
+                        ctx.desired.assigned[ri] = None;
+                        ctx.desired.unplaced_reason[ri] = Some("no quorum".into());
+                    }
+                }
+            }
+        }
+    }
+    ctx.desired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cib::parse_xml;
+
+    #[test]
+    fn rules_compare_by_type() {
+        let mut attrs = BTreeMap::new();
+        attrs.insert("a".to_string(), "10".to_string());
+        for (xml, want) in [
+            (
+                r#"<rule><expression attribute="a" operation="gt" value="9"/></rule>"#,
+                true,
+            ),
+            (
+                r#"<rule><expression attribute="a" operation="gt" value="9" type="string"/></rule>"#,
+                false,
+            ),
+            (
+                r#"<rule><expression attribute="a" operation="defined"/></rule>"#,
+                true,
+            ),
+            (
+                r#"<rule boolean-op="or"><expression attribute="b" operation="defined"/><expression attribute="a" operation="eq" value="10"/></rule>"#,
+                true,
+            ),
+        ] {
+            let el = parse_xml(xml).expect("xml");
+            assert_eq!(eval_rule(&el, &attrs, 0, None), want, "{xml}");
+        }
+    }
+
+    #[test]
+    fn dates_parse_to_epoch() {
+        assert_eq!(parse_iso_date("1970-01-02 00:00:00Z"), Some(86400));
+        assert_eq!(parse_iso_date("2022-04-01 17:57:38Z"), Some(1648835858));
+        assert_eq!(civil_from_days(19083), (2022, 4, 1));
+    }
+
+    #[test]
+    fn scores_saturate() {
+        assert_eq!(add_score(INFINITY, -INFINITY), -INFINITY);
+        assert_eq!(add_score(900_000, 900_000), INFINITY);
+        assert_eq!(add_score(5, -3), 2);
+    }
+}

@@ -1,0 +1,380 @@
+//! Observed x desired -> named sets per resource: keep, start, stop, migrate, move, recover, restart, probe, blocked.
+
+use crate::observed::{Observed, Role};
+use crate::placement::Desired;
+
+/// What happens to one resource, in Pacemaker's summary vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Keep,
+    Start {
+        target: usize,
+        blocked: Option<String>,
+    },
+    Stop {
+        sources: Vec<usize>,
+        reason: Option<String>,
+        blocked: bool,
+    },
+    Move {
+        source: usize,
+        target: usize,
+        stops: Vec<usize>,
+    },
+    Migrate {
+        source: usize,
+        target: usize,
+    },
+    Recover {
+        source: usize,
+        target: usize,
+        stops: Vec<usize>,
+    },
+    Restart {
+        node: usize,
+        reason: Option<String>,
+    },
+}
+
+/// The named sets, one entry per resource index.
+#[derive(Debug, Clone, Default)]
+pub struct Reconciliation {
+    pub changes: Vec<Change>,
+    /// Probes to run: (resource, node).
+    pub probes: Vec<(usize, usize)>,
+    /// Nodes to fence, in creation order, with the reason.
+    pub fence: Vec<(usize, String)>,
+    /// Nodes to shut down cleanly.
+    pub shutdown: Vec<usize>,
+}
+
+impl Reconciliation {
+    /// One-line count per set, for logs.
+    pub fn summary(&self) -> String {
+        let mut counts = [0usize; 7];
+        for c in &self.changes {
+            let i = match c {
+                Change::Keep => 0,
+                Change::Start { .. } => 1,
+                Change::Stop { .. } => 2,
+                Change::Move { .. } => 3,
+                Change::Migrate { .. } => 4,
+                Change::Recover { .. } => 5,
+                Change::Restart { .. } => 6,
+            };
+            counts[i] += 1;
+        }
+        format!(
+            "keep={} start={} stop={} move={} migrate={} recover={} restart={} probe={} fence={}",
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3],
+            counts[4],
+            counts[5],
+            counts[6],
+            self.probes.len(),
+            self.fence.len()
+        )
+    }
+}
+
+fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
+    let r = &obs.resources[ri];
+    if obs.have_quorum
+        || r.meta
+            .get("requires")
+            .map(|v| v == "nothing")
+            .unwrap_or(false)
+    {
+        return None;
+    }
+    match obs.no_quorum_policy {
+        crate::observed::NoQuorum::Ignore => None,
+        crate::observed::NoQuorum::Freeze => {
+            if r.running_on.is_empty() {
+                Some("quorum freeze".into())
+            } else {
+                None
+            }
+        }
+        _ => Some("no quorum".into()),
+    }
+}
+
+/// Computes the change for every resource.
+pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
+    let mut rec = Reconciliation::default();
+    for (ni, n) in obs.nodes.iter().enumerate() {
+        if n.unclean && obs.can_fence(ni) {
+            rec.fence.push((
+                ni,
+                n.fence_reason
+                    .clone()
+                    .unwrap_or_else(|| "node is unclean".into()),
+            ));
+        } else if n.online && n.shutdown {
+            rec.shutdown.push(ni);
+        }
+    }
+    let probes_enabled = obs
+        .option("enable-startup-probes")
+        .map(crate::cib::is_true)
+        .unwrap_or(true);
+    if probes_enabled {
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            if !n.online || n.unclean || n.pending || n.maintenance {
+                continue;
+            }
+            for (ri, r) in obs.resources.iter().enumerate() {
+                if r.orphan || r.known_on.contains(&ni) || r.running_on.contains(&ni) {
+                    continue;
+                }
+                rec.probes.push((ri, ni));
+            }
+        }
+    }
+    for (ri, r) in obs.resources.iter().enumerate() {
+        let next = desired.assigned[ri];
+        let current = r.running_on.first().copied();
+        if desired.unmanaged[ri] {
+            rec.changes.push(Change::Keep);
+            continue;
+        }
+        let change = match (r.running_on.len(), next) {
+            (0, None) => Change::Keep,
+            (0, Some(t)) => Change::Start {
+                target: t,
+                blocked: quorum_block(obs, ri),
+            },
+            (_, None) => Change::Stop {
+                sources: r.running_on.clone(),
+                reason: Some(
+                    desired.unplaced_reason[ri]
+                        .clone()
+                        .unwrap_or_else(|| "node availability".into()),
+                ),
+                blocked: false,
+            },
+            (1, Some(t)) => {
+                let s = current.unwrap_or(t);
+                if let Some(q) = quorum_block(obs, ri) {
+                    Change::Stop {
+                        sources: vec![s],
+                        reason: Some(q),
+                        blocked: false,
+                    }
+                } else if s == t {
+                    if r.failed {
+                        Change::Recover {
+                            source: s,
+                            target: t,
+                            stops: vec![s],
+                        }
+                    } else {
+                        Change::Keep
+                    }
+                } else if r.failed {
+                    Change::Recover {
+                        source: s,
+                        target: t,
+                        stops: vec![s],
+                    }
+                } else if r.meta_bool("allow-migrate", false)
+                    && !r.migratable_cleared
+                    && !obs.nodes[s].unclean
+                    && obs.nodes[s].online
+                {
+                    Change::Migrate {
+                        source: s,
+                        target: t,
+                    }
+                } else {
+                    Change::Move {
+                        source: s,
+                        target: t,
+                        stops: vec![s],
+                    }
+                }
+            }
+            (_, Some(t)) => {
+                let s = current.unwrap_or(t);
+                if s == t {
+                    Change::Recover {
+                        source: s,
+                        target: t,
+                        stops: r.running_on.clone(),
+                    }
+                } else {
+                    Change::Move {
+                        source: s,
+                        target: t,
+                        stops: r.running_on.clone(),
+                    }
+                }
+            }
+        };
+        let _ = Role::Started;
+        rec.changes.push(change);
+    }
+    rec
+}
+
+/// The state of a resource's start action while orderings are applied.
+#[derive(Debug, Clone, Default)]
+struct StartState {
+    exists: bool,
+    runnable: bool,
+    required: bool,
+    reason: Option<String>,
+}
+
+/// One side of a mandatory ordering: a primitive's start, or a group's running/start.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Start(usize),
+    GroupRunning(usize),
+    GroupStart(usize),
+}
+
+fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String) {
+    match e {
+        End::Start(ri) => (
+            st[ri].runnable || !st[ri].exists,
+            st[ri].required,
+            format!("{} start", obs.resources[ri].id),
+        ),
+        End::GroupRunning(gi) | End::GroupStart(gi) => {
+            let m = &obs.groups[gi].members;
+            let runnable = m.iter().all(|&ri| st[ri].runnable || !st[ri].exists);
+            let required = m.iter().any(|&ri| st[ri].required && st[ri].runnable);
+            (runnable, required, format!("{} running", obs.groups[gi].id))
+        }
+    }
+}
+
+fn then_members(obs: &Observed, e: End) -> Vec<usize> {
+    match e {
+        End::Start(ri) => vec![ri],
+        End::GroupRunning(gi) | End::GroupStart(gi) => obs.groups[gi].members.clone(),
+    }
+}
+
+/// Applies mandatory orderings: an unrunnable first start makes the then start unrunnable, and a
+/// required first start makes the then start required (a restart when it would otherwise stay).
+#[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
+pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconciliation) {
+    let n = obs.resources.len();
+    let mut st: Vec<StartState> = vec![StartState::default(); n];
+    for ri in 0..n {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let s = &mut st[ri];
+        s.exists = true;
+        s.runnable = desired.assigned[ri].is_some();
+        match &rec.changes[ri] {
+            Change::Keep => {}
+            Change::Start { blocked, .. } => {
+                s.required = true;
+                if blocked.is_some() {
+                    s.runnable = false;
+                }
+            }
+            Change::Stop { .. } => s.runnable = false,
+            Change::Migrate { .. } => {}
+            _ => s.required = true,
+        }
+    }
+    let mut rels: Vec<(End, End)> = Vec::new();
+    for g in 0..obs.groups.len() {
+        let m = &obs.groups[g].members;
+        for w in m.windows(2) {
+            rels.push((End::Start(w[0]), End::Start(w[1])));
+        }
+    }
+    for o in &obs.orders {
+        if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
+            continue;
+        }
+        let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
+            (Some(g), _) => End::GroupRunning(g),
+            (None, Some(r)) => End::Start(r),
+            _ => continue,
+        };
+        let then = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+            (Some(g), _) => End::GroupStart(g),
+            (None, Some(r)) => End::Start(r),
+            _ => continue,
+        };
+        rels.push((first, then));
+    }
+    for _ in 0..(n + 2) {
+        let mut changed = false;
+        for &(f, t) in &rels {
+            let (f_runnable, f_required, desc) = first_state(obs, &st, f);
+            for ri in then_members(obs, t) {
+                let s = &mut st[ri];
+                if !s.exists {
+                    continue;
+                }
+                if !f_runnable && s.runnable {
+                    s.runnable = false;
+                    s.reason = Some(format!("unrunnable {desc}"));
+                    changed = true;
+                } else if f_runnable && f_required && !s.required && s.runnable {
+                    s.required = true;
+                    s.reason = Some(format!("required {desc}"));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for ri in 0..n {
+        let s = &st[ri];
+        if !s.exists || s.reason.is_none() {
+            continue;
+        }
+        let r = &obs.resources[ri];
+        let reason = s.reason.clone();
+        let change = rec.changes[ri].clone();
+        rec.changes[ri] = match change {
+            Change::Keep if s.required && r.running_on.len() == 1 => Change::Restart {
+                node: r.running_on[0],
+                reason,
+            },
+            Change::Start {
+                target,
+                blocked: None,
+            } if !s.runnable => Change::Start {
+                target,
+                blocked: reason,
+            },
+            Change::Move { stops, .. } | Change::Recover { stops, .. } if !s.runnable => {
+                Change::Stop {
+                    sources: stops,
+                    reason,
+                    blocked: false,
+                }
+            }
+            Change::Migrate { source, .. } if !s.runnable => Change::Stop {
+                sources: vec![source],
+                reason,
+                blocked: false,
+            },
+            Change::Migrate { source, target }
+                if s.required
+                    && s.reason
+                        .as_deref()
+                        .map(|r| r.starts_with("required"))
+                        .unwrap_or(false) =>
+            {
+                Change::Migrate { source, target }
+            }
+            other => other,
+        };
+    }
+}
