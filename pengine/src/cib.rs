@@ -81,6 +81,10 @@ fn start_element(e: &BytesStart, line: usize) -> Element {
     }
 }
 
+/// Deepest element nesting accepted: real CIBs stay under 20 levels; the limit keeps the
+/// recursive walks (id index, drop) far from the stack's end on hostile input.
+pub const MAX_DEPTH: usize = 256;
+
 /// Parses XML text into an element tree.
 pub fn parse_xml(text: &str) -> Result<Element, CibError> {
     let mut reader = Reader::from_str(text);
@@ -116,6 +120,12 @@ pub fn parse_xml(text: &str) -> Result<Element, CibError> {
         };
         match ev {
             Event::Start(e) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(CibError::Xml {
+                        position: pos as u64,
+                        message: format!("elements nested deeper than {MAX_DEPTH} levels"),
+                    });
+                }
                 let line = line_at(pos);
                 stack.push(start_element(&e, line));
             }
@@ -461,17 +471,19 @@ impl<'a> Ctx<'a> {
 pub fn parse_interval_ms(s: &str) -> u64 {
     let t = s.trim();
     if let Some(rest) = t.strip_prefix('P').or_else(|| t.strip_prefix('p')) {
-        return parse_iso_duration_s(rest).map(|v| v * 1000).unwrap_or(0);
+        return parse_iso_duration_s(rest)
+            .map(|v| v.saturating_mul(1000))
+            .unwrap_or(0);
     }
     let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
     let unit = t[digits.len()..].trim().to_ascii_lowercase();
     let n: u64 = digits.parse().unwrap_or(0);
     match unit.as_str() {
-        "" | "s" | "sec" | "secs" | "second" | "seconds" => n * 1000,
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => n.saturating_mul(1000),
         "ms" | "msec" | "msecs" => n,
         "us" | "usec" | "usecs" => n / 1000,
-        "m" | "min" | "mins" | "minute" | "minutes" => n * 60_000,
-        "h" | "hr" | "hrs" | "hour" | "hours" => n * 3_600_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => n.saturating_mul(60_000),
+        "h" | "hr" | "hrs" | "hour" | "hours" => n.saturating_mul(3_600_000),
         _ => 0,
     }
 }
@@ -487,16 +499,17 @@ fn parse_iso_duration_s(s: &str) -> Option<u64> {
             _ => {
                 let n: u64 = num.parse().ok()?;
                 num.clear();
-                total += match (c.to_ascii_uppercase(), in_time) {
-                    ('Y', false) => n * 365 * 86400,
-                    ('M', false) => n * 30 * 86400,
-                    ('W', false) => n * 7 * 86400,
-                    ('D', false) => n * 86400,
-                    ('H', true) => n * 3600,
-                    ('M', true) => n * 60,
-                    ('S', true) => n,
+                let unit_s: u64 = match (c.to_ascii_uppercase(), in_time) {
+                    ('Y', false) => 365 * 86400,
+                    ('M', false) => 30 * 86400,
+                    ('W', false) => 7 * 86400,
+                    ('D', false) => 86400,
+                    ('H', true) => 3600,
+                    ('M', true) => 60,
+                    ('S', true) => 1,
                     _ => return None,
                 };
+                total = total.saturating_add(n.saturating_mul(unit_s));
             }
         }
     }
@@ -556,7 +569,23 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                 }
             }
             "resources" => {
+                // A second resource with an id already seen would be planned as a second
+                // instance of the first (two starts): ignored, with a diagnostic.
+                let mut seen = std::collections::BTreeSet::new();
                 for r in &section.children {
+                    let rsc_ids: Vec<&Element> = std::iter::once(r)
+                        .chain(r.children_named("primitive"))
+                        .filter(|e| matches!(e.name.as_str(), "primitive" | "group"))
+                        .collect();
+                    if let Some(dup) = rsc_ids.iter().find(|e| seen.contains(e.id())) {
+                        diag(
+                            &mut diags,
+                            dup,
+                            format!("duplicate resource id {} ignored", dup.id()),
+                        );
+                        continue;
+                    }
+                    seen.extend(rsc_ids.iter().map(|e| e.id().to_string()));
                     match r.name.as_str() {
                         "primitive" => cib.resources.push(ResourceDef::Primitive(ctx.primitive(r))),
                         "group" => {

@@ -834,7 +834,7 @@ fn unpack_lrm_resource(
         let mut expired = false;
         if failure_timeout_s > 0 && status != 7 {
             if let Some(change) = op.last_rc_change {
-                if now >= change + failure_timeout_s {
+                if now >= change.saturating_add(failure_timeout_s) {
                     expired = true;
                 }
             }
@@ -850,7 +850,7 @@ fn unpack_lrm_resource(
                         == OnFail::Block
             });
             if count > 0 {
-                if block_failure || now < last + failure_timeout_s {
+                if block_failure || now < last.saturating_add(failure_timeout_s) {
                     expired = false;
                 } else if !rsc.clear_failcount_on.contains(&ni) {
                     rsc.clear_failcount_on.push(ni);

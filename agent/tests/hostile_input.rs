@@ -1,0 +1,432 @@
+//! Hostile and broken input to the agent (issue 10): each test is one row of docs/bad-input.md.
+//! The whole dispatch (`run_with`) over the in-memory hypervisor, plus property tests that no
+//! environment makes the agent panic or fail without a reason.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use highlander_agent::clock::{Clock, ManualClock};
+use highlander_agent::config::{Config, RawConfig, domain_name_from_xml};
+use highlander_agent::hypervisor::Hypervisor;
+use highlander_agent::log::Log;
+use highlander_agent::mem::{MemDomain, MemWorld};
+use highlander_agent::{Deps, Outcome, journal, lock, run_with};
+use ocf_metadata::{Action, OcfEnv, OcfExitCode};
+use proptest::prelude::*;
+
+const NODE: &str = "node1";
+
+struct Node {
+    clock: Arc<ManualClock>,
+    world: MemWorld,
+    dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let world = MemWorld::new(clock.clone());
+        world.node(NODE);
+        let dir = tempfile::tempdir().unwrap();
+        let n = Node { clock, world, dir };
+        std::fs::write(n.config(), "<domain type='qemu'><name>vm1</name></domain>").unwrap();
+        n
+    }
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("vm1.xml")
+    }
+    fn rsctmp(&self) -> PathBuf {
+        self.dir.path().join("rsc")
+    }
+    /// The environment Pacemaker would give, with `extra` replacing or adding variables (an empty
+    /// value removes the variable).
+    fn env(&self, extra: &[(&str, &str)]) -> OcfEnv {
+        let mut pairs: Vec<(String, String)> = vec![
+            ("OCF_RESOURCE_INSTANCE".into(), "vm1".into()),
+            (
+                "OCF_RESKEY_config".into(),
+                self.config().display().to_string(),
+            ),
+            ("HA_RSCTMP".into(), self.rsctmp().display().to_string()),
+            ("OCF_RESKEY_CRM_meta_timeout".into(), "20000".into()),
+        ];
+        for (k, v) in extra {
+            pairs.retain(|(pk, _)| pk != k);
+            if !v.is_empty() {
+                pairs.push((k.to_string(), v.to_string()));
+            }
+        }
+        OcfEnv::from_pairs(pairs).unwrap()
+    }
+    fn run_env(&self, action: &str, env: &OcfEnv) -> (Outcome, Vec<String>) {
+        let log = Log::memory();
+        let world = self.world.clone();
+        let connect =
+            move |_uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(world.node(NODE)) };
+        let clock: &dyn Clock = self.clock.as_ref();
+        let out = run_with(
+            action,
+            env,
+            &Deps {
+                clock,
+                log: &log,
+                connect: &connect,
+            },
+        );
+        assert_has_reason(action, &out);
+        (out, log.lines())
+    }
+    fn run(&self, action: &str, extra: &[(&str, &str)]) -> (Outcome, Vec<String>) {
+        self.run_env(action, &self.env(extra))
+    }
+}
+
+/// The API's rule: every failure carries an exit reason.
+fn assert_has_reason(action: &str, out: &Outcome) {
+    if !matches!(out.code, OcfExitCode::Success | OcfExitCode::NotRunning) {
+        assert!(
+            out.reason.as_deref().is_some_and(|r| !r.trim().is_empty()),
+            "{action} gave {:?} without a reason",
+            out.code
+        );
+    }
+}
+
+fn reason(out: &Outcome) -> &str {
+    out.reason.as_deref().unwrap_or_default()
+}
+
+#[test]
+fn missing_config_is_not_configured_and_stop_still_succeeds() {
+    let n = Node::new();
+    let (out, _) = n.run("start", &[("OCF_RESKEY_config", "")]);
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert!(
+        reason(&out).contains("required parameter config"),
+        "{out:?}"
+    );
+    // A stop never fails for bad parameters (a failed stop fences the node).
+    let (out, log) = n.run("stop", &[("OCF_RESKEY_config", "")]);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+}
+
+#[test]
+fn unknown_parameters_are_warned_about_and_ignored() {
+    let n = Node::new();
+    let (out, log) = n.run(
+        "validate-all",
+        &[
+            ("OCF_RESKEY_no_such_thing", "1"),
+            ("OCF_RESKEY_cnofig", "/x"),
+        ],
+    );
+    assert_eq!(out.code, OcfExitCode::Success, "{out:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("unknown parameter(s) ignored: cnofig, no_such_thing")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn wrong_types_are_all_named_in_one_reason() {
+    let n = Node::new();
+    let (out, _) = n.run(
+        "start",
+        &[
+            ("OCF_RESKEY_force_stop", "maybe"),
+            ("OCF_RESKEY_migration_speed", "fast"),
+            ("OCF_RESKEY_migrateport", "0x10"),
+        ],
+    );
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    let r = reason(&out);
+    for needle in [
+        "force_stop=\"maybe\"",
+        "migration_speed=\"fast\"",
+        "migrateport=\"0x10\"",
+    ] {
+        assert!(r.contains(needle), "{needle} missing from {r}");
+    }
+    // Environment values that are not numbers are refused by name before any action.
+    let e = OcfEnv::from_pairs([("OCF_RESKEY_CRM_meta_timeout", "20s")]).unwrap_err();
+    assert!(e.to_string().contains("OCF_RESKEY_CRM_meta_timeout"), "{e}");
+}
+
+#[test]
+fn huge_values_are_refused_or_saturate() {
+    let n = Node::new();
+    // Larger than i64: not an integer.
+    let (out, _) = n.run(
+        "start",
+        &[("OCF_RESKEY_migration_speed", "99999999999999999999")],
+    );
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert!(reason(&out).contains("migration_speed"), "{out:?}");
+    let (out, _) = n.run("start", &[("OCF_RESKEY_migrateport", "65536")]);
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert!(reason(&out).contains("TCP port"), "{out:?}");
+    // The largest timeout Pacemaker could pass: no overflow in the deadline arithmetic.
+    let (out, _) = n.run(
+        "monitor",
+        &[("OCF_RESKEY_CRM_meta_timeout", "18446744073709551615")],
+    );
+    assert_eq!(out.code, OcfExitCode::NotRunning, "{out:?}");
+    let (out, _) = n.run("monitor", &[("OCF_CHECK_LEVEL", "4294967296000")]);
+    assert_eq!(out.code, OcfExitCode::NotRunning, "{out:?}");
+    // A 1 MiB path: the file system refuses it, the agent says so (5: not here).
+    let long = format!("/{}", "a".repeat(1 << 20));
+    let (out, _) = n.run("start", &[("OCF_RESKEY_config", &long)]);
+    assert_eq!(out.code, OcfExitCode::ErrInstalled, "{:?}", out.code);
+    assert!(reason(&out).contains("cannot be read"));
+    // A config file over the 16 MiB limit is not read into memory.
+    let big = n.dir.path().join("big.xml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(17 * 1024 * 1024).unwrap();
+    let (out, _) = n.run(
+        "start",
+        &[("OCF_RESKEY_config", &big.display().to_string())],
+    );
+    assert_eq!(out.code, OcfExitCode::ErrInstalled);
+    assert!(reason(&out).contains("larger than"), "{out:?}");
+}
+
+#[test]
+fn non_utf8_environment_and_config_are_named() {
+    use std::os::unix::ffi::OsStringExt;
+    let bad = std::ffi::OsString::from_vec(b"/etc/\xff.xml".to_vec());
+    let e = OcfEnv::from_os_pairs([("OCF_RESKEY_config".into(), bad)]).unwrap_err();
+    assert_eq!(e.to_string(), "OCF_RESKEY_config is not valid UTF-8");
+    let n = Node::new();
+    std::fs::write(n.config(), b"<domain><name>vm\xff</name></domain>").unwrap();
+    let (out, _) = n.run("start", &[]);
+    assert_eq!(out.code, OcfExitCode::ErrInstalled);
+    assert!(reason(&out).contains("cannot be read"), "{out:?}");
+    assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+}
+
+#[test]
+fn entities_in_domain_xml_are_refused_not_expanded() {
+    // Billion laughs: a DTD that would expand to 3 GB. The reader does not expand DTD entities.
+    let mut dtd = String::from("<!DOCTYPE domain [<!ENTITY a0 \"lol\">");
+    for i in 1..10 {
+        let prev = format!("&a{};", i - 1);
+        dtd.push_str(&format!("<!ENTITY a{i} \"{}\">", prev.repeat(10)));
+    }
+    dtd.push_str("]>");
+    let xml = format!("{dtd}<domain><name>&a9;</name></domain>");
+    assert_eq!(
+        domain_name_from_xml(&xml).unwrap_err().to_string(),
+        "not well-formed XML: unknown entity &a9;"
+    );
+    // External entities are never fetched either.
+    let xxe = "<!DOCTYPE domain [<!ENTITY x SYSTEM \"file:///etc/shadow\">]>\
+               <domain><name>&x;</name></domain>";
+    assert!(domain_name_from_xml(xxe).is_err());
+    // Character references and the five predefined entities are fine.
+    assert_eq!(
+        domain_name_from_xml("<domain><name>a&#x41;&lt;</name></domain>").unwrap(),
+        "aA<"
+    );
+}
+
+#[test]
+fn deeply_nested_domain_xml_is_read_without_recursion() {
+    let depth = 200_000;
+    let xml = format!(
+        "<domain><name>deep</name>{}{}</domain>",
+        "<a>".repeat(depth),
+        "</a>".repeat(depth)
+    );
+    assert_eq!(domain_name_from_xml(&xml).unwrap(), "deep");
+    let unclosed = format!("<domain><name>deep</name>{}", "<a>".repeat(depth));
+    assert!(domain_name_from_xml(&unclosed).is_err());
+}
+
+#[test]
+fn shell_words_in_migrate_options_and_monitor_scripts_are_not_evaluated() {
+    let n = Node::new();
+    let marker = n.dir.path().join("pwned");
+    let injected = format!("--p2p $(touch {0}) ; touch {0}", marker.display());
+    let (out, _) = n.run("validate-all", &[("OCF_RESKEY_migrate_options", &injected)]);
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert!(reason(&out).contains("$(touch"), "{out:?}");
+    // monitor_scripts: each word is a program path; `;` is part of a (missing) file name.
+    n.world.put_domain(
+        NODE,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    let scripts = format!("/bin/true;touch\t{}", marker.display());
+    let (out, _) = n.run(
+        "monitor",
+        &[
+            ("OCF_RESKEY_monitor_scripts", &scripts),
+            ("OCF_RESKEY_CRM_meta_interval", "10000"),
+        ],
+    );
+    assert_ne!(out.code, OcfExitCode::Success);
+    assert!(reason(&out).contains("/bin/true;touch"), "{out:?}");
+    assert!(!marker.exists(), "a shell ran");
+}
+
+#[test]
+fn state_files_do_not_follow_symlinks() {
+    let n = Node::new();
+    std::fs::create_dir_all(n.rsctmp()).unwrap();
+    let victim = n.dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let lock_path = n.rsctmp().join("VirtualDomain-vm1.lock");
+    std::os::unix::fs::symlink(&victim, &lock_path).unwrap();
+    let (out, _) = n.run("start", &[]);
+    assert_eq!(out.code, OcfExitCode::ErrGeneric);
+    assert!(reason(&out).contains("VirtualDomain-vm1.lock"), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    std::fs::remove_file(&lock_path).unwrap();
+    // A planted start record symlink is replaced by the atomic rename, never written through.
+    let record = lock::record_path(&n.rsctmp(), "vm1");
+    std::os::unix::fs::symlink(&victim, &record).unwrap();
+    let (out, _) = n.run("start", &[]);
+    assert_eq!(out.code, OcfExitCode::Success, "{out:?}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(!std::fs::symlink_metadata(&record).unwrap().is_symlink());
+    // A hard link to another file is refused on read.
+    std::fs::remove_file(&record).unwrap();
+    std::fs::hard_link(&victim, &record).unwrap();
+    assert!(lock::read_record(&n.rsctmp(), "vm1").is_err());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+}
+
+#[test]
+fn state_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let n = Node::new();
+    let (out, _) = n.run("start", &[]);
+    assert_eq!(out.code, OcfExitCode::Success);
+    for p in [
+        n.rsctmp().join("VirtualDomain-vm1.lock"),
+        lock::record_path(&n.rsctmp(), "vm1"),
+    ] {
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", p.display());
+    }
+}
+
+fn write_journal(dir: &Path, text: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(journal::path(dir, "vm1"), text).unwrap();
+}
+
+#[test]
+fn the_journal_cannot_make_the_agent_lie() {
+    let n = Node::new();
+    // A journal (and a start record) claiming the domain migrated here and answered success,
+    // while it runs nowhere: monitor answers from the hypervisor.
+    write_journal(
+        &n.rsctmp(),
+        r#"[{"action":"migrate_from","domain":"vm1","source":"node2","target":"node1","phase":"answer","detail":"0 "}]"#,
+    );
+    let (out, _) = n.run("monitor", &[("OCF_RESKEY_CRM_meta_interval", "10000")]);
+    assert_eq!(out.code, OcfExitCode::NotRunning);
+    // The opposite lie: it says the domain left, but it runs here.
+    n.world.put_domain(
+        NODE,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    write_journal(
+        &n.rsctmp(),
+        r#"[{"action":"migrate_to","domain":"vm1","source":"node1","target":"node2","phase":"answer","detail":"0 "}]"#,
+    );
+    let (out, _) = n.run("monitor", &[("OCF_RESKEY_CRM_meta_interval", "10000")]);
+    assert_eq!(out.code, OcfExitCode::Success);
+    // Garbage, a huge file, a symlink: still the hypervisor's answer.
+    write_journal(&n.rsctmp(), &"[".repeat(100_000));
+    let (out, _) = n.run("monitor", &[("OCF_RESKEY_CRM_meta_interval", "10000")]);
+    assert_eq!(out.code, OcfExitCode::Success);
+    assert!(journal::read(&n.rsctmp(), "vm1").is_empty());
+    // A start record naming another domain does not hide this one from a stop.
+    lock::write_record(&n.rsctmp(), "vm1", "other-vm").unwrap();
+    let (out, _) = n.run("stop", &[]);
+    assert_eq!(out.code, OcfExitCode::Success);
+    assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+}
+
+fn any_action() -> impl Strategy<Value = Action> {
+    prop::sample::select(vec![
+        Action::Start,
+        Action::Stop,
+        Action::Monitor,
+        Action::Status,
+        Action::ValidateAll,
+        Action::MigrateTo,
+        Action::MigrateFrom,
+        Action::ReloadAgent,
+    ])
+}
+
+/// Parameter names the agent knows, a few it does not, and hostile values.
+fn any_param() -> impl Strategy<Value = (String, String)> {
+    let names: Vec<String> = highlander_agent::params::PARAMETERS
+        .iter()
+        .map(|p| p.name.to_string())
+        .chain(["bogus".to_string(), "CRM_meta_timeout".to_string()])
+        .collect();
+    let value = prop_oneof![
+        Just(String::new()),
+        Just("true".to_string()),
+        Just("-1".to_string()),
+        Just("99999999999999999999".to_string()),
+        Just("/etc/vm1.xml".to_string()),
+        Just("--p2p --migrateuri".to_string()),
+        Just("qemu+ssh://%n/system".to_string()),
+        "[ -~]{0,40}",
+        any::<String>(),
+    ];
+    (prop::sample::select(names), value)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// No environment makes validation panic; every refusal has a non-empty reason and is 5 or 6.
+    #[test]
+    fn validation_never_panics(params in prop::collection::vec(any_param(), 0..12), action in any_action()) {
+        let env = OcfEnv::from_pairs(params.iter().map(|(k, v)| (format!("OCF_RESKEY_{k}"), v.clone())));
+        let Ok(env) = env else { return Ok(()); };
+        let raw = RawConfig::from_env(&env, action);
+        prop_assert!(raw.budget_ms <= raw.timeout_ms);
+        if let Err(e) = Config::validate(raw) {
+            prop_assert!(!e.to_string().is_empty());
+            prop_assert!(matches!(e.code(), OcfExitCode::ErrConfigured | OcfExitCode::ErrInstalled));
+        }
+    }
+
+    /// The whole dispatch over the in-memory hypervisor: any parameters, any action, never a
+    /// panic, every failure with a reason (checked in `run_env`).
+    #[test]
+    fn dispatch_never_panics(params in prop::collection::vec(any_param(), 0..8), action in any_action()) {
+        let n = Node::new();
+        let mut pairs = vec![
+            ("OCF_RESOURCE_INSTANCE".to_string(), "vm1".to_string()),
+            ("HA_RSCTMP".to_string(), n.rsctmp().display().to_string()),
+            ("OCF_RESKEY_CRM_meta_timeout".to_string(), "2000".to_string()),
+            ("OCF_RESKEY_CRM_meta_migrate_target".to_string(), "node2".to_string()),
+            ("OCF_RESKEY_CRM_meta_migrate_source".to_string(), "node2".to_string()),
+        ];
+        pairs.extend(params.iter().map(|(k, v)| (format!("OCF_RESKEY_{k}"), v.clone())));
+        if let Ok(env) = OcfEnv::from_pairs(pairs) {
+            n.run_env(action.as_str(), &env);
+        }
+    }
+
+    /// Any text as a domain XML: a name or an error with a message, never a panic.
+    #[test]
+    fn domain_xml_never_panics(text in any::<String>(), wrap in any::<bool>()) {
+        let xml = if wrap { format!("<domain><name>{text}</name></domain>") } else { text };
+        match domain_name_from_xml(&xml) {
+            Ok(name) => prop_assert!(!name.is_empty()),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
