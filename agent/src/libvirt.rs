@@ -341,6 +341,16 @@ impl Hypervisor for Libvirt {
         })
     }
 
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (name, uri) = (name.to_owned(), self.uri());
+        self.call(Op::Resume, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Resume, &name, &uri)?;
+            dom.resume()
+                .map(|_| ())
+                .map_err(|e| classify(Op::Resume, &name, &uri, e))
+        })
+    }
+
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError> {
         let (name, uri) = (name.to_owned(), self.uri());
         self.call(Op::JobInfo, timeout_ms, move |conn| {
