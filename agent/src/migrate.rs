@@ -266,8 +266,12 @@ pub fn migrate_to(
     if gone(&src) {
         return answer(ctx, target, name, "no migration attempted", deadline);
     }
+    // Observed on libvirt 9: a leftover incoming copy being torn down passes through "in
+    // shutdown" and, for a moment, paused for another reason; while the VM runs here with no job,
+    // such a copy is waited on below (if it stays, the answer is "runs on both").
+    let leftover = |t: &DomainState| settling_target(t) || matches!(t, DomainState::Paused(_));
     if let Ok(t) = &t {
-        if runs(t) {
+        if runs(t) && !leftover(t) {
             return Outcome::fail(
                 OcfExitCode::ErrGeneric,
                 format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
@@ -306,7 +310,7 @@ pub fn migrate_to(
         at_ms: ctx.clock.now_ms() + call_deadline.remaining_ms(ctx.clock) / 2,
     };
     let mut sleep_ms = POLL_MS;
-    while settling_target(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
+    while leftover(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
         sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
         match state_of(target, ctx, name, deadline) {
             Ok(t) => tgt = t,
