@@ -128,6 +128,43 @@ fn resume_orphan(
     Some(r)
 }
 
+/// Destroys `source`'s copy when it is the leftover of a migration that completed on the target
+/// but lost its client before libvirt's confirm step (which would have killed it): paused by a
+/// migration, no job in flight there, and the target running the guest. A post-copy migration
+/// still in progress keeps its job (and a failed one leaves the target paused), so neither is
+/// touched. `None` when it is not such a leftover (nothing done), else the result of the destroy.
+fn destroy_completed_leftover(
+    ctx: &Ctx,
+    source: &dyn Hypervisor,
+    target: &dyn Hypervisor,
+    name: &str,
+    deadline: Deadline,
+) -> Option<Result<(), HvError>> {
+    let cap = |d: Deadline| d.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+    if state_of(source, ctx, name, deadline).ok()? != DomainState::MigratingOut {
+        return None;
+    }
+    if !source
+        .job_info(name, cap(deadline))
+        .is_ok_and(|j| !j.in_flight())
+    {
+        return None;
+    }
+    if state_of(target, ctx, name, deadline).ok()? != DomainState::Running {
+        return None;
+    }
+    let r = source.destroy(name, cap(deadline));
+    ctx.log.warn(&format!(
+        "domain {name} runs on the target; its paused copy here is the leftover of a migration that completed without its confirm step: destroyed on {}: {}",
+        source.uri(),
+        match &r {
+            Ok(()) => "done".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    ));
+    Some(r)
+}
+
 /// The answer from both sides after a migration attempt (or none).
 fn answer(
     ctx: &Ctx,
@@ -163,6 +200,16 @@ fn answer(
             );
         }
     }
+    let s = if matches!(
+        (&s, &t),
+        (Ok(DomainState::MigratingOut), Ok(DomainState::Running))
+    ) && destroy_completed_leftover(ctx, ctx.hv, target, name, deadline)
+        .is_some_and(|r| r.is_ok())
+    {
+        state_of(ctx.hv, ctx, name, deadline)
+    } else {
+        s
+    };
     let (ss, ts) = (show(&s), show(&t));
     match (&s, &t) {
         (Ok(s), Ok(t)) if gone(s) && runs(t) => {
@@ -271,6 +318,10 @@ pub fn migrate_to(
     // such a copy is waited on below (if it stays, the answer is "runs on both").
     let leftover = |t: &DomainState| settling_target(t) || matches!(t, DomainState::Paused(_));
     if let Ok(t) = &t {
+        if src == DomainState::MigratingOut && *t == DomainState::Running {
+            // Completed on the target without its confirm step: answer() cleans up and says 0.
+            return answer(ctx, target, name, "earlier migration completed", deadline);
+        }
         if runs(t) && !leftover(t) {
             return Outcome::fail(
                 OcfExitCode::ErrGeneric,
@@ -398,11 +449,13 @@ pub fn migrate_from(
             );
         }
         match state_of(ctx.hv, ctx, name, deadline) {
-            Ok(s) if runs(&s) => {
+            // "In shutdown" here is how libvirt 9 shows an incoming copy being torn down after
+            // its migration was cut off: judged with the source like an incoming copy.
+            Ok(s) if runs(&s) && s != DomainState::InShutdown => {
                 ctx.log.info(&format!("domain {name} runs here ({s})"));
                 return Outcome::success();
             }
-            Ok(s) if transient(&s) => {
+            Ok(s) if settling_target(&s) => {
                 // An incoming copy: wait, unless the source shows it is a leftover (the VM runs
                 // there and no migration job is in flight).
                 if let Some(src) = source {

@@ -275,6 +275,7 @@ fn migrate_to_killed_at_any_point_never_runs_the_guest_twice() {
     let trials = kill_trials();
     let mut killed = 0;
     let mut orphans = Vec::new();
+    let mut retried = Vec::new();
     for trial in 0..trials {
         let source = match bed.runs() {
             [true, false] => 0,
@@ -313,8 +314,27 @@ fn migrate_to_killed_at_any_point_never_runs_the_guest_twice() {
             }
         }
         // Pacemaker's recovery of the migration: migrate_to again (it finishes the move, or finds
-        // it done, or resumes an orphan and migrates it).
-        let again = expect(&bed.on(source, source, target), "migrate_to", 0);
+        // it done, or resumes an orphan and migrates it). Its answer must be the truth: 0 with
+        // the guest on the target only, or 1 with the guest still on the source only (then a
+        // further migrate_to must complete the move; such trials are counted and printed).
+        let mut again = run(&bed.on(source, source, target), "migrate_to");
+        if again.code() == Some(1) {
+            assert_eq!(
+                bed.runs(),
+                on_only(source),
+                "trial {trial}: migrate_to answered 1 but {:?}: {}",
+                bed.states(),
+                again.describe()
+            );
+            retried.push(trial);
+            eprintln!(
+                "trial {trial}: migrate_to answered 1 truthfully ({}); once more",
+                again.describe()
+            );
+            agent_log.push_str(&again.finished.stderr);
+            again = run(&bed.on(source, source, target), "migrate_to");
+        }
+        assert_eq!(again.code(), Some(0), "trial {trial}: {}", again.describe());
         agent_log.push_str(&again.finished.stderr);
         if agent_log.contains("lost its client") {
             orphans.push(trial);
@@ -356,6 +376,10 @@ fn migrate_to_killed_at_any_point_never_runs_the_guest_twice() {
     eprintln!(
         "{} of {trials} trials left an orphaned paused source that the agent resumed: {orphans:?}",
         orphans.len()
+    );
+    eprintln!(
+        "{} of {trials} trials needed a second migrate_to after a truthful 1: {retried:?}",
+        retried.len()
     );
 }
 
