@@ -229,6 +229,7 @@ pub enum Op {
     Migrate,
     AbortJob,
     JobInfo,
+    Resume,
 }
 
 impl fmt::Display for Op {
@@ -243,6 +244,7 @@ impl fmt::Display for Op {
             Self::Migrate => "migrate",
             Self::AbortJob => "abort job",
             Self::JobInfo => "job info",
+            Self::Resume => "resume",
         })
     }
 }
@@ -304,6 +306,9 @@ pub trait Hypervisor: Send + Sync {
     fn migrate(&self, name: &str, req: &MigrateRequest, timeout_ms: u64) -> Result<(), HvError>;
     /// Aborts the domain's current job (a migration in flight).
     fn abort_job(&self, name: &str, timeout_ms: u64) -> Result<(), HvError>;
+    /// Resumes a paused domain (`virDomainResume`): used only for a source left paused by a
+    /// migration that lost its client, when the target shows no copy.
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError>;
     /// The domain's current job, if any.
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError>;
     /// Whether an emulator process for the domain exists here, without asking the daemon.

@@ -92,7 +92,22 @@ impl Libvirt {
                     }
                 };
                 let result = f(&conn);
+                // A connection the daemon closed (libvirtd restarted) stays dead: forget it so
+                // the next call opens a new one instead of failing until the deadline.
+                let evicted = match &result {
+                    Err(HvError::Unavailable { .. }) => {
+                        let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+                        match guard.as_ref() {
+                            Some(c) if Arc::ptr_eq(c, &conn) => guard.take(),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
                 let _ = tx.send(result);
+                // Released here, on the worker thread, after the answer (see `Drop`).
+                drop(evicted);
+                drop(conn);
             });
         if let Err(e) = spawned {
             return Err(HvError::Failed {
@@ -338,6 +353,16 @@ impl Hypervisor for Libvirt {
         self.call(Op::AbortJob, timeout_ms, move |conn| {
             let dom = lookup(conn, Op::AbortJob, &name, &uri)?;
             abort_job_raw(&dom).map_err(|e| classify(Op::AbortJob, &name, &uri, e))
+        })
+    }
+
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (name, uri) = (name.to_owned(), self.uri());
+        self.call(Op::Resume, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Resume, &name, &uri)?;
+            dom.resume()
+                .map(|_| ())
+                .map_err(|e| classify(Op::Resume, &name, &uri, e))
         })
     }
 

@@ -623,6 +623,22 @@ impl Hypervisor for MemHypervisor {
         self.finish(gate, Op::AbortJob, timeout_ms, ())
     }
 
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let gate = self.gate(Op::Resume, name, timeout_ms)?;
+        self.with_domain(Op::Resume, name, |d, _| match d.state {
+            DomainState::Paused(_) | DomainState::MigratingOut => {
+                d.state = DomainState::Running;
+                Ok(())
+            }
+            DomainState::Running => Ok(()),
+            _ => Err(HvError::NotRunning {
+                op: Op::Resume,
+                name: name.to_owned(),
+            }),
+        })?;
+        self.finish(gate, Op::Resume, timeout_ms, ())
+    }
+
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError> {
         let gate = self.gate(Op::JobInfo, name, timeout_ms)?;
         let job = self.with_domain(Op::JobInfo, name, |d, _| Ok(d.job.clone()))?;

@@ -14,8 +14,20 @@
 //! | running, no job | incoming copy | nothing | 1, stale incoming copy on the target |
 //! | running, no job | not running | live migration with a deadline; on timeout abort the job | from both sides afterwards: target running and source not = 0 whatever libvirt returned |
 //!
+//! | paused by a migration, no job in flight | not running | resume it here (the orphan below), then migrate | as above |
+//!
 //! `migrate_from` (on the target): running here = 0; incoming migration here = wait within the
-//! budget; not here = ask the source once and fail at once with what it shows.
+//! budget; not here = ask the source once and fail at once with what it shows (resuming an orphan
+//! there first).
+//!
+//! The orphan: a migration whose client died after the switch-over began (the agent SIGKILLed)
+//! can leave the source paused "for migration" with no job left, and the target without any copy:
+//! the VM runs nowhere. `migrate_to` and `migrate_from` resume such a source (and only when the
+//! target positively shows no copy and the source no job), so the VM runs once again, on the
+//! source. `monitor` does not: it does not know the migration's peer, and a source paused while
+//! the target's copy already runs (a client killed between the target's finish and the source's
+//! confirm) must never be resumed; `monitor` reports the paused source as running (0), which is
+//! where Pacemaker's next migrate_to or migrate_from resolves it.
 
 use ocf_metadata::OcfExitCode;
 
@@ -81,6 +93,78 @@ fn show(r: &Result<DomainState, HvError>) -> String {
 /// Steps reported to the caller's journal: (phase, detail).
 pub type Journal<'a> = &'a dyn Fn(&str, &str);
 
+/// Resumes `source`'s copy when it is the orphan of a migration (see the module's doc): paused by
+/// a migration, no job in flight there, and the target showing no copy. `None` when it is not an
+/// orphan (nothing done), else the result of the resume.
+fn resume_orphan(
+    ctx: &Ctx,
+    source: &dyn Hypervisor,
+    target: &dyn Hypervisor,
+    name: &str,
+    deadline: Deadline,
+) -> Option<Result<(), HvError>> {
+    let cap = |d: Deadline| d.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+    if state_of(source, ctx, name, deadline).ok()? != DomainState::MigratingOut {
+        return None;
+    }
+    if !source
+        .job_info(name, cap(deadline))
+        .is_ok_and(|j| !j.in_flight())
+    {
+        return None;
+    }
+    if !state_of(target, ctx, name, deadline).is_ok_and(|t| gone(&t)) {
+        return None;
+    }
+    let r = source.resume(name, cap(deadline));
+    ctx.log.warn(&format!(
+        "domain {name} was left paused by a migration that lost its client and the target has no copy: resuming it on {}: {}",
+        source.uri(),
+        match &r {
+            Ok(()) => "resumed".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    ));
+    Some(r)
+}
+
+/// Destroys `source`'s copy when it is the leftover of a migration that completed on the target
+/// but lost its client before libvirt's confirm step (which would have killed it): paused by a
+/// migration, no job in flight there, and the target running the guest. A post-copy migration
+/// still in progress keeps its job (and a failed one leaves the target paused), so neither is
+/// touched. `None` when it is not such a leftover (nothing done), else the result of the destroy.
+fn destroy_completed_leftover(
+    ctx: &Ctx,
+    source: &dyn Hypervisor,
+    target: &dyn Hypervisor,
+    name: &str,
+    deadline: Deadline,
+) -> Option<Result<(), HvError>> {
+    let cap = |d: Deadline| d.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+    if state_of(source, ctx, name, deadline).ok()? != DomainState::MigratingOut {
+        return None;
+    }
+    if !source
+        .job_info(name, cap(deadline))
+        .is_ok_and(|j| !j.in_flight())
+    {
+        return None;
+    }
+    if state_of(target, ctx, name, deadline).ok()? != DomainState::Running {
+        return None;
+    }
+    let r = source.destroy(name, cap(deadline));
+    ctx.log.warn(&format!(
+        "domain {name} runs on the target; its paused copy here is the leftover of a migration that completed without its confirm step: destroyed on {}: {}",
+        source.uri(),
+        match &r {
+            Ok(()) => "done".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    ));
+    Some(r)
+}
+
 /// The answer from both sides after a migration attempt (or none).
 fn answer(
     ctx: &Ctx,
@@ -99,6 +183,32 @@ fn answer(
             break (s, t);
         }
         sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
+    };
+    if matches!((&s, &t), (Ok(DomainState::MigratingOut), Ok(t)) if gone(t)) {
+        if let Some(r) = resume_orphan(ctx, ctx.hv, target, name, deadline) {
+            let (ss, ts) = (show(&s), show(&t));
+            return Outcome::fail(
+                OcfExitCode::ErrGeneric,
+                match r {
+                    Ok(()) => format!(
+                        "migration of {name} did not complete: the source was left {ss} and the target {ts}; resumed on the source; libvirt: {libvirt}"
+                    ),
+                    Err(e) => format!(
+                        "migration of {name} did not complete: the source was left {ss} and the target {ts}; resuming it failed: {e}; libvirt: {libvirt}"
+                    ),
+                },
+            );
+        }
+    }
+    let s = if matches!(
+        (&s, &t),
+        (Ok(DomainState::MigratingOut), Ok(DomainState::Running))
+    ) && destroy_completed_leftover(ctx, ctx.hv, target, name, deadline)
+        .is_some_and(|r| r.is_ok())
+    {
+        state_of(ctx.hv, ctx, name, deadline)
+    } else {
+        s
     };
     let (ss, ts) = (show(&s), show(&t));
     match (&s, &t) {
@@ -203,8 +313,16 @@ pub fn migrate_to(
     if gone(&src) {
         return answer(ctx, target, name, "no migration attempted", deadline);
     }
+    // Observed on libvirt 9: a leftover incoming copy being torn down passes through "in
+    // shutdown" and, for a moment, paused for another reason; while the VM runs here with no job,
+    // such a copy is waited on below (if it stays, the answer is "runs on both").
+    let leftover = |t: &DomainState| settling_target(t) || matches!(t, DomainState::Paused(_));
     if let Ok(t) = &t {
-        if runs(t) {
+        if src == DomainState::MigratingOut && *t == DomainState::Running {
+            // Completed on the target without its confirm step: answer() cleans up and says 0.
+            return answer(ctx, target, name, "earlier migration completed", deadline);
+        }
+        if runs(t) && !leftover(t) {
             return Outcome::fail(
                 OcfExitCode::ErrGeneric,
                 format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
@@ -243,7 +361,7 @@ pub fn migrate_to(
         at_ms: ctx.clock.now_ms() + call_deadline.remaining_ms(ctx.clock) / 2,
     };
     let mut sleep_ms = POLL_MS;
-    while settling_target(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
+    while leftover(&tgt) && settle.sleep_within(ctx.clock, sleep_ms) {
         sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
         match state_of(target, ctx, name, deadline) {
             Ok(t) => tgt = t,
@@ -261,6 +379,27 @@ pub fn migrate_to(
             ),
         );
     }
+    // The orphan of an earlier migration (no job here, checked above; no copy there): it must run
+    // once, here, before anything else.
+    let src = if src == DomainState::MigratingOut && gone(&tgt) {
+        match resume_orphan(ctx, ctx.hv, target, name, deadline) {
+            Some(Ok(())) => {
+                journal("resume-orphan", &format!("source was {src}, target {tgt}"));
+                DomainState::Running
+            }
+            Some(Err(e)) => {
+                return Outcome::fail(
+                    OcfExitCode::ErrGeneric,
+                    format!(
+                        "domain {name} was left paused by a lost migration and runs nowhere; resuming it here failed: {e}"
+                    ),
+                );
+            }
+            None => src,
+        }
+    } else {
+        src
+    };
     if !matches!(
         src,
         DomainState::Running | DomainState::Paused(_) | DomainState::PmSuspended
@@ -310,11 +449,13 @@ pub fn migrate_from(
             );
         }
         match state_of(ctx.hv, ctx, name, deadline) {
-            Ok(s) if runs(&s) => {
+            // "In shutdown" here is how libvirt 9 shows an incoming copy being torn down after
+            // its migration was cut off: judged with the source like an incoming copy.
+            Ok(s) if runs(&s) && s != DomainState::InShutdown => {
                 ctx.log.info(&format!("domain {name} runs here ({s})"));
                 return Outcome::success();
             }
-            Ok(s) if transient(&s) => {
+            Ok(s) if settling_target(&s) => {
                 // An incoming copy: wait, unless the source shows it is a leftover (the VM runs
                 // there and no migration job is in flight).
                 if let Some(src) = source {
@@ -344,7 +485,24 @@ pub fn migrate_from(
                         ),
                     );
                 };
-                let s = state_of(src, ctx, name, deadline);
+                let mut s = state_of(src, ctx, name, deadline);
+                let mut resumed = String::new();
+                if s == Ok(DomainState::MigratingOut) {
+                    match resume_orphan(ctx, src, ctx.hv, name, deadline) {
+                        Some(Ok(())) => {
+                            resumed =
+                                "; it was left paused by a lost migration and is resumed there"
+                                    .into();
+                            s = state_of(src, ctx, name, deadline);
+                        }
+                        Some(Err(e)) => {
+                            resumed = format!(
+                                "; it was left paused by a lost migration and resuming it failed: {e}"
+                            );
+                        }
+                        None => {}
+                    }
+                }
                 // The migration may have finished between the two readings.
                 if let Ok(here) = state_of(ctx.hv, ctx, name, deadline) {
                     if runs(&here) {
@@ -355,10 +513,14 @@ pub fn migrate_from(
                     OcfExitCode::ErrGeneric,
                     match &s {
                         Ok(s) if runs(s) => {
-                            format!("domain {name} is not here; it still runs on the source ({s})")
+                            format!(
+                                "domain {name} is not here; it still runs on the source ({s}){resumed}"
+                            )
                         }
                         Ok(s) => {
-                            format!("domain {name} runs nowhere (here not running, source {s})")
+                            format!(
+                                "domain {name} runs nowhere (here not running, source {s}){resumed}"
+                            )
                         }
                         Err(e) => {
                             format!("domain {name} is not here; the source cannot be checked: {e}")

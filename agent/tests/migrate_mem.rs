@@ -368,3 +368,67 @@ fn a_leftover_incoming_copy_is_not_running_and_is_waited_out() {
     assert_eq!(p.code(A, "migrate_to"), Success);
     assert_eq!(p.world.running_on("vm1"), vec![B]);
 }
+
+/// The orphan of a migration whose client died after the switch-over began: the source paused
+/// for the migration with no job, the target empty. migrate_to resumes it and migrates.
+#[test]
+fn an_orphaned_paused_source_is_resumed_by_migrate_to_then_migrated() {
+    let p = Pair::new();
+    let orphan = MemDomain::running("<domain><name>vm1</name></domain>")
+        .with_state(DomainState::MigratingOut);
+    p.world.put_domain(A, "vm1", orphan);
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+    assert!(
+        p.world.calls(A).iter().any(|c| c.starts_with("resume")),
+        "{:?}",
+        p.world.calls(A)
+    );
+}
+
+/// migrate_from on the target resumes the orphan on the source and fails with that reason.
+#[test]
+fn an_orphaned_paused_source_is_resumed_by_migrate_from_which_fails() {
+    let p = Pair::new();
+    let orphan = MemDomain::running("<domain><name>vm1</name></domain>")
+        .with_state(DomainState::MigratingOut);
+    p.world.put_domain(A, "vm1", orphan);
+    let out = p.run(B, "migrate_from", &[]);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(reason(&out).contains("resumed there"), "{out:?}");
+    assert_eq!(
+        p.world.domain(A, "vm1").map(|d| d.state),
+        Some(DomainState::Running)
+    );
+}
+
+/// A source paused for a migration while the target runs the guest is never resumed: the copy
+/// there is the one that runs. It is the leftover of a migration that completed without
+/// libvirt's confirm step (the client died between the target's finish and the source's
+/// confirm): migrate_to answers 0 and destroys it, as the confirm step would have.
+#[test]
+fn a_paused_source_is_not_resumed_while_the_target_runs_the_guest() {
+    let p = Pair::new();
+    let xml = "<domain><name>vm1</name></domain>";
+    p.world.put_domain(
+        A,
+        "vm1",
+        MemDomain::running(xml).with_state(DomainState::MigratingOut),
+    );
+    p.world.put_domain(B, "vm1", MemDomain::running(xml));
+    assert_eq!(p.code(B, "migrate_from"), Success);
+    assert_eq!(p.code(A, "migrate_to"), Success);
+    assert!(
+        !p.world.calls(A).iter().any(|c| c.starts_with("resume")),
+        "{:?}",
+        p.world.calls(A)
+    );
+    assert!(
+        p.world.calls(A).iter().any(|c| c.starts_with("destroy")),
+        "{:?}",
+        p.world.calls(A)
+    );
+    assert_eq!(p.world.running_on("vm1"), vec![B]);
+    assert_eq!(p.migrations_called(), 0, "no second migration");
+    assert_eq!(p.code(A, "monitor"), NotRunning);
+}
