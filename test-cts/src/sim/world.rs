@@ -313,6 +313,12 @@ impl Hypervisor for SimHv {
         self.finish(g, Op::Destroy, timeout_ms, r)
     }
 
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let g = self.gate(Op::Resume, timeout_ms)?;
+        let r = self.inner.resume(name, timeout_ms);
+        self.finish(g, Op::Resume, timeout_ms, r)
+    }
+
     fn info(&self, name: &str, timeout_ms: u64) -> Result<DomainInfo, HvError> {
         let g = self.gate(Op::Info, timeout_ms)?;
         let r = self.inner.info(name, timeout_ms);
@@ -399,6 +405,10 @@ impl Hypervisor for RemoteHv {
     fn destroy(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
         self.cut(Op::Destroy)?;
         self.hv.destroy(name, timeout_ms)
+    }
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.cut(Op::Resume)?;
+        self.hv.resume(name, timeout_ms)
     }
     fn info(&self, name: &str, timeout_ms: u64) -> Result<DomainInfo, HvError> {
         self.cut(Op::Info)?;
