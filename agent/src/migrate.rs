@@ -93,6 +93,26 @@ fn show(r: &Result<DomainState, HvError>) -> String {
 /// Steps reported to the caller's journal: (phase, detail).
 pub type Journal<'a> = &'a dyn Fn(&str, &str);
 
+/// One call's share of what is left before `deadline`.
+fn call_ms(ctx: &Ctx, deadline: Deadline) -> u64 {
+    deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS)
+}
+
+/// Whether `source` holds the domain paused by a migration with no job in flight there: what
+/// is left when a migration's client died after the switch-over began. Which of the two
+/// leftovers it is (the guest runs nowhere, or it already runs on the target) is for the caller.
+fn paused_by_migration_without_job(
+    ctx: &Ctx,
+    source: &dyn Hypervisor,
+    name: &str,
+    deadline: Deadline,
+) -> bool {
+    state_of(source, ctx, name, deadline).is_ok_and(|s| s == DomainState::MigratingOut)
+        && source
+            .job_info(name, call_ms(ctx, deadline))
+            .is_ok_and(|j| !j.in_flight())
+}
+
 /// Resumes `source`'s copy when it is the orphan of a migration (see the module's doc): paused by
 /// a migration, no job in flight there, and the target showing no copy. `None` when it is not an
 /// orphan (nothing done), else the result of the resume.
@@ -103,20 +123,12 @@ fn resume_orphan(
     name: &str,
     deadline: Deadline,
 ) -> Option<Result<(), HvError>> {
-    let cap = |d: Deadline| d.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
-    if state_of(source, ctx, name, deadline).ok()? != DomainState::MigratingOut {
-        return None;
-    }
-    if !source
-        .job_info(name, cap(deadline))
-        .is_ok_and(|j| !j.in_flight())
+    if !paused_by_migration_without_job(ctx, source, name, deadline)
+        || !state_of(target, ctx, name, deadline).is_ok_and(|t| gone(&t))
     {
         return None;
     }
-    if !state_of(target, ctx, name, deadline).is_ok_and(|t| gone(&t)) {
-        return None;
-    }
-    let r = source.resume(name, cap(deadline));
+    let r = source.resume(name, call_ms(ctx, deadline));
     ctx.log.warn(&format!(
         "domain {name} was left paused by a migration that lost its client and the target has no copy: resuming it on {}: {}",
         source.uri(),
@@ -140,20 +152,12 @@ fn destroy_completed_leftover(
     name: &str,
     deadline: Deadline,
 ) -> Option<Result<(), HvError>> {
-    let cap = |d: Deadline| d.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
-    if state_of(source, ctx, name, deadline).ok()? != DomainState::MigratingOut {
-        return None;
-    }
-    if !source
-        .job_info(name, cap(deadline))
-        .is_ok_and(|j| !j.in_flight())
+    if !paused_by_migration_without_job(ctx, source, name, deadline)
+        || state_of(target, ctx, name, deadline).ok()? != DomainState::Running
     {
         return None;
     }
-    if state_of(target, ctx, name, deadline).ok()? != DomainState::Running {
-        return None;
-    }
-    let r = source.destroy(name, cap(deadline));
+    let r = source.destroy(name, call_ms(ctx, deadline));
     ctx.log.warn(&format!(
         "domain {name} runs on the target; its paused copy here is the leftover of a migration that completed without its confirm step: destroyed on {}: {}",
         source.uri(),
