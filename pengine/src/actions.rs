@@ -493,31 +493,22 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
         && members
             .iter()
             .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
-    if !any_start && any_stop && keeps_members {
-        let mut a = act(Kind::GroupStart, None, None);
+    // The group's pseudo actions, added in this order (ids are creation order).
+    let mut pseudo = |kind| {
+        let mut a = act(kind, None, None);
         a.group = Some(gi);
         a.pseudo = true;
-        ids[0] = Some(plan.add(a));
+        Some(plan.add(a))
+    };
+    if any_start || (any_stop && keeps_members) {
+        ids[0] = pseudo(Kind::GroupStart);
     }
     if any_start {
-        let mut a = act(Kind::GroupStart, None, None);
-        a.group = Some(gi);
-        a.pseudo = true;
-        ids[0] = Some(plan.add(a));
-        let mut b = act(Kind::GroupRunning, None, None);
-        b.group = Some(gi);
-        b.pseudo = true;
-        ids[1] = Some(plan.add(b));
+        ids[1] = pseudo(Kind::GroupRunning);
     }
     if any_stop {
-        let mut a = act(Kind::GroupStop, None, None);
-        a.group = Some(gi);
-        a.pseudo = true;
-        ids[2] = Some(plan.add(a));
-        let mut b = act(Kind::GroupStopped, None, None);
-        b.group = Some(gi);
-        b.pseudo = true;
-        ids[3] = Some(plan.add(b));
+        ids[2] = pseudo(Kind::GroupStop);
+        ids[3] = pseudo(Kind::GroupStopped);
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
