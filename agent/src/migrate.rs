@@ -455,11 +455,16 @@ pub fn migrate_from(
         match state_of(ctx.hv, ctx, name, deadline) {
             // "In shutdown" here is how libvirt 9 shows an incoming copy being torn down after
             // its migration was cut off: judged with the source like an incoming copy.
-            Ok(s) if runs(&s) && s != DomainState::InShutdown => {
+            // Paused "for a migration" here is the incoming side that has not taken over yet
+            // (libvirt reports the same pause reason on both sides): also judged with the source.
+            Ok(s)
+                if runs(&s)
+                    && !matches!(s, DomainState::InShutdown | DomainState::MigratingOut) =>
+            {
                 ctx.log.info(&format!("domain {name} runs here ({s})"));
                 return Outcome::success();
             }
-            Ok(s) if settling_target(&s) => {
+            Ok(s) if settling_target(&s) || s == DomainState::MigratingOut => {
                 // An incoming copy: wait, unless the source shows it is a leftover (the VM runs
                 // there and no migration job is in flight).
                 if let Some(src) = source {
