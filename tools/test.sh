@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
-cargo test --workspace --all-targets --release "$@"
+# --no-fail-fast: one failing test binary must not hide the results of the others.
+cargo test --workspace --all-targets --release --no-fail-fast "$@"
