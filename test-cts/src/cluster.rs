@@ -620,6 +620,30 @@ impl Cluster {
             .unwrap_or_default()
     }
 
+    /// One field of libvirt's record of the last completed job of `domain` on `node`
+    /// (`virsh domjobinfo --completed`, e.g. "Total downtime"), its value with units; `None`
+    /// when libvirt reports no such job or field.
+    pub fn completed_job_field(&self, node: &str, domain: &str, field: &str) -> Option<String> {
+        let out = self
+            .run(
+                node,
+                &[
+                    "virsh",
+                    "-c",
+                    "qemu:///system",
+                    "domjobinfo",
+                    "--completed",
+                    domain,
+                ],
+            )
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+
     /// Starts a watcher of `domain` on every node (see [`Watcher`]).
     pub fn watch(&self, domain: &str) -> Watcher {
         Watcher::start(

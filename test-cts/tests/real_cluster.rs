@@ -193,25 +193,8 @@ fn assert_migrated(
             c.diagnostics()
         );
     }
-    let job = c
-        .run(
-            target,
-            &[
-                "virsh",
-                "-c",
-                "qemu:///system",
-                "domjobinfo",
-                "--completed",
-                VM,
-            ],
-        )
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
     let field = |name: &str| {
-        job.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        c.completed_job_field(target, VM, name)
             .unwrap_or_else(|| "(not reported)".into())
     };
     println!(
@@ -570,11 +553,47 @@ fn vm_keeps_running_once_while_its_libvirtd_is_dead_and_is_reattached() {
 fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
     let _serial = lock();
     let scenario = "ban_cleared_mid_migration";
-    let Some(c) = cluster(scenario, 2) else {
+    let Some(mut c) = cluster(scenario, 2) else {
         return;
     };
+    let run = interrupted_migration(
+        scenario,
+        &mut c,
+        |c| c.ban_resource(VM, "node1").expect("crm_resource --ban"),
+        |c| c.clear_resource(VM).expect("crm_resource --clear"),
+        |_| {},
+    );
+    println!(
+        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {}",
+        secs(run.interrupted_at),
+        secs(run.settled_at),
+        run.how
+    );
+}
+
+/// What an interrupted migration scenario measured.
+struct Interrupted<T> {
+    /// What the interruption returned.
+    value: T,
+    interrupted_at: Duration,
+    settled_at: Duration,
+    /// `report_outcome`'s account of where and as which QEMU the VM ends.
+    how: String,
+}
+
+/// The shape the interrupted-migration scenarios share: the VM starts on node1, migrations from
+/// node1 are throttled so that migrate_to takes seconds, `begin` makes Pacemaker migrate the VM
+/// to node2, `interrupt` runs once node2's incoming QEMU exists (paused), then the cluster settles
+/// with the VM started somewhere, `finish` runs, and the outcome is checked and described.
+fn interrupted_migration<T>(
+    scenario: &str,
+    c: &mut Cluster,
+    begin: impl FnOnce(&Cluster),
+    interrupt: impl FnOnce(&mut Cluster) -> T,
+    finish: impl FnOnce(&Cluster),
+) -> Interrupted<T> {
     let w = c.watch(VM);
-    start_vm(scenario, &c, "node1");
+    start_vm(scenario, c, "node1");
     let original = c
         .qemu_pid("node1", VM)
         .expect("pid")
@@ -583,13 +602,13 @@ fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
     c.throttle_migrations_from("node1", 1000).expect("tc");
     let mark_ms = w.now_ms();
     let t = Instant::now();
-    c.ban_resource(VM, "node1").expect("crm_resource --ban");
+    begin(c);
     c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
         Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
     })
     .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    c.clear_resource(VM).expect("crm_resource --clear");
-    let cleared = t.elapsed();
+    let value = interrupt(c);
+    let interrupted_at = t.elapsed();
     c.wait_idle(Duration::from_secs(90))
         .unwrap_or_else(|e| panic!("{scenario}: {e}"));
     c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
@@ -597,13 +616,15 @@ fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
         Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
     })
     .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    let settled = t.elapsed();
-    let how = report_outcome(scenario, &c, w, original, mark_ms);
-    println!(
-        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {how}",
-        secs(cleared),
-        secs(settled)
-    );
+    let settled_at = t.elapsed();
+    finish(c);
+    let how = report_outcome(scenario, c, w, original, mark_ms);
+    Interrupted {
+        value,
+        interrupted_at,
+        settled_at,
+        how,
+    }
 }
 
 /// After an interrupted migration has settled: checks the VM runs on exactly one node and
@@ -653,40 +674,25 @@ fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
     let Some(mut c) = cluster(scenario, 2) else {
         return;
     };
-    let w = c.watch(VM);
-    start_vm(scenario, &c, "node1");
-    let original = c
-        .qemu_pid("node1", VM)
-        .expect("pid")
-        .expect("QEMU on node1");
-    c.throttle_migrations_from("node1", 1000).expect("tc");
-    let mark_ms = w.now_ms();
-    let t = Instant::now();
-    c.move_resource(VM, "node2").expect("crm_resource --move");
-    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
-        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
-    })
-    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
-    assert!(
-        !killed.is_empty(),
-        "{scenario}: no agent process running migrate_to on node1"
+    let run = interrupted_migration(
+        scenario,
+        &mut c,
+        |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+        |c| {
+            let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
+            assert!(
+                !killed.is_empty(),
+                "{scenario}: no agent process running migrate_to on node1"
+            );
+            killed
+        },
+        |c| c.clear_resource(VM).expect("crm_resource --clear"),
     );
-    let killed_at = t.elapsed();
-    c.wait_idle(Duration::from_secs(90))
-        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
-        let s = c.status()?;
-        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
-    })
-    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    let settled = t.elapsed();
-    c.clear_resource(VM).expect("crm_resource --clear");
-    let how = report_outcome(scenario, &c, w, original, mark_ms);
     println!(
-        "[{scenario}] move at 0 s, agent {killed:?} SIGKILLed mid-migrate_to at {}, settled at \
-         {}: {how}",
-        secs(killed_at),
-        secs(settled)
+        "[{scenario}] move at 0 s, agent {:?} SIGKILLed mid-migrate_to at {}, settled at {}: {}",
+        run.value,
+        secs(run.interrupted_at),
+        secs(run.settled_at),
+        run.how
     );
 }

@@ -87,24 +87,8 @@ fn run(agent: VmAgent, moves: usize) -> Result<(), Box<dyn std::error::Error>> {
         print_logs(&c, &mut seen);
         let pid = c.qemu_pid(there, VM)?.unwrap_or(0);
         let migrated = Cluster::process_cmdline(pid).contains("-incoming");
-        let job = c
-            .run(
-                there,
-                &[
-                    "virsh",
-                    "-c",
-                    "qemu:///system",
-                    "domjobinfo",
-                    "--completed",
-                    VM,
-                ],
-            )
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let downtime = job
-            .lines()
-            .find(|l| l.starts_with("Total downtime"))
-            .map(|l| l.split_whitespace().skip(2).collect::<Vec<_>>().join(" "))
+        let downtime = c
+            .completed_job_field(there, VM, "Total downtime")
             .unwrap_or_else(|| "not reported".into());
         println!(
             "   {VM} on {there} after {:.2}s: QEMU {pid} {}; guest downtime {downtime}",
