@@ -11,45 +11,12 @@ CYCLES=$(( RUNS / 5 < 3 ? 3 : RUNS / 5 ))
 OURS=$PWD/target/release/VirtualDomain
 THEIRS=/usr/lib/ocf/resource.d/heartbeat/VirtualDomain
 
-cargo build --release --quiet -p highlander-agent -p test-cts
-WORK=$(mktemp -d /tmp/hl-bench.XXXXXX)
-DAEMON_PID=
-cleanup() {
-    set +e
-    # Closing hl-libvirtd's stdin makes it tear its daemon down (guests included) by PID.
-    [ -n "${DAEMON_IN:-}" ] && exec {DAEMON_IN}>&-
-    [ -n "$DAEMON_PID" ] && wait "$DAEMON_PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkfifo "$WORK/in" "$WORK/out"
-target/release/hl-libvirtd 1 <"$WORK/in" >"$WORK/out" 2>"$WORK/daemon.err" &
-DAEMON_PID=$!
-exec {DAEMON_IN}>"$WORK/in"
-URI=
-while read -r line; do
-    case $line in
-        URI0=*) URI=${line#URI0=} ;;
-        READY) break ;;
-    esac
-done <"$WORK/out"
-[ -n "$URI" ] || { echo "bench: libvirtd did not start: $(cat "$WORK/daemon.err")" >&2; exit 1; }
-
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_daemons 1 /tmp/hl-bench
 GUEST=hlbench$$
-cat >"$WORK/$GUEST.xml" <<EOF
-<domain type='qemu'>
-  <name>$GUEST</name>
-  <memory unit='MiB'>32</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <serial type='pty'/>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-EOF
+bench_guest_xml "$GUEST" 32 >"$WORK/$GUEST.xml"
+# $URI is URI[0], the one daemon.
 mkdir -p "$WORK/rsctmp"
 
 # The same resource for both agents. Utilization updates are off: heartbeat's would call

@@ -11,46 +11,11 @@ ROUNDS=${1:-10}
 MEM=${2:-64}
 OURS=$PWD/target/release/VirtualDomain
 
-cargo build --release --quiet -p highlander-agent -p test-cts
-WORK=$(mktemp -d /tmp/hl-bench-mig.XXXXXX)
-DAEMON_PID=
-cleanup() {
-    set +e
-    # Closing hl-libvirtd's stdin makes it tear its daemons down (guests included) by PID.
-    [ -n "${DAEMON_IN:-}" ] && exec {DAEMON_IN}>&-
-    [ -n "$DAEMON_PID" ] && wait "$DAEMON_PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkfifo "$WORK/in" "$WORK/out"
-target/release/hl-libvirtd 2 <"$WORK/in" >"$WORK/out" 2>"$WORK/daemon.err" &
-DAEMON_PID=$!
-exec {DAEMON_IN}>"$WORK/in"
-URI=()
-while read -r line; do
-    case $line in
-        URI0=*) URI[0]=${line#URI0=} ;;
-        URI1=*) URI[1]=${line#URI1=} ;;
-        READY) break ;;
-    esac
-done <"$WORK/out"
-[ -n "${URI[1]:-}" ] || { echo "bench: libvirtds did not start: $(cat "$WORK/daemon.err")" >&2; exit 1; }
-
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_daemons 2 /tmp/hl-bench-mig
 GUEST=hlbenchmig$$
-cat >"$WORK/$GUEST.xml" <<XML
-<domain type='qemu'>
-  <name>$GUEST</name>
-  <memory unit='MiB'>$MEM</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <serial type='pty'/>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-XML
+bench_guest_xml "$GUEST" $MEM >"$WORK/$GUEST.xml"
 mkdir -p "$WORK/rsctmp0" "$WORK/rsctmp1"
 virsh -q -c "${URI[0]}" create "$WORK/$GUEST.xml" >/dev/null
 
