@@ -325,28 +325,35 @@ impl ProviderView {
         args: &[&str],
         timeout: Duration,
     ) -> Result<Finished, ProcessError> {
-        let mut cmd = Command::new("unshare");
-        cmd.args([
-            "-m",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            VIEW_SCRIPT,
-            "sh",
-        ])
-        .arg(&self.provider)
-        .arg(&self.agent_name)
-        .arg(&self.agent)
-        .arg(scratch)
-        .arg(program)
-        .args(args);
+        let mut cmd = in_private_mounts(VIEW_SCRIPT);
+        cmd.arg(&self.provider)
+            .arg(&self.agent_name)
+            .arg(&self.agent)
+            .arg(scratch)
+            .arg(program)
+            .args(args);
         for (name, value) in env {
             cmd.env(name, value);
         }
         process::run_bounded(&mut cmd, timeout)
     }
+}
+
+/// `sh -c script sh ...` in a new mount namespace whose mounts do not propagate back; the
+/// caller appends the script's arguments.
+fn in_private_mounts(script: &str) -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ]);
+    cmd
 }
 
 /// Mounts a tmpfs over `/run` (agents keep state in `/run/resource-agents`), then execs the
@@ -364,19 +371,8 @@ pub fn run_with_private_run(
     args: &[&str],
     timeout: Duration,
 ) -> Result<Finished, ProcessError> {
-    let mut cmd = Command::new("unshare");
-    cmd.args([
-        "-m",
-        "--propagation",
-        "private",
-        "--",
-        "sh",
-        "-c",
-        PRIVATE_RUN_SCRIPT,
-        "sh",
-    ])
-    .arg(program)
-    .args(args);
+    let mut cmd = in_private_mounts(PRIVATE_RUN_SCRIPT);
+    cmd.arg(program).args(args);
     for (name, value) in env {
         cmd.env(name, value);
     }
