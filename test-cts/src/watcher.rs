@@ -8,7 +8,9 @@
 //! milliseconds unobserved), and all these intervals share the instant between the first pass and
 //! the second; two such daemons in one sample are two copies running at that instant. A normal
 //! migration never trips it: the source is paused before the target resumes, and a paused
-//! (incoming or switched-over) domain does not execute.
+//! (incoming or switched-over) domain does not execute. libvirt shows every QEMU it kills as "in
+//! shutdown" for a moment, also an incoming copy that never ran: "in shutdown" counts as executing
+//! only when the daemon's previous other state was running or blocked (a guest shutting down).
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -232,8 +234,9 @@ impl Watcher {
         };
         let started = Instant::now();
         let mut last = None;
+        let mut ran = vec![false; sessions.len()];
         // The first sample before returning: the watch demonstrably covers what follows.
-        sample(&mut sessions, &mut report, started, &mut last);
+        sample(&mut sessions, &mut report, started, &mut last, &mut ran);
         let (first_sample_failed, first_error) = (
             !report.errors.is_empty(),
             report.errors.first().cloned().unwrap_or_default(),
@@ -245,7 +248,7 @@ impl Watcher {
             while report.errors.is_empty() {
                 std::thread::sleep(interval);
                 let stopping = stop_flag.load(Ordering::Relaxed);
-                sample(&mut sessions, &mut report, started, &mut last);
+                sample(&mut sessions, &mut report, started, &mut last, &mut ran);
                 if stopping {
                     break;
                 }
@@ -314,6 +317,7 @@ fn sample(
     report: &mut WatchReport,
     started: Instant,
     last: &mut Option<Vec<Option<DomState>>>,
+    ran: &mut [bool],
 ) {
     let mut reads = Vec::with_capacity(sessions.len() * 2);
     for _pass in 0..2 {
@@ -333,7 +337,8 @@ fn sample(
     report.samples += 1;
     let mut executing = 0;
     for (i, (a, b)) in first.iter().zip(second).enumerate() {
-        if a.is_some_and(DomState::executes) && b.is_some_and(DomState::executes) {
+        // `&`, not `&&`: both reads update `ran`.
+        if executes(*a, &mut ran[i]) & executes(*b, &mut ran[i]) {
             executing += 1;
             report.executing_samples[i] += 1;
         }
@@ -359,9 +364,38 @@ fn sample(
     }
 }
 
+/// Whether a read shows the guest executing, given `ran`: whether the daemon's last state other
+/// than "in shutdown" was running or blocked (updated here). A QEMU that never ran guest code (an
+/// incoming copy) or was paused passes through "in shutdown" when it is killed; that is not the
+/// guest executing.
+fn executes(state: Option<DomState>, ran: &mut bool) -> bool {
+    match state {
+        Some(DomState::InShutdown) => *ran,
+        other => {
+            *ran = other.is_some_and(DomState::executes);
+            *ran
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_shutdown_executes_only_after_running() {
+        let mut ran = false;
+        // An incoming copy torn down: paused, then in shutdown, then gone.
+        assert!(!executes(Some(DomState::Paused), &mut ran));
+        assert!(!executes(Some(DomState::InShutdown), &mut ran));
+        assert!(!executes(None, &mut ran));
+        // A running guest shutting down executes until it is off.
+        assert!(executes(Some(DomState::Running), &mut ran));
+        assert!(executes(Some(DomState::InShutdown), &mut ran));
+        assert!(executes(Some(DomState::InShutdown), &mut ran));
+        assert!(!executes(Some(DomState::ShutOff), &mut ran));
+        assert!(!executes(Some(DomState::InShutdown), &mut ran));
+    }
 
     #[test]
     fn state_found_among_prompts_and_echoes() {
