@@ -22,6 +22,8 @@ pub mod migration;
 pub mod params;
 pub mod procscan;
 pub mod scripts;
+pub mod unreachable;
+pub mod urisafe;
 
 use ocf_metadata::{Action, CheckLevel, MetadataProfile, OcfEnv, OcfExitCode};
 
@@ -280,18 +282,64 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     actions::monitor(&ctx, &name, opts, deadline)
 }
 
+/// Which hypervisor a stop talks to.
+enum StopHypervisor {
+    /// A URI that passed its check (or `None`: libvirt's default).
+    Connect(Option<String>),
+    /// A URI the agent refuses to open; the stop relies on `/proc` ([`unreachable::Unreachable`]).
+    Refused { uri: String, why: String },
+}
+
+impl StopHypervisor {
+    /// `hypervisor` as given, checked as validation checks it (trimmed; empty is unset).
+    fn from_raw(raw: &RawConfig) -> Self {
+        match raw
+            .hypervisor_uri()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            None => Self::Connect(None),
+            Some(uri) => match urisafe::check_local_uri(uri) {
+                Ok(()) => Self::Connect(Some(uri.to_owned())),
+                Err(why) => Self::Refused {
+                    uri: uri.to_owned(),
+                    why: format!("hypervisor={uri:?} refused: {why}"),
+                },
+            },
+        }
+    }
+
+    fn open(self, deps: &Deps) -> Box<dyn Hypervisor> {
+        match self {
+            Self::Connect(uri) => (deps.connect)(uri.as_deref()),
+            Self::Refused { uri, why } => {
+                deps.log.warn(&format!(
+                    "{why}; not connecting to it: the domain counts as stopped only if no QEMU \
+                     process of it exists on this host"
+                ));
+                Box::new(unreachable::Unreachable::new(
+                    &uri,
+                    &why,
+                    (deps.connect)(None),
+                ))
+            }
+        }
+    }
+}
+
 /// stop needs only the domain name(s) and the URI: invalid parameters never make it fail (a failed
-/// stop gets the node fenced); it then destroys rather than shuts down.
+/// stop gets the node fenced); it then destroys rather than shuts down, and never connects to a
+/// `hypervisor` URI that validation refuses.
 fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
     let log = deps.log;
-    let (plan, uri) = match Config::validate(raw.clone()) {
+    let (plan, hypervisor) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
                 force: c.force_stop,
                 modes: c.shutdown_modes.clone(),
                 budget_ms: raw.budget_ms,
             },
-            c.hypervisor_uri.clone(),
+            StopHypervisor::Connect(c.hypervisor_uri.clone()),
         ),
         Err(e) => {
             log.warn(&format!("{e}; stopping anyway, with destroy"));
@@ -301,7 +349,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
                     modes: ShutdownModes::default(),
                     budget_ms: raw.budget_ms,
                 },
-                raw.hypervisor_uri().map(str::to_owned),
+                StopHypervisor::from_raw(&raw),
             )
         }
     };
@@ -334,7 +382,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
             None
         }
     };
-    let hv = (deps.connect)(uri.as_deref());
+    let hv = hypervisor.open(deps);
     let ctx = Ctx {
         hv: hv.as_ref(),
         clock: deps.clock,
@@ -367,6 +415,13 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         return Outcome::fail(
             OcfExitCode::ErrGeneric,
             format!("{} needs OCF_RESKEY_{peer_var}", raw.action),
+        );
+    }
+    // The peer's name goes into the remote URI (and `%n`): only a plain host name may.
+    if let Err(why) = urisafe::check_node_name(peer) {
+        return Outcome::fail(
+            OcfExitCode::ErrConfigured,
+            format!("OCF_RESKEY_{peer_var}={peer:?} refused: {why}"),
         );
     }
     let dom = match config::load_domain(&cfg.config_path) {

@@ -20,6 +20,8 @@ struct Node {
     clock: Arc<ManualClock>,
     world: MemWorld,
     dir: tempfile::TempDir,
+    /// Every URI the agent asked to connect to (`None`: libvirt's default).
+    connected: Arc<std::sync::Mutex<Vec<Option<String>>>>,
 }
 
 impl Node {
@@ -28,7 +30,12 @@ impl Node {
         let world = MemWorld::new(clock.clone());
         world.node(NODE);
         let dir = tempfile::tempdir().unwrap();
-        let n = Node { clock, world, dir };
+        let n = Node {
+            clock,
+            world,
+            dir,
+            connected: Arc::default(),
+        };
         std::fs::write(n.config(), "<domain type='qemu'><name>vm1</name></domain>").unwrap();
         n
     }
@@ -61,8 +68,11 @@ impl Node {
     fn run_env(&self, action: &str, env: &OcfEnv) -> (Outcome, Vec<String>) {
         let log = Log::memory();
         let world = self.world.clone();
-        let connect =
-            move |_uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(world.node(NODE)) };
+        let connected = self.connected.clone();
+        let connect = move |uri: Option<&str>| -> Box<dyn Hypervisor> {
+            connected.lock().unwrap().push(uri.map(str::to_owned));
+            Box::new(world.node(NODE))
+        };
         let clock: &dyn Clock = self.clock.as_ref();
         let out = run_with(
             action,
@@ -268,6 +278,155 @@ fn shell_words_in_migrate_options_and_monitor_scripts_are_not_evaluated() {
     assert_ne!(out.code, OcfExitCode::Success);
     assert!(reason(&out).contains("/bin/true;touch"), "{out:?}");
     assert!(!marker.exists(), "a shell ran");
+}
+
+/// Values that would change the meaning of the URI they are pasted into, per parameter.
+const HOSTILE_URI_PARTS: [(&str, &str); 14] = [
+    ("OCF_RESKEY_migration_transport", "ext"),
+    (
+        "OCF_RESKEY_migration_transport",
+        "ssh/system?command=/bin/x",
+    ),
+    ("OCF_RESKEY_migration_transport", "ssh tcp"),
+    (
+        "OCF_RESKEY_migration_network_suffix",
+        "/system?command=/bin/x",
+    ),
+    ("OCF_RESKEY_migration_network_suffix", "-mig@evil"),
+    ("OCF_RESKEY_migration_network_suffix", "-mig#x"),
+    ("OCF_RESKEY_migration_user", "root@evil"),
+    ("OCF_RESKEY_migration_user", "a\u{7}b"),
+    ("OCF_RESKEY_hypervisor", "qemu+ext:///system?command=/bin/x"),
+    ("OCF_RESKEY_hypervisor", "qemu:///system#x"),
+    ("OCF_RESKEY_hypervisor", "qemu:///system?socket=/a b"),
+    (
+        "OCF_RESKEY_remoteuri",
+        "qemu+ssh://%n/system?command=/bin/x",
+    ),
+    ("OCF_RESKEY_migrateuri", "exec:/bin/x"),
+    (
+        "OCF_RESKEY_migrate_options",
+        "--p2p --migrateuri=tcp:a@%n:1",
+    ),
+];
+
+#[test]
+fn uri_parts_that_change_the_uri_are_refused_by_every_action() {
+    for (var, value) in HOSTILE_URI_PARTS {
+        let n = Node::new();
+        n.world.put_domain(
+            NODE,
+            "vm1",
+            MemDomain::running("<domain><name>vm1</name></domain>"),
+        );
+        let name = var.trim_start_matches("OCF_RESKEY_");
+        for action in [
+            "validate-all",
+            "reload-agent",
+            "start",
+            "monitor",
+            "migrate_to",
+            "migrate_from",
+        ] {
+            let (out, _) = n.run(
+                action,
+                &[
+                    (var, value),
+                    ("OCF_RESKEY_CRM_meta_migrate_target", "node2"),
+                    ("OCF_RESKEY_CRM_meta_migrate_source", "node2"),
+                ],
+            );
+            assert_eq!(
+                out.code,
+                OcfExitCode::ErrConfigured,
+                "{action} {var}={value:?}"
+            );
+            assert!(
+                reason(&out).starts_with(&format!("parameter {name}=")),
+                "{action} {var}={value:?}: {out:?}"
+            );
+            assert!(!reason(&out).contains('\n'), "one line: {out:?}");
+        }
+        assert!(
+            n.connected.lock().unwrap().is_empty(),
+            "{var}={value:?}: nothing is connected to before validation passes"
+        );
+        assert_eq!(n.world.running_on("vm1"), vec![NODE.to_owned()]);
+        // stop still stops (a failed stop fences), and never opens a refused hypervisor URI.
+        let (out, log) = n.run("stop", &[(var, value)]);
+        let connected = n.connected.lock().unwrap().clone();
+        if var == "OCF_RESKEY_hypervisor" {
+            assert!(
+                !connected.iter().any(|u| u.as_deref() == Some(value)),
+                "{value:?} was opened: {connected:?}"
+            );
+            // Not connected, so the running domain cannot be stopped, and /proc (the in-memory
+            // process table here) shows it: the stop fails rather than lie, unless the URI does
+            // not even name local QEMU, in which case the state is unknown: also a failure.
+            assert_eq!(out.code, OcfExitCode::ErrGeneric, "{value:?}: {log:?}");
+            assert_eq!(n.world.running_on("vm1"), vec![NODE.to_owned()]);
+        } else {
+            assert_eq!(out.code, OcfExitCode::Success, "{var}={value:?}: {log:?}");
+            assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+        }
+    }
+}
+
+#[test]
+fn a_stop_with_a_refused_hypervisor_succeeds_when_proc_shows_no_qemu() {
+    let n = Node::new();
+    let (out, log) = n.run("stop", &[("OCF_RESKEY_hypervisor", "qemu:///system#x")]);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+    assert_eq!(
+        *n.connected.lock().unwrap(),
+        vec![None],
+        "only the default, for /proc"
+    );
+    assert!(log.iter().any(|l| l.contains("not connecting")), "{log:?}");
+    // An ext URI is not local QEMU for sure: no proof, so the stop fails and says why.
+    let (out, _) = n.run(
+        "stop",
+        &[("OCF_RESKEY_hypervisor", "qemu+ext:///system?command=/bin/x")],
+    );
+    assert_eq!(out.code, OcfExitCode::ErrGeneric);
+    assert!(reason(&out).contains("hypervisor="), "{out:?}");
+}
+
+#[test]
+fn migration_peers_that_change_the_uri_are_refused() {
+    for node in [
+        "evil@node2",
+        "node2/system?command=/bin/x",
+        "node2#x",
+        "-oProxyCommand=x",
+        "node 2",
+    ] {
+        let n = Node::new();
+        n.world.put_domain(
+            NODE,
+            "vm1",
+            MemDomain::running("<domain><name>vm1</name></domain>"),
+        );
+        for (action, var) in [
+            ("migrate_to", "OCF_RESKEY_CRM_meta_migrate_target"),
+            ("migrate_from", "OCF_RESKEY_CRM_meta_migrate_source"),
+        ] {
+            let (out, _) = n.run(
+                action,
+                &[
+                    (var, node),
+                    ("OCF_RESKEY_remoteuri", "qemu+ssh://%n/system"),
+                ],
+            );
+            assert_eq!(out.code, OcfExitCode::ErrConfigured, "{action} {node:?}");
+            assert!(
+                reason(&out).contains(var.trim_start_matches("OCF_RESKEY_")),
+                "{out:?}"
+            );
+        }
+        assert!(n.connected.lock().unwrap().is_empty(), "{node:?}");
+        assert_eq!(n.world.running_on("vm1"), vec![NODE.to_owned()]);
+    }
 }
 
 #[test]
