@@ -25,7 +25,9 @@ pub mod scripts;
 pub mod unreachable;
 pub mod urisafe;
 
-use ocf_metadata::{Action, CheckLevel, MetadataProfile, OcfEnv, OcfExitCode};
+use std::path::PathBuf;
+
+use ocf_metadata::{Action, CheckLevel, EnvReading, MetadataProfile, OcfEnv, OcfExitCode};
 
 use crate::actions::{Ctx, MonitorOpts, StopPlan};
 use crate::clock::{Clock, Deadline, SystemClock};
@@ -109,6 +111,13 @@ pub fn run_static(action_name: &str, env: &OcfEnv) -> Option<Outcome> {
 
 /// Runs one action named on the command line, on the real clock and libvirt, logging to stderr.
 pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
+    run_reading(action_name, &EnvReading::clean(env.clone()))
+}
+
+/// [`run`] on a leniently read environment: variables that could not be read refuse every action
+/// but `stop` (6, naming them); `stop` does what it can without them (see [`salvage_for_stop`]).
+pub fn run_reading(action_name: &str, reading: &EnvReading) -> Outcome {
+    let env = &reading.env;
     // meta-data is static: no clock, no libvirt, no forks.
     if let Some(outcome) = run_static(action_name, env) {
         return outcome;
@@ -120,9 +129,9 @@ pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
     );
     let connect =
         |uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(libvirt::Libvirt::new(uri)) };
-    run_with(
+    run_reading_with(
         action_name,
-        env,
+        reading,
         &Deps {
             clock: &clock,
             log: &log,
@@ -146,13 +155,33 @@ fn metadata(env: &OcfEnv) -> Outcome {
 
 /// Runs one action with the given clock, log and hypervisor factory.
 pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
+    run_reading_with(action_name, &EnvReading::clean(env.clone()), deps)
+}
+
+/// [`run_with`] on a leniently read environment (see [`run_reading`]).
+pub fn run_reading_with(action_name: &str, reading: &EnvReading, deps: &Deps) -> Outcome {
+    let env = &reading.env;
     if let Some(outcome) = run_static(action_name, env) {
         return outcome;
     }
     let Ok(action) = action_name.parse::<Action>() else {
         return Outcome::fail(OcfExitCode::ErrUnimplemented, "unknown action");
     };
-    let raw = RawConfig::from_env(env, action);
+    let mut raw = RawConfig::from_env(env, action);
+    let mut salvage = StopSalvage::default();
+    if !reading.faults.is_empty() {
+        if action != Action::Stop {
+            let reason = reading
+                .faults
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            deps.log.error(&format!("{action}: {reason}"));
+            return Outcome::fail(OcfExitCode::ErrConfigured, reason);
+        }
+        salvage = salvage_for_stop(&mut raw, reading, deps.log);
+    }
     let deadline = Deadline::after(deps.clock, raw.budget_ms);
     deps.log.debug(&format!(
         "{action}: timeout {} ms, own deadline after {} ms{}",
@@ -161,7 +190,7 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
         if raw.probe { " (probe)" } else { "" }
     ));
     if action == Action::Stop {
-        return stop(raw, deps, deadline);
+        return stop(raw, deps, deadline, salvage);
     }
     let cfg = match Config::validate(raw.clone()) {
         Ok(c) => c,
@@ -282,6 +311,68 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     actions::monitor(&ctx, &name, opts, deadline)
 }
 
+/// What a `stop` takes from variables that could not be read.
+#[derive(Default)]
+struct StopSalvage {
+    /// Some variable could not be read: destroy at once, as with any invalid parameter.
+    faulted: bool,
+    /// `config` given as non-UTF-8 bytes: still a path.
+    config_path: Option<PathBuf>,
+    /// `hypervisor` given as non-UTF-8 bytes: never opened.
+    hypervisor: Option<StopHypervisor>,
+}
+
+/// The timeout a stop assumes when `CRM_meta_timeout` is unreadable: Pacemaker's default operation
+/// timeout, below the advertised 90 s, so that the agent answers before an executor that uses the
+/// default would kill it.
+pub const STOP_UNKNOWN_TIMEOUT_MS: u64 = 20_000;
+
+/// Decides, per variable that could not be read, what a stop does without it (the table is in
+/// docs/bad-input.md). A stop must succeed whenever the domain provably does not run here, so no
+/// fault blocks it; each one only takes away what depended on it.
+fn salvage_for_stop(raw: &mut RawConfig, reading: &EnvReading, log: &Log) -> StopSalvage {
+    let mut salvage = StopSalvage {
+        faulted: true,
+        ..StopSalvage::default()
+    };
+    for fault in &reading.faults {
+        let name = fault.name();
+        let bytes = reading.raw.get(name);
+        let lossy = bytes.map(|b| b.to_string_lossy().into_owned());
+        let used = match (name, bytes, lossy) {
+            ("OCF_RESKEY_config", Some(b), _) => {
+                salvage.config_path = Some(PathBuf::from(b));
+                "the path is used as bytes"
+            }
+            ("OCF_RESKEY_hypervisor", _, Some(l)) => {
+                salvage.hypervisor = Some(StopHypervisor::Refused {
+                    why: format!("{fault}"),
+                    uri: l,
+                });
+                "not connected to"
+            }
+            ("OCF_RESOURCE_INSTANCE", _, Some(l)) => {
+                // No start record can exist under it: every other action refused it.
+                raw.instance = l;
+                "the lock uses its lossy text"
+            }
+            ("HA_RSCTMP", Some(b), _) => {
+                raw.rsctmp = PathBuf::from(b);
+                "the path is used as bytes"
+            }
+            ("OCF_RESKEY_CRM_meta_timeout", _, _) => {
+                raw.timeout_ms = STOP_UNKNOWN_TIMEOUT_MS;
+                raw.budget_ms =
+                    STOP_UNKNOWN_TIMEOUT_MS - config::margin_ms(STOP_UNKNOWN_TIMEOUT_MS);
+                "assuming Pacemaker's default timeout of 20 s"
+            }
+            _ => "not needed by stop",
+        };
+        log.warn(&format!("{fault}: {used}; stopping by destroy"));
+    }
+    salvage
+}
+
 /// Which hypervisor a stop talks to.
 enum StopHypervisor {
     /// A URI that passed its check (or `None`: libvirt's default).
@@ -330,12 +421,12 @@ impl StopHypervisor {
 /// stop needs only the domain name(s) and the URI: invalid parameters never make it fail (a failed
 /// stop gets the node fenced); it then destroys rather than shuts down, and never connects to a
 /// `hypervisor` URI that validation refuses.
-fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
+fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -> Outcome {
     let log = deps.log;
     let (plan, hypervisor) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
-                force: c.force_stop,
+                force: c.force_stop || salvage.faulted,
                 modes: c.shutdown_modes.clone(),
                 budget_ms: raw.budget_ms,
             },
@@ -353,9 +444,11 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
             )
         }
     };
+    let hypervisor = salvage.hypervisor.unwrap_or(hypervisor);
     let mut names = Vec::new();
-    match raw.config_path() {
-        Some(path) => match config::load_domain(std::path::Path::new(path)) {
+    let config_path = raw.config_path().map(PathBuf::from).or(salvage.config_path);
+    match config_path {
+        Some(path) => match config::load_domain(&path) {
             Ok(d) => names.push(d.name),
             Err(e) => log.warn(&e.to_string()),
         },

@@ -212,3 +212,40 @@ fn the_front_binary_needs_its_companion_only_for_hypervisor_actions() {
     .unwrap();
     assert_eq!(code(&run("monitor")), 0, "{}", stderr(&run("monitor")));
 }
+
+#[test]
+fn a_non_utf8_variable_blocks_every_action_but_stop_and_meta_data() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = Run::new();
+    let bad = std::ffi::OsStr::from_bytes(b"--p2p\xff");
+    let run = |action: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_VirtualDomain"));
+        cmd.arg(action)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("OCF_RESOURCE_INSTANCE", "vm1")
+            .env("HA_RSCTMP", r.dir.path().join("rsc"))
+            .env("OCF_RESKEY_hypervisor", "test:///default")
+            .env("OCF_RESKEY_config", r.config("test"))
+            .env("OCF_RESKEY_migrate_options", bad);
+        cmd.output().unwrap()
+    };
+    for action in ["monitor", "start", "validate-all"] {
+        let o = run(action);
+        assert_eq!(code(&o), 6, "{action}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("ocf-exit-reason:OCF_RESKEY_migrate_options is not valid UTF-8"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(code(&run("meta-data")), 0);
+    // The test driver's domain `test` runs in the process: stop destroys it and answers 0.
+    let o = run("stop");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("domain test destroyed"),
+        "{}",
+        stderr(&o)
+    );
+}

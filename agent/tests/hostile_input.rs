@@ -10,8 +10,8 @@ use highlander_agent::config::{Config, RawConfig, domain_name_from_xml};
 use highlander_agent::hypervisor::Hypervisor;
 use highlander_agent::log::Log;
 use highlander_agent::mem::{MemDomain, MemWorld};
-use highlander_agent::{Deps, Outcome, journal, lock, run_with};
-use ocf_metadata::{Action, OcfEnv, OcfExitCode};
+use highlander_agent::{Deps, Outcome, journal, lock, run_reading_with};
+use ocf_metadata::{Action, EnvReading, OcfEnv, OcfExitCode};
 use proptest::prelude::*;
 
 const NODE: &str = "node1";
@@ -66,6 +66,37 @@ impl Node {
         OcfEnv::from_pairs(pairs).unwrap()
     }
     fn run_env(&self, action: &str, env: &OcfEnv) -> (Outcome, Vec<String>) {
+        self.run_reading(action, &EnvReading::clean(env.clone()))
+    }
+    /// The environment as raw bytes, read as the binary reads it: `extra` replaces or adds.
+    fn run_bytes(&self, action: &str, extra: &[(&str, &[u8])]) -> (Outcome, Vec<String>) {
+        use std::os::unix::ffi::OsStringExt;
+        let base = self.env(&[]);
+        let mut pairs: Vec<(String, Vec<u8>)> = vec![
+            ("OCF_RESOURCE_INSTANCE".into(), b"vm1".to_vec()),
+            (
+                "OCF_RESKEY_config".into(),
+                self.config().display().to_string().into_bytes(),
+            ),
+            (
+                "HA_RSCTMP".into(),
+                base.rsctmp.clone().unwrap_or_default().into_bytes(),
+            ),
+            ("OCF_RESKEY_CRM_meta_timeout".into(), b"20000".to_vec()),
+        ];
+        for (k, v) in extra {
+            pairs.retain(|(pk, _)| pk != k);
+            pairs.push((k.to_string(), v.to_vec()));
+        }
+        let reading = OcfEnv::read_os_pairs(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), std::ffi::OsString::from_vec(v))),
+        );
+        self.run_reading(action, &reading)
+    }
+    fn run_reading(&self, action: &str, reading: &EnvReading) -> (Outcome, Vec<String>) {
+        let env = reading;
         let log = Log::memory();
         let world = self.world.clone();
         let connected = self.connected.clone();
@@ -74,7 +105,7 @@ impl Node {
             Box::new(world.node(NODE))
         };
         let clock: &dyn Clock = self.clock.as_ref();
-        let out = run_with(
+        let out = run_reading_with(
             action,
             env,
             &Deps {
@@ -213,6 +244,146 @@ fn non_utf8_environment_and_config_are_named() {
     assert_eq!(out.code, OcfExitCode::ErrInstalled);
     assert!(reason(&out).contains("cannot be read"), "{out:?}");
     assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+}
+
+/// Per variable, what a non-UTF-8 value does to `stop` (docs/bad-input.md): never a failure when
+/// the domain provably does not run; the other actions refuse it with 6 naming it.
+#[test]
+fn non_utf8_variables_never_block_a_stop_that_can_prove_the_domain_stopped() {
+    let running = || MemDomain::running("<domain><name>vm1</name></domain>");
+    // A parameter stop does not need, the instance, the state directory, the timeout, the check
+    // level, the exit-reason prefix, an unknown parameter, a meta attribute: stop destroys.
+    for var in [
+        "OCF_RESKEY_migrate_options",
+        "OCF_RESKEY_shutdown_mode",
+        "OCF_RESKEY_force_stop",
+        "OCF_RESKEY_no_such_parameter",
+        "OCF_RESOURCE_INSTANCE",
+        "OCF_RESKEY_CRM_meta_timeout",
+        "OCF_RESKEY_CRM_meta_interval",
+        "OCF_CHECK_LEVEL",
+        "OCF_EXIT_REASON_PREFIX",
+        "HA_debug",
+        "HA_RSCTMP",
+    ] {
+        let n = Node::new();
+        let bad: &[u8] = if var == "HA_RSCTMP" {
+            // A real directory whose name is not UTF-8: the lock goes there.
+            &b"/nonexistent-\xff"[..]
+        } else {
+            &b"x\xffy"[..]
+        };
+        let bad_dir;
+        let bad = if var == "HA_RSCTMP" {
+            use std::os::unix::ffi::OsStrExt;
+            bad_dir = n.dir.path().join(std::ffi::OsStr::from_bytes(b"rsc-\xff"));
+            bad_dir.as_os_str().as_bytes()
+        } else {
+            bad
+        };
+        n.world.put_domain(NODE, "vm1", running());
+        let (out, log) = n.run_bytes("monitor", &[(var, bad)]);
+        assert_eq!(
+            out.code,
+            OcfExitCode::ErrConfigured,
+            "monitor {var}: {log:?}"
+        );
+        assert!(
+            reason(&out).contains("is not valid UTF-8"),
+            "{var}: {out:?}"
+        );
+        let (out, _) = n.run_bytes("start", &[(var, bad)]);
+        assert_eq!(out.code, OcfExitCode::ErrConfigured, "start {var}");
+        let (out, log) = n.run_bytes("stop", &[(var, bad)]);
+        assert_eq!(out.code, OcfExitCode::Success, "stop {var}: {log:?}");
+        assert_eq!(n.world.running_on("vm1"), Vec::<String>::new(), "{var}");
+        assert!(
+            log.iter()
+                .any(|l| l.contains(var) && l.contains("stopping by destroy")),
+            "{var}: {log:?}"
+        );
+        // meta-data needs none of them.
+        let (out, _) = n.run_bytes("meta-data", &[(var, bad)]);
+        assert_eq!(out.code, OcfExitCode::Success, "meta-data {var}");
+    }
+}
+
+#[test]
+fn a_malformed_timeout_refuses_monitor_but_not_stop() {
+    let n = Node::new();
+    n.world.put_domain(
+        NODE,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    let bad: &[(&str, &[u8])] = &[("OCF_RESKEY_CRM_meta_timeout", b"20s")];
+    let (out, _) = n.run_bytes("monitor", bad);
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert!(reason(&out).contains("CRM_meta_timeout"), "{out:?}");
+    let (out, log) = n.run_bytes("stop", bad);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+    assert!(
+        log.iter().any(|l| l.contains("default timeout of 20 s")),
+        "{log:?}"
+    );
+    assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+}
+
+#[test]
+fn a_non_utf8_config_path_is_still_a_path_for_stop() {
+    use std::os::unix::ffi::OsStrExt;
+    let n = Node::new();
+    let path = n
+        .dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"vm\xff.xml"));
+    std::fs::write(&path, "<domain><name>vm1</name></domain>").unwrap();
+    n.world.put_domain(
+        NODE,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    let bytes = path.as_os_str().as_bytes();
+    let (out, _) = n.run_bytes("start", &[("OCF_RESKEY_config", bytes)]);
+    assert_eq!(out.code, OcfExitCode::ErrConfigured);
+    assert_eq!(reason(&out), "OCF_RESKEY_config is not valid UTF-8");
+    let (out, log) = n.run_bytes("stop", &[("OCF_RESKEY_config", bytes)]);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+    assert_eq!(n.world.running_on("vm1"), Vec::<String>::new());
+    // With a config that names nothing readable and no start record, nothing of this resource
+    // was started here: the stop succeeds, as with a missing config.
+    let (out, log) = n.run_bytes("stop", &[("OCF_RESKEY_config", b"/nonexistent/\xff.xml")]);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+}
+
+#[test]
+fn a_non_utf8_hypervisor_is_never_opened_and_stop_relies_on_proc() {
+    let n = Node::new();
+    let local: &[u8] = b"qemu:///system?socket=/run/\xff/sock";
+    // No QEMU process of the domain here: provably stopped.
+    let (out, log) = n.run_bytes("stop", &[("OCF_RESKEY_hypervisor", local)]);
+    assert_eq!(out.code, OcfExitCode::Success, "{log:?}");
+    assert_eq!(
+        *n.connected.lock().unwrap(),
+        vec![None],
+        "never the given URI"
+    );
+    // It runs (the process table shows it) and cannot be reached: fail, do not lie.
+    n.world.put_domain(
+        NODE,
+        "vm1",
+        MemDomain::running("<domain><name>vm1</name></domain>"),
+    );
+    let (out, _) = n.run_bytes("stop", &[("OCF_RESKEY_hypervisor", local)]);
+    assert_eq!(out.code, OcfExitCode::ErrGeneric);
+    assert!(reason(&out).contains("QEMU process"), "{out:?}");
+    // A URI that does not name local QEMU: /proc proves nothing, fail.
+    let (out, _) = n.run_bytes(
+        "stop",
+        &[("OCF_RESKEY_hypervisor", b"qemu+ssh://h\xff/system")],
+    );
+    assert_eq!(out.code, OcfExitCode::ErrGeneric);
+    assert_eq!(n.world.running_on("vm1"), vec![NODE.to_owned()]);
 }
 
 #[test]
