@@ -24,6 +24,7 @@ pub mod procscan;
 pub mod scripts;
 pub mod unreachable;
 pub mod urisafe;
+pub mod utilization;
 
 use std::path::PathBuf;
 
@@ -73,6 +74,8 @@ pub struct Deps<'a> {
     pub clock: &'a dyn Clock,
     pub log: &'a Log,
     pub connect: Connector<'a>,
+    /// Where utilization attributes are written; `None` writes none (no cluster, or a test).
+    pub cib: Option<&'a dyn utilization::Cib>,
 }
 
 /// `usage` text.
@@ -129,6 +132,11 @@ pub fn run_reading(action_name: &str, reading: &EnvReading) -> Outcome {
     );
     let connect =
         |uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(libvirt::Libvirt::new(uri)) };
+    // Utilization goes to the CIB only when there is one: Pacemaker (and crm_resource) pass
+    // `crm_feature_set` to the agents they run; a test names a CIB file. ocf-tester does neither.
+    let crm_resource = utilization::CrmResource::default();
+    let in_cluster = env.crm_feature_set.is_some()
+        || std::env::var_os("CIB_file").is_some_and(|f| !f.is_empty());
     run_reading_with(
         action_name,
         reading,
@@ -136,6 +144,7 @@ pub fn run_reading(action_name: &str, reading: &EnvReading) -> Outcome {
             clock: &clock,
             log: &log,
             connect: &connect,
+            cib: in_cluster.then_some(&crm_resource as &dyn utilization::Cib),
         },
     )
 }
@@ -264,19 +273,46 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
     }
-    actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline)
+    let outcome = actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline);
+    if outcome.code == OcfExitCode::Success {
+        update_utilization(cfg, &dom.xml, deps, deadline);
+    }
+    outcome
+}
+
+/// Keeps the utilization attributes in line with the domain XML (`utilization.rs`): no CIB call
+/// unless a value changed since this node last wrote it.
+fn update_utilization(cfg: &Config, xml: &str, deps: &Deps, deadline: Deadline) {
+    let Some(cib) = deps.cib else { return };
+    let wanted = utilization::wanted(&cfg.utilization, utilization::sizes_from_xml(xml));
+    if wanted.is_empty() {
+        return;
+    }
+    let calls = utilization::update(
+        cib,
+        &cfg.raw.rsctmp,
+        &cfg.raw.instance,
+        &wanted,
+        deadline,
+        deps.clock,
+        deps.log,
+    );
+    if calls > 0 {
+        deps.log
+            .debug(&format!("utilization: {calls} crm_resource call(s)"));
+    }
 }
 
 fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     let raw = &cfg.raw;
-    let name = match config::load_domain(&cfg.config_path) {
-        Ok(d) => d.name,
+    let (name, xml) = match config::load_domain(&cfg.config_path) {
+        Ok(d) => (d.name, Some(d.xml)),
         Err(e) => match lock::read_record(&raw.rsctmp, &raw.instance) {
             Ok(Some(name)) => {
                 deps.log.warn(&format!(
                     "{e}; checking domain {name}, which this resource started here"
                 ));
-                name
+                (name, None)
             }
             _ if raw.probe => {
                 // heartbeat's answer: nothing of this resource was started here (no record), and
@@ -296,19 +332,19 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         clock: deps.clock,
         log: deps.log,
     };
-    if cfg.utilization.autoset_cpu
-        || cfg.utilization.autoset_host_memory
-        || cfg.utilization.autoset_hv_memory
-    {
-        deps.log
-            .debug("autoset_utilization_*: utilization is not written by this version (README)");
-    }
     let opts = MonitorOpts {
         level: raw.check_level,
         status_only: raw.action == Action::Status,
         scripts: &cfg.monitor_scripts,
     };
-    actions::monitor(&ctx, &name, opts, deadline)
+    let outcome = actions::monitor(&ctx, &name, opts, deadline);
+    // After the answer is known, and only for a domain running as `config` describes it.
+    if outcome.code == OcfExitCode::Success && raw.action == Action::Monitor {
+        if let Some(xml) = &xml {
+            update_utilization(cfg, xml, deps, deadline);
+        }
+    }
+    outcome
 }
 
 /// What a `stop` takes from variables that could not be read.
@@ -483,6 +519,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
     };
     let outcome = actions::stop(&ctx, &names, &plan, deadline);
     if outcome.code == OcfExitCode::Success {
+        utilization::forget(&raw.rsctmp, &raw.instance);
         if let Err(e) = lock::remove_record(&raw.rsctmp, &raw.instance) {
             log.warn(&format!("cannot remove the start record: {e}"));
         }
@@ -580,6 +617,7 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     );
     if outcome.code == OcfExitCode::Success {
         let r = if to {
+            utilization::forget(&raw.rsctmp, &raw.instance);
             lock::remove_record(&raw.rsctmp, &raw.instance)
         } else {
             lock::write_record(&raw.rsctmp, &raw.instance, &dom.name)

@@ -112,6 +112,7 @@ impl Node {
                 clock,
                 log: &log,
                 connect: &connect,
+                cib: None,
             },
         );
         assert_has_reason(action, &out);
