@@ -717,6 +717,19 @@ fn any_param() -> impl Strategy<Value = (String, String)> {
     (prop::sample::select(names), value)
 }
 
+/// Values for one URI part: plausible ones, the characters that change a URI, and any text.
+fn uri_part_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("ssh".to_string()),
+        Just("-mig".to_string()),
+        Just("hauser".to_string()),
+        "[a-z0-9@/?#%:. _$;&=+\\-]{0,12}",
+        "[ -~]{0,24}",
+        any::<String>(),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -748,6 +761,50 @@ proptest! {
         pairs.extend(params.iter().map(|(k, v)| (format!("OCF_RESKEY_{k}"), v.clone())));
         if let Ok(env) = OcfEnv::from_pairs(pairs) {
             n.run_env(action.as_str(), &env);
+        }
+    }
+
+    /// Whatever the URI parameters and the peer's name, a migration request the agent accepts
+    /// is made only of safe parts: its remote URI passes the `hypervisor` check and its data URI
+    /// the `migrateuri` check, with no `%n` left; so no value can smuggle a part into a URI.
+    #[test]
+    fn accepted_migrations_build_only_safe_uris(
+        transport in uri_part_value(),
+        user in uri_part_value(),
+        suffix in uri_part_value(),
+        hypervisor in prop_oneof![Just(String::new()), Just("qemu:///system".to_string()),
+            Just("qemu+tcp://node1:16509/system".to_string()), uri_part_value()],
+        remoteuri in prop_oneof![Just(String::new()), Just("qemu+ssh://%n/system".to_string()),
+            uri_part_value()],
+        migrateuri in prop_oneof![Just(String::new()), Just("tcp:%n:49152".to_string()),
+            uri_part_value()],
+        port in prop_oneof![Just(String::new()), Just("49200".to_string())],
+        target in prop_oneof![Just("node2".to_string()), Just("node2.example.com".to_string()),
+            uri_part_value()],
+    ) {
+        use highlander_agent::{migration, urisafe};
+        let env = OcfEnv::from_pairs([
+            ("OCF_RESKEY_config", "/etc/vm1.xml"),
+            ("OCF_RESKEY_migration_transport", transport.as_str()),
+            ("OCF_RESKEY_migration_user", user.as_str()),
+            ("OCF_RESKEY_migration_network_suffix", suffix.as_str()),
+            ("OCF_RESKEY_hypervisor", hypervisor.as_str()),
+            ("OCF_RESKEY_remoteuri", remoteuri.as_str()),
+            ("OCF_RESKEY_migrateuri", migrateuri.as_str()),
+            ("OCF_RESKEY_migrateport", port.as_str()),
+        ]).unwrap();
+        let Ok(cfg) = Config::validate(RawConfig::from_env(&env, Action::MigrateTo)) else {
+            return Ok(());
+        };
+        let Ok(req) = migration::request(&cfg.migration, cfg.hypervisor_uri.as_deref(), "vm1", &target) else {
+            return Ok(());
+        };
+        prop_assert!(urisafe::check_node_name(&target).is_ok(), "{target:?} accepted");
+        prop_assert!(!req.target_uri.contains("%n"));
+        prop_assert_eq!(urisafe::check_local_uri(&req.target_uri), Ok(()), "{}", req.target_uri);
+        if let Some(m) = &req.migrate_uri {
+            prop_assert!(!m.contains("%n"));
+            prop_assert_eq!(urisafe::check_migrate_uri_template(m), Ok(()), "{}", m);
         }
     }
 
