@@ -27,9 +27,10 @@ fn uri_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~:/?[]@&=,+".contains(c)
 }
 
-/// Letters, digits, `-` and `.`: the characters of a DNS host name.
+/// Letters, digits, `-` and `.`: the characters of a DNS host name; and `_`, which node names
+/// carry in practice and which means nothing in a URI.
 fn host_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '-' || c == '.'
+    c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'
 }
 
 /// The first character outside `allowed`, described for a message.
@@ -59,7 +60,7 @@ pub fn check_host(host: &str) -> Result<(), Why> {
     }
     if let Some(bad) = first_bad(host, host_char) {
         return Err(format!(
-            "the host name contains {bad} (allowed: letters, digits, '-', '.')"
+            "the host name contains {bad} (allowed: letters, digits, '-', '.', '_')"
         ));
     }
     if host.starts_with('-') || host.starts_with('.') || host.contains("..") {
@@ -106,7 +107,7 @@ pub fn check_user(user: &str) -> Result<(), Why> {
 pub fn check_suffix(suffix: &str) -> Result<(), Why> {
     if let Some(bad) = first_bad(suffix, host_char) {
         return Err(format!(
-            "contains {bad} (allowed: letters, digits, '-', '.')"
+            "contains {bad} (allowed: letters, digits, '-', '.', '_')"
         ));
     }
     if suffix.contains("..") || suffix.ends_with('.') {
@@ -280,7 +281,7 @@ mod tests {
 
     #[test]
     fn hosts_and_node_names() {
-        for ok in ["node2", "node2.example.com", "n-2", "10.0.0.2"] {
+        for ok in ["node2", "node2.example.com", "n-2", "10.0.0.2", "ha_node2"] {
             assert_eq!(check_node_name(ok), Ok(()), "{ok}");
         }
         for bad in HOSTILE_PARTS {
