@@ -50,6 +50,12 @@ pub enum ConfigError {
         value: String,
         why: &'static str,
     },
+    #[error("parameter {name}={value:?} refused: {why}")]
+    UnsafeUriPart {
+        name: &'static str,
+        value: String,
+        why: String,
+    },
     #[error(transparent)]
     Migration(#[from] crate::migration::MigrationError),
     #[error("config file {path} cannot be read: {message}")]
@@ -306,10 +312,20 @@ pub struct Config {
     pub unknown: Vec<String>,
 }
 
-fn valid_user(user: &str) -> bool {
-    let mut chars = user.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+/// Applies a [`crate::urisafe`] check to a parameter value.
+fn uri_part(
+    name: &'static str,
+    value: Option<&String>,
+    check: fn(&str) -> Result<(), crate::urisafe::Why>,
+) -> Result<(), ConfigError> {
+    match value {
+        Some(v) => check(v).map_err(|why| ConfigError::UnsafeUriPart {
+            name,
+            value: v.clone(),
+            why,
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Config {
@@ -370,13 +386,32 @@ impl Config {
             })
         };
         let user = opt("migration_user");
-        if let Some(u) = user.as_ref().filter(|u| !valid_user(u)) {
-            return Err(ConfigError::BadValue {
-                name: "migration_user",
-                value: u.clone(),
-                why: "must match ^[a-z][-a-z0-9]*$",
-            });
-        }
+        // Every value that reaches a libvirt URI, checked against the safe set for its part
+        // (`urisafe`), even when another parameter overrides it: a refused value is a
+        // configuration error whether or not this migration would use it.
+        use crate::urisafe as u;
+        uri_part("migration_user", user.as_ref(), u::check_user)?;
+        uri_part(
+            "migration_transport",
+            opt("migration_transport").as_ref(),
+            u::check_transport,
+        )?;
+        uri_part(
+            "migration_network_suffix",
+            opt("migration_network_suffix").as_ref(),
+            u::check_suffix,
+        )?;
+        uri_part("hypervisor", opt("hypervisor").as_ref(), u::check_local_uri)?;
+        uri_part(
+            "remoteuri",
+            opt("remoteuri").as_ref(),
+            u::check_remote_uri_template,
+        )?;
+        uri_part(
+            "migrateuri",
+            opt("migrateuri").as_ref(),
+            u::check_migrate_uri_template,
+        )?;
         let port = match resolved.integer("migrateport") {
             None => None,
             Some(p) => Some(u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
@@ -399,7 +434,13 @@ impl Config {
             remoteuri: opt("remoteuri"),
         };
         // Checked now so that validate-all reports them, not the first migration.
-        crate::migration::parse_options(migration.options.as_deref().unwrap_or_default())?;
+        let parsed =
+            crate::migration::parse_options(migration.options.as_deref().unwrap_or_default())?;
+        uri_part(
+            "migrate_options",
+            parsed.migrate_uri.as_ref(),
+            u::check_migrate_uri_template,
+        )?;
         // The remote URI is built at migration time only: a unix-socket `hypervisor` without
         // `remoteuri` is fine for a resource that never migrates.
         let hypervisor_uri = opt("hypervisor");
@@ -524,6 +565,32 @@ mod tests {
         for (k, v, needle) in [
             ("OCF_RESKEY_shutdown_mode", "acpi,reboot", "reboot"),
             ("OCF_RESKEY_migration_user", "Root", "migration_user"),
+            (
+                "OCF_RESKEY_migration_transport",
+                "ext",
+                "migration_transport",
+            ),
+            (
+                "OCF_RESKEY_migration_network_suffix",
+                "/system?command=x",
+                "migration_network_suffix",
+            ),
+            (
+                "OCF_RESKEY_hypervisor",
+                "qemu+ext:///system?command=/x",
+                "hypervisor",
+            ),
+            (
+                "OCF_RESKEY_remoteuri",
+                "qemu+ssh://%n/system#x",
+                "remoteuri",
+            ),
+            ("OCF_RESKEY_migrateuri", "exec:cat", "migrateuri"),
+            (
+                "OCF_RESKEY_migrate_options",
+                "--migrateuri=exec:cat",
+                "migrate_options",
+            ),
             ("OCF_RESKEY_migrateport", "70000", "migrateport"),
             ("OCF_RESKEY_migration_speed", "-1", "migration_speed"),
             ("OCF_RESKEY_force_stop", "maybe", "force_stop"),

@@ -22,8 +22,13 @@ pub mod migration;
 pub mod params;
 pub mod procscan;
 pub mod scripts;
+pub mod unreachable;
+pub mod urisafe;
+pub mod utilization;
 
-use ocf_metadata::{Action, CheckLevel, MetadataProfile, OcfEnv, OcfExitCode};
+use std::path::PathBuf;
+
+use ocf_metadata::{Action, CheckLevel, EnvReading, MetadataProfile, OcfEnv, OcfExitCode};
 
 use crate::actions::{Ctx, MonitorOpts, StopPlan};
 use crate::clock::{Clock, Deadline, SystemClock};
@@ -69,6 +74,8 @@ pub struct Deps<'a> {
     pub clock: &'a dyn Clock,
     pub log: &'a Log,
     pub connect: Connector<'a>,
+    /// Where utilization attributes are written; `None` writes none (no cluster, or a test).
+    pub cib: Option<&'a dyn utilization::Cib>,
 }
 
 /// `usage` text.
@@ -107,6 +114,13 @@ pub fn run_static(action_name: &str, env: &OcfEnv) -> Option<Outcome> {
 
 /// Runs one action named on the command line, on the real clock and libvirt, logging to stderr.
 pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
+    run_reading(action_name, &EnvReading::clean(env.clone()))
+}
+
+/// [`run`] on a leniently read environment: variables that could not be read refuse every action
+/// but `stop` (6, naming them); `stop` does what it can without them (see [`salvage_for_stop`]).
+pub fn run_reading(action_name: &str, reading: &EnvReading) -> Outcome {
+    let env = &reading.env;
     // meta-data is static: no clock, no libvirt, no forks.
     if let Some(outcome) = run_static(action_name, env) {
         return outcome;
@@ -118,13 +132,19 @@ pub fn run(action_name: &str, env: &OcfEnv) -> Outcome {
     );
     let connect =
         |uri: Option<&str>| -> Box<dyn Hypervisor> { Box::new(libvirt::Libvirt::new(uri)) };
-    run_with(
+    // Utilization goes to the CIB only when there is one: Pacemaker (and crm_resource) pass
+    // `crm_feature_set` to the agents they run; a test names a CIB file. ocf-tester does neither.
+    let crm_resource = utilization::CrmResource::default();
+    let in_cluster = env.crm_feature_set.is_some()
+        || std::env::var_os("CIB_file").is_some_and(|f| !f.is_empty());
+    run_reading_with(
         action_name,
-        env,
+        reading,
         &Deps {
             clock: &clock,
             log: &log,
             connect: &connect,
+            cib: in_cluster.then_some(&crm_resource as &dyn utilization::Cib),
         },
     )
 }
@@ -144,13 +164,33 @@ fn metadata(env: &OcfEnv) -> Outcome {
 
 /// Runs one action with the given clock, log and hypervisor factory.
 pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
+    run_reading_with(action_name, &EnvReading::clean(env.clone()), deps)
+}
+
+/// [`run_with`] on a leniently read environment (see [`run_reading`]).
+pub fn run_reading_with(action_name: &str, reading: &EnvReading, deps: &Deps) -> Outcome {
+    let env = &reading.env;
     if let Some(outcome) = run_static(action_name, env) {
         return outcome;
     }
     let Ok(action) = action_name.parse::<Action>() else {
         return Outcome::fail(OcfExitCode::ErrUnimplemented, "unknown action");
     };
-    let raw = RawConfig::from_env(env, action);
+    let mut raw = RawConfig::from_env(env, action);
+    let mut salvage = StopSalvage::default();
+    if !reading.faults.is_empty() {
+        if action != Action::Stop {
+            let reason = reading
+                .faults
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            deps.log.error(&format!("{action}: {reason}"));
+            return Outcome::fail(OcfExitCode::ErrConfigured, reason);
+        }
+        salvage = salvage_for_stop(&mut raw, reading, deps.log);
+    }
     let deadline = Deadline::after(deps.clock, raw.budget_ms);
     deps.log.debug(&format!(
         "{action}: timeout {} ms, own deadline after {} ms{}",
@@ -159,7 +199,7 @@ pub fn run_with(action_name: &str, env: &OcfEnv, deps: &Deps) -> Outcome {
         if raw.probe { " (probe)" } else { "" }
     ));
     if action == Action::Stop {
-        return stop(raw, deps, deadline);
+        return stop(raw, deps, deadline, salvage);
     }
     let cfg = match Config::validate(raw.clone()) {
         Ok(c) => c,
@@ -233,19 +273,46 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
     }
-    actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline)
+    let outcome = actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline);
+    if outcome.code == OcfExitCode::Success {
+        update_utilization(cfg, &dom.xml, deps, deadline);
+    }
+    outcome
+}
+
+/// Keeps the utilization attributes in line with the domain XML (`utilization.rs`): no CIB call
+/// unless a value changed since this node last wrote it.
+fn update_utilization(cfg: &Config, xml: &str, deps: &Deps, deadline: Deadline) {
+    let Some(cib) = deps.cib else { return };
+    let wanted = utilization::wanted(&cfg.utilization, utilization::sizes_from_xml(xml));
+    if wanted.is_empty() {
+        return;
+    }
+    let calls = utilization::update(
+        cib,
+        &cfg.raw.rsctmp,
+        &cfg.raw.instance,
+        &wanted,
+        deadline,
+        deps.clock,
+        deps.log,
+    );
+    if calls > 0 {
+        deps.log
+            .debug(&format!("utilization: {calls} crm_resource call(s)"));
+    }
 }
 
 fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     let raw = &cfg.raw;
-    let name = match config::load_domain(&cfg.config_path) {
-        Ok(d) => d.name,
+    let (name, xml) = match config::load_domain(&cfg.config_path) {
+        Ok(d) => (d.name, Some(d.xml)),
         Err(e) => match lock::read_record(&raw.rsctmp, &raw.instance) {
             Ok(Some(name)) => {
                 deps.log.warn(&format!(
                     "{e}; checking domain {name}, which this resource started here"
                 ));
-                name
+                (name, None)
             }
             _ if raw.probe => {
                 // heartbeat's answer: nothing of this resource was started here (no record), and
@@ -265,33 +332,141 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         clock: deps.clock,
         log: deps.log,
     };
-    if cfg.utilization.autoset_cpu
-        || cfg.utilization.autoset_host_memory
-        || cfg.utilization.autoset_hv_memory
-    {
-        deps.log
-            .debug("autoset_utilization_*: utilization is not written by this version (README)");
-    }
     let opts = MonitorOpts {
         level: raw.check_level,
         status_only: raw.action == Action::Status,
         scripts: &cfg.monitor_scripts,
     };
-    actions::monitor(&ctx, &name, opts, deadline)
+    let outcome = actions::monitor(&ctx, &name, opts, deadline);
+    // After the answer is known, and only for a domain running as `config` describes it.
+    if outcome.code == OcfExitCode::Success && raw.action == Action::Monitor {
+        if let Some(xml) = &xml {
+            update_utilization(cfg, xml, deps, deadline);
+        }
+    }
+    outcome
+}
+
+/// What a `stop` takes from variables that could not be read.
+#[derive(Default)]
+struct StopSalvage {
+    /// Some variable could not be read: destroy at once, as with any invalid parameter.
+    faulted: bool,
+    /// `config` given as non-UTF-8 bytes: still a path.
+    config_path: Option<PathBuf>,
+    /// `hypervisor` given as non-UTF-8 bytes: never opened.
+    hypervisor: Option<StopHypervisor>,
+}
+
+/// The timeout a stop assumes when `CRM_meta_timeout` is unreadable: Pacemaker's default operation
+/// timeout, below the advertised 90 s, so that the agent answers before an executor that uses the
+/// default would kill it.
+pub const STOP_UNKNOWN_TIMEOUT_MS: u64 = 20_000;
+
+/// Decides, per variable that could not be read, what a stop does without it (the table is in
+/// docs/bad-input.md). A stop must succeed whenever the domain provably does not run here, so no
+/// fault blocks it; each one only takes away what depended on it.
+fn salvage_for_stop(raw: &mut RawConfig, reading: &EnvReading, log: &Log) -> StopSalvage {
+    let mut salvage = StopSalvage {
+        faulted: true,
+        ..StopSalvage::default()
+    };
+    for fault in &reading.faults {
+        let name = fault.name();
+        let bytes = reading.raw.get(name);
+        let lossy = bytes.map(|b| b.to_string_lossy().into_owned());
+        let used = match (name, bytes, lossy) {
+            ("OCF_RESKEY_config", Some(b), _) => {
+                salvage.config_path = Some(PathBuf::from(b));
+                "the path is used as bytes"
+            }
+            ("OCF_RESKEY_hypervisor", _, Some(l)) => {
+                salvage.hypervisor = Some(StopHypervisor::Refused {
+                    why: format!("{fault}"),
+                    uri: l,
+                });
+                "not connected to"
+            }
+            ("OCF_RESOURCE_INSTANCE", _, Some(l)) => {
+                // No start record can exist under it: every other action refused it.
+                raw.instance = l;
+                "the lock uses its lossy text"
+            }
+            ("HA_RSCTMP", Some(b), _) => {
+                raw.rsctmp = PathBuf::from(b);
+                "the path is used as bytes"
+            }
+            ("OCF_RESKEY_CRM_meta_timeout", _, _) => {
+                raw.timeout_ms = STOP_UNKNOWN_TIMEOUT_MS;
+                raw.budget_ms =
+                    STOP_UNKNOWN_TIMEOUT_MS - config::margin_ms(STOP_UNKNOWN_TIMEOUT_MS);
+                "assuming Pacemaker's default timeout of 20 s"
+            }
+            _ => "not needed by stop",
+        };
+        log.warn(&format!("{fault}: {used}; stopping by destroy"));
+    }
+    salvage
+}
+
+/// Which hypervisor a stop talks to.
+enum StopHypervisor {
+    /// A URI that passed its check (or `None`: libvirt's default).
+    Connect(Option<String>),
+    /// A URI the agent refuses to open; the stop relies on `/proc` ([`unreachable::Unreachable`]).
+    Refused { uri: String, why: String },
+}
+
+impl StopHypervisor {
+    /// `hypervisor` as given, checked as validation checks it (trimmed; empty is unset).
+    fn from_raw(raw: &RawConfig) -> Self {
+        match raw
+            .hypervisor_uri()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            None => Self::Connect(None),
+            Some(uri) => match urisafe::check_local_uri(uri) {
+                Ok(()) => Self::Connect(Some(uri.to_owned())),
+                Err(why) => Self::Refused {
+                    uri: uri.to_owned(),
+                    why: format!("hypervisor={uri:?} refused: {why}"),
+                },
+            },
+        }
+    }
+
+    fn open(self, deps: &Deps) -> Box<dyn Hypervisor> {
+        match self {
+            Self::Connect(uri) => (deps.connect)(uri.as_deref()),
+            Self::Refused { uri, why } => {
+                deps.log.warn(&format!(
+                    "{why}; not connecting to it: the domain counts as stopped only if no QEMU \
+                     process of it exists on this host"
+                ));
+                Box::new(unreachable::Unreachable::new(
+                    &uri,
+                    &why,
+                    (deps.connect)(None),
+                ))
+            }
+        }
+    }
 }
 
 /// stop needs only the domain name(s) and the URI: invalid parameters never make it fail (a failed
-/// stop gets the node fenced); it then destroys rather than shuts down.
-fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
+/// stop gets the node fenced); it then destroys rather than shuts down, and never connects to a
+/// `hypervisor` URI that validation refuses.
+fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -> Outcome {
     let log = deps.log;
-    let (plan, uri) = match Config::validate(raw.clone()) {
+    let (plan, hypervisor) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
-                force: c.force_stop,
+                force: c.force_stop || salvage.faulted,
                 modes: c.shutdown_modes.clone(),
                 budget_ms: raw.budget_ms,
             },
-            c.hypervisor_uri.clone(),
+            StopHypervisor::Connect(c.hypervisor_uri.clone()),
         ),
         Err(e) => {
             log.warn(&format!("{e}; stopping anyway, with destroy"));
@@ -301,13 +476,15 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
                     modes: ShutdownModes::default(),
                     budget_ms: raw.budget_ms,
                 },
-                raw.hypervisor_uri().map(str::to_owned),
+                StopHypervisor::from_raw(&raw),
             )
         }
     };
+    let hypervisor = salvage.hypervisor.unwrap_or(hypervisor);
     let mut names = Vec::new();
-    match raw.config_path() {
-        Some(path) => match config::load_domain(std::path::Path::new(path)) {
+    let config_path = raw.config_path().map(PathBuf::from).or(salvage.config_path);
+    match config_path {
+        Some(path) => match config::load_domain(&path) {
             Ok(d) => names.push(d.name),
             Err(e) => log.warn(&e.to_string()),
         },
@@ -334,7 +511,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
             None
         }
     };
-    let hv = (deps.connect)(uri.as_deref());
+    let hv = hypervisor.open(deps);
     let ctx = Ctx {
         hv: hv.as_ref(),
         clock: deps.clock,
@@ -342,6 +519,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline) -> Outcome {
     };
     let outcome = actions::stop(&ctx, &names, &plan, deadline);
     if outcome.code == OcfExitCode::Success {
+        utilization::forget(&raw.rsctmp, &raw.instance);
         if let Err(e) = lock::remove_record(&raw.rsctmp, &raw.instance) {
             log.warn(&format!("cannot remove the start record: {e}"));
         }
@@ -367,6 +545,13 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         return Outcome::fail(
             OcfExitCode::ErrGeneric,
             format!("{} needs OCF_RESKEY_{peer_var}", raw.action),
+        );
+    }
+    // The peer's name goes into the remote URI (and `%n`): only a plain host name may.
+    if let Err(why) = urisafe::check_node_name(peer) {
+        return Outcome::fail(
+            OcfExitCode::ErrConfigured,
+            format!("OCF_RESKEY_{peer_var}={peer:?} refused: {why}"),
         );
     }
     let dom = match config::load_domain(&cfg.config_path) {
@@ -432,6 +617,7 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     );
     if outcome.code == OcfExitCode::Success {
         let r = if to {
+            utilization::forget(&raw.rsctmp, &raw.instance);
             lock::remove_record(&raw.rsctmp, &raw.instance)
         } else {
             lock::write_record(&raw.rsctmp, &raw.instance, &dom.name)

@@ -45,6 +45,9 @@ pub enum MigrationError {
     NotLive(String),
     #[error("cannot build the remote URI from hypervisor={uri:?}: {why}; set remoteuri")]
     RemoteUri { uri: String, why: &'static str },
+    /// The peer node's name (or the host made from it) cannot go into a URI.
+    #[error("node name {node:?} refused for a URI: {why}")]
+    BadNode { node: String, why: String },
 }
 
 fn supported() -> String {
@@ -107,12 +110,23 @@ pub fn target_host(target_node: &str, suffix: Option<&str>) -> String {
     }
 }
 
+/// [`target_host`], refused unless it is a plain host name (`urisafe::check_host`).
+fn checked_host(target_node: &str, suffix: Option<&str>) -> Result<String, MigrationError> {
+    let host = target_host(target_node, suffix);
+    crate::urisafe::check_host(&host).map_err(|why| MigrationError::BadNode {
+        node: target_node.to_owned(),
+        why,
+    })?;
+    Ok(host)
+}
+
 /// The libvirt URI of the target hypervisor.
 pub fn remote_uri(
     p: &MigrationParams,
     local_uri: Option<&str>,
     target_node: &str,
 ) -> Result<String, MigrationError> {
+    checked_host(target_node, None)?;
     if let Some(r) = &p.remoteuri {
         return Ok(r.replace("%n", target_node));
     }
@@ -152,7 +166,7 @@ pub fn remote_uri(
         uri.push_str(u);
         uri.push('@');
     }
-    uri.push_str(&target_host(target_node, p.network_suffix.as_deref()));
+    uri.push_str(&checked_host(target_node, p.network_suffix.as_deref())?);
     if let Some(port) = port {
         uri.push(':');
         uri.push_str(port);
@@ -169,6 +183,7 @@ pub fn request(
     target_node: &str,
 ) -> Result<MigrateRequest, MigrationError> {
     let opts = parse_options(p.options.as_deref().unwrap_or_default())?;
+    checked_host(target_node, None)?;
     let migrate_uri = match (&p.migrateuri, &opts.migrate_uri) {
         (Some(u), _) => Some(u.replace("%n", target_node)),
         (None, Some(u)) => Some(u.replace("%n", target_node)),
@@ -176,7 +191,7 @@ pub fn request(
         // picks the address and a free port from its own range on the target.
         (None, None) if p.network_suffix.is_some() || p.port.is_some() => Some(format!(
             "tcp:{}:{}",
-            target_host(target_node, p.network_suffix.as_deref()),
+            checked_host(target_node, p.network_suffix.as_deref())?,
             p.port.unwrap_or_else(|| port_for(instance))
         )),
         (None, None) => None,
@@ -258,6 +273,39 @@ mod tests {
         );
         let p = MigrationParams::default();
         assert!(remote_uri(&p, Some("qemu+unix:///system?socket=/x"), "n2").is_err());
+    }
+
+    #[test]
+    fn node_names_that_would_change_the_uri_are_refused() {
+        let with_suffix = MigrationParams {
+            network_suffix: Some("-mig".into()),
+            ..Default::default()
+        };
+        let templates = MigrationParams {
+            remoteuri: Some("qemu+ssh://%n/system".into()),
+            migrateuri: Some("tcp:%n:49152".into()),
+            ..Default::default()
+        };
+        for node in [
+            "",
+            "evil@node2",
+            "node2/system?command=x",
+            "node2#x",
+            "node 2",
+            "node2\n",
+            "-oProxyCommand=x",
+        ] {
+            for p in [&MigrationParams::default(), &with_suffix, &templates] {
+                let e = request(p, Some("qemu:///system"), "vm1", node).unwrap_err();
+                assert!(matches!(e, MigrationError::BadNode { .. }), "{node:?}: {e}");
+                assert!(remote_uri(p, None, node).is_err(), "{node:?}");
+            }
+        }
+        // A short name made empty by the suffix rule is refused too.
+        assert!(matches!(
+            remote_uri(&with_suffix, None, ".node2"),
+            Err(MigrationError::BadNode { .. })
+        ));
     }
 
     #[test]

@@ -95,8 +95,9 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_cpu",
         "Enable auto-setting the CPU utilization of the resource",
-        "Keep the resource's cpu utilization equal to the domain's vCPU count. Accepted for \
-         compatibility; this version does not write utilization yet (see the README).",
+        "Keep the resource's cpu utilization equal to the domain's vCPU count (the current count \
+         in the config XML). Written with crm_resource on start and on a monitor only when the \
+         value changed.",
     )
     .kind(B)
     .default("true")
@@ -104,8 +105,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_host_memory",
         "Enable auto-setting the host_memory utilization of the resource",
-        "Keep the resource's host_memory utilization equal to the domain's maximum memory in MiB. \
-         Accepted for compatibility; this version does not write utilization yet.",
+        "Keep the resource's host_memory utilization equal to the domain's maximum memory in MiB \
+         (from the config XML), written as autoset_utilization_cpu is.",
     )
     .kind(B)
     .default("true")
@@ -113,8 +114,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "autoset_utilization_hv_memory",
         "Enable auto-setting the hv_memory utilization of the resource",
-        "Keep the resource's hv_memory utilization equal to the domain's maximum memory in MiB. \
-         Accepted for compatibility; this version does not write utilization yet.",
+        "Keep the resource's hv_memory utilization equal to the domain's maximum memory in MiB \
+         (from the config XML), written as autoset_utilization_cpu is.",
     )
     .kind(B)
     .default("true")
@@ -122,8 +123,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_cpu",
         "Enable auto-removing the CPU utilization of the resource",
-        "When autoset_utilization_cpu is false, remove the cpu utilization attribute. Accepted \
-         for compatibility; not acted on yet.",
+        "When autoset_utilization_cpu is false, remove the cpu utilization attribute (once per \
+         node, not on every monitor).",
     )
     .kind(B)
     .default("false")
@@ -131,8 +132,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_host_memory",
         "Enable auto-removing the host_memory utilization of the resource",
-        "When autoset_utilization_host_memory is false, remove the host_memory utilization attribute. Accepted \
-         for compatibility; not acted on yet.",
+        "When autoset_utilization_host_memory is false, remove the host_memory utilization attribute (once \
+         per node, not on every monitor).",
     )
     .kind(B)
     .default("false")
@@ -140,8 +141,8 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "unset_utilization_hv_memory",
         "Enable auto-removing the hv_memory utilization of the resource",
-        "When autoset_utilization_hv_memory is false, remove the hv_memory utilization attribute. Accepted \
-         for compatibility; not acted on yet.",
+        "When autoset_utilization_hv_memory is false, remove the hv_memory utilization attribute (once \
+         per node, not on every monitor).",
     )
     .kind(B)
     .default("false")

@@ -78,6 +78,7 @@ impl Node {
                 clock,
                 log: &log,
                 connect: &connect,
+                cib: None,
             },
         );
         if !matches!(out.code, OcfExitCode::Success | OcfExitCode::NotRunning) {

@@ -212,3 +212,152 @@ fn the_front_binary_needs_its_companion_only_for_hypervisor_actions() {
     .unwrap();
     assert_eq!(code(&run("monitor")), 0, "{}", stderr(&run("monitor")));
 }
+
+#[test]
+fn a_non_utf8_variable_blocks_every_action_but_stop_and_meta_data() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = Run::new();
+    let bad = std::ffi::OsStr::from_bytes(b"--p2p\xff");
+    let run = |action: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_VirtualDomain"));
+        cmd.arg(action)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("OCF_RESOURCE_INSTANCE", "vm1")
+            .env("HA_RSCTMP", r.dir.path().join("rsc"))
+            .env("OCF_RESKEY_hypervisor", "test:///default")
+            .env("OCF_RESKEY_config", r.config("test"))
+            .env("OCF_RESKEY_migrate_options", bad);
+        cmd.output().unwrap()
+    };
+    for action in ["monitor", "start", "validate-all"] {
+        let o = run(action);
+        assert_eq!(code(&o), 6, "{action}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("ocf-exit-reason:OCF_RESKEY_migrate_options is not valid UTF-8"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(code(&run("meta-data")), 0);
+    // The test driver's domain `test` runs in the process: stop destroys it and answers 0.
+    let o = run("stop");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("domain test destroyed"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `crm_resource` and `cibadmin` on PATH, else a loud skip (a panic under CI).
+fn cib_tools_or_skip(test: &str) -> bool {
+    let found = ["crm_resource", "cibadmin"].iter().all(|p| {
+        ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+            .iter()
+            .any(|d| std::path::Path::new(d).join(p).is_file())
+    });
+    if !found {
+        let msg = format!("SKIPPED {test}: crm_resource/cibadmin not installed (tools/deps.sh)");
+        assert!(std::env::var_os("CI").is_none(), "{msg}; CI must not skip");
+        eprintln!("{msg}");
+    }
+    found
+}
+
+fn utilization(cib: &std::path::Path, attr: &str) -> String {
+    let o = Command::new("crm_resource")
+        .args(["--resource=vm1", "--utilization", "--quiet"])
+        .arg(format!("--get-parameter={attr}"))
+        .env("CIB_file", cib)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+#[test]
+fn utilization_is_written_to_the_cib_only_when_it_changes() {
+    if !cib_tools_or_skip("utilization_is_written_to_the_cib_only_when_it_changes") {
+        return;
+    }
+    let r = Run::new();
+    let cib = r.dir.path().join("cib.xml");
+    let empty = Command::new("cibadmin").arg("--empty").output().unwrap();
+    assert!(empty.status.success());
+    std::fs::write(&cib, &empty.stdout).unwrap();
+    let created = Command::new("cibadmin")
+        .args(["-C", "-o", "resources", "-X"])
+        .arg(r#"<primitive id="vm1" class="ocf" provider="highlander" type="VirtualDomain"/>"#)
+        .env("CIB_file", &cib)
+        .status()
+        .unwrap();
+    assert!(created.success());
+    // The test driver's running domain `test`, described with 2 vCPUs and 48 MiB.
+    let xml = r.dir.path().join("sized.xml");
+    let write_xml = |vcpus: u32| {
+        std::fs::write(
+            &xml,
+            format!(
+                "<domain type='test'><name>test</name><memory unit='MiB'>48</memory>\
+                 <vcpu>{vcpus}</vcpu></domain>"
+            ),
+        )
+        .unwrap()
+    };
+    write_xml(2);
+    let cib_text = cib.display().to_string();
+    let xml_text = xml.display().to_string();
+    let monitor = |extra: &[(&str, &str)]| {
+        let mut vars = vec![
+            ("OCF_RESKEY_config", xml_text.as_str()),
+            ("OCF_RESKEY_CRM_meta_interval", "10000"),
+            ("CIB_file", cib_text.as_str()),
+        ];
+        vars.extend_from_slice(extra);
+        let o = r.run("monitor", &vars);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        o
+    };
+    monitor(&[]);
+    assert_eq!(utilization(&cib, "cpu"), "2");
+    assert_eq!(utilization(&cib, "hv_memory"), "48");
+    assert_eq!(utilization(&cib, "host_memory"), "48");
+    // Someone changes the CIB by hand: the agent does not ask again while its own value holds
+    // (no fork on the monitor's path), so the hand-made value stays.
+    let set = Command::new("crm_resource")
+        .args([
+            "--resource=vm1",
+            "--utilization",
+            "--set-parameter=cpu",
+            "--parameter-value=7",
+        ])
+        .env("CIB_file", &cib)
+        .output()
+        .unwrap();
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    monitor(&[]);
+    assert_eq!(utilization(&cib, "cpu"), "7");
+    // The domain's size changes: written.
+    write_xml(3);
+    monitor(&[]);
+    assert_eq!(utilization(&cib, "cpu"), "3");
+    // unset_utilization_cpu with autoset off: removed.
+    monitor(&[
+        ("OCF_RESKEY_autoset_utilization_cpu", "false"),
+        ("OCF_RESKEY_unset_utilization_cpu", "true"),
+    ]);
+    assert_eq!(utilization(&cib, "cpu"), "");
+    assert_eq!(utilization(&cib, "hv_memory"), "48");
+    // A CIB that cannot be written never fails the monitor; it is logged.
+    write_xml(4);
+    let o = monitor(&[("CIB_file", "/nonexistent/cib.xml")]);
+    assert!(
+        stderr(&o).contains("utilization cpu not written"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -67,6 +67,7 @@ impl Case {
                 clock: clock_ref,
                 log: &log,
                 connect: &connect,
+                cib: None,
             },
         );
         if !matches!(out.code, OcfExitCode::Success | OcfExitCode::NotRunning) {

@@ -71,6 +71,7 @@ impl Pair {
                 clock,
                 log: &log,
                 connect: &connect,
+                cib: None,
             },
         );
         if out.code != OcfExitCode::Success && out.code != OcfExitCode::NotRunning {

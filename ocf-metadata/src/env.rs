@@ -2,6 +2,7 @@
 //! parsed from an iterator of pairs so that tests never touch the process environment.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 
 use crate::Action;
 
@@ -79,6 +80,42 @@ pub enum EnvError {
     NotUtf8 { name: String },
 }
 
+impl EnvError {
+    /// The variable at fault.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::NotANumber { name, .. }
+            | Self::NotABoolean { name, .. }
+            | Self::NotUtf8 { name } => name,
+        }
+    }
+}
+
+/// The environment read leniently: everything that could be read, and what could not. A caller
+/// that must act even on a damaged environment (a `stop`) decides per variable; the strict readers
+/// ([`OcfEnv::from_pairs`], [`OcfEnv::from_os_pairs`]) refuse any fault.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvReading {
+    /// Every variable that could be read; a faulty one is left at its default (unset).
+    pub env: OcfEnv,
+    /// The variables of the API that could not be read: non-UTF-8 first, then bad values, each
+    /// group in input order.
+    pub faults: Vec<EnvError>,
+    /// The raw bytes of each non-UTF-8 `OCF_*`/`HA_*` variable, by its (lossily decoded) name:
+    /// on Unix a path is bytes, so a caller may still use one.
+    pub raw: BTreeMap<String, OsString>,
+}
+
+impl EnvReading {
+    /// A clean reading of an environment already parsed.
+    pub fn clean(env: OcfEnv) -> Self {
+        Self {
+            env,
+            ..Self::default()
+        }
+    }
+}
+
 fn number(name: &str, value: &str) -> Result<u64, EnvError> {
     value.trim().parse().map_err(|_| EnvError::NotANumber {
         name: name.to_owned(),
@@ -87,13 +124,30 @@ fn number(name: &str, value: &str) -> Result<u64, EnvError> {
 }
 
 impl OcfEnv {
-    /// Parses the environment from `(name, value)` pairs; variables outside the API are ignored.
+    /// Parses the environment from `(name, value)` pairs; variables outside the API are ignored;
+    /// the first variable that cannot be read is the error.
     pub fn from_pairs<I, K, V>(pairs: I) -> Result<Self, EnvError>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
         V: AsRef<str>,
     {
+        let (env, faults) = Self::read_pairs(pairs);
+        match faults.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(env),
+        }
+    }
+
+    /// Like [`OcfEnv::from_pairs`], but leniently: a variable that cannot be read is left unset
+    /// and reported, and the others are still read.
+    pub fn read_pairs<I, K, V>(pairs: I) -> (Self, Vec<EnvError>)
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut faults = Vec::new();
         let mut env = OcfEnv {
             exit_reason_prefix: "ocf-exit-reason:".to_owned(),
             ..OcfEnv::default()
@@ -101,57 +155,99 @@ impl OcfEnv {
         let (mut major, mut minor) = (None, None);
         for (k, v) in pairs {
             let (name, value) = (k.as_ref(), v.as_ref());
-            if let Some(key) = name.strip_prefix(META) {
-                env.set_meta(name, key, value)?;
-            } else if let Some(key) = name.strip_prefix(RESKEY) {
-                if key == "crm_feature_set" {
-                    env.crm_feature_set = Some(value.to_owned());
-                } else if !key.is_empty() {
-                    env.params.insert(key.to_owned(), value.to_owned());
-                }
-            } else {
-                match name {
-                    "OCF_RESOURCE_INSTANCE" => env.instance = Some(value.to_owned()),
-                    "OCF_RESOURCE_TYPE" => env.resource_type = Some(value.to_owned()),
-                    "OCF_RESOURCE_PROVIDER" => env.provider = Some(value.to_owned()),
-                    "OCF_RA_VERSION_MAJOR" => major = Some(number(name, value)? as u32),
-                    "OCF_RA_VERSION_MINOR" => minor = Some(number(name, value)? as u32),
-                    "OCF_CHECK_LEVEL" if !value.trim().is_empty() => {
-                        let level = u32::try_from(number(name, value)?).unwrap_or(u32::MAX);
-                        env.check_level = CheckLevel::from_level(level);
-                    }
-                    "OCF_EXIT_REASON_PREFIX" if !value.is_empty() => {
-                        env.exit_reason_prefix = value.to_owned()
-                    }
-                    "HA_debug" => env.debug = value.trim() == "1",
-                    "HA_RSCTMP" if !value.is_empty() => env.rsctmp = Some(value.to_owned()),
-                    _ => {}
-                }
+            if let Err(e) = env.set(name, value, &mut major, &mut minor) {
+                faults.push(e);
             }
         }
         if let Some(major) = major {
             env.ra_version = Some((major, minor.unwrap_or(0)));
         }
-        Ok(env)
+        (env, faults)
+    }
+
+    /// Reads one variable into `self` (the RA version halves into `major`/`minor`).
+    fn set(
+        &mut self,
+        name: &str,
+        value: &str,
+        major: &mut Option<u32>,
+        minor: &mut Option<u32>,
+    ) -> Result<(), EnvError> {
+        let env = self;
+        if let Some(key) = name.strip_prefix(META) {
+            env.set_meta(name, key, value)?;
+        } else if let Some(key) = name.strip_prefix(RESKEY) {
+            if key == "crm_feature_set" {
+                env.crm_feature_set = Some(value.to_owned());
+            } else if !key.is_empty() {
+                env.params.insert(key.to_owned(), value.to_owned());
+            }
+        } else {
+            match name {
+                "OCF_RESOURCE_INSTANCE" => env.instance = Some(value.to_owned()),
+                "OCF_RESOURCE_TYPE" => env.resource_type = Some(value.to_owned()),
+                "OCF_RESOURCE_PROVIDER" => env.provider = Some(value.to_owned()),
+                "OCF_RA_VERSION_MAJOR" => *major = Some(number(name, value)? as u32),
+                "OCF_RA_VERSION_MINOR" => *minor = Some(number(name, value)? as u32),
+                "OCF_CHECK_LEVEL" if !value.trim().is_empty() => {
+                    let level = u32::try_from(number(name, value)?).unwrap_or(u32::MAX);
+                    env.check_level = CheckLevel::from_level(level);
+                }
+                "OCF_EXIT_REASON_PREFIX" if !value.is_empty() => {
+                    env.exit_reason_prefix = value.to_owned()
+                }
+                "HA_debug" => env.debug = value.trim() == "1",
+                "HA_RSCTMP" if !value.is_empty() => env.rsctmp = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Like [`OcfEnv::from_pairs`], from raw OS strings: a non-UTF-8 `OCF_*` or `HA_*` variable is
     /// an error naming it; any other non-UTF-8 variable is ignored.
     pub fn from_os_pairs<I>(pairs: I) -> Result<Self, EnvError>
     where
-        I: IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+        I: IntoIterator<Item = (OsString, OsString)>,
+    {
+        let reading = Self::read_os_pairs(pairs);
+        match reading.faults.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(reading.env),
+        }
+    }
+
+    /// Like [`OcfEnv::from_os_pairs`], but leniently ([`EnvReading`]): a non-UTF-8 `OCF_*` or
+    /// `HA_*` variable is a fault kept with its raw bytes, and the rest is still read.
+    pub fn read_os_pairs<I>(pairs: I) -> EnvReading
+    where
+        I: IntoIterator<Item = (OsString, OsString)>,
     {
         let mut utf8 = Vec::new();
+        let mut faults = Vec::new();
+        let mut raw = BTreeMap::new();
         for (k, v) in pairs {
             let name = k.to_string_lossy().into_owned();
             let relevant = name.starts_with("OCF_") || name.starts_with("HA_");
-            match (k.into_string(), v.into_string()) {
-                (Ok(k), Ok(v)) => utf8.push((k, v)),
-                _ if relevant => return Err(EnvError::NotUtf8 { name }),
-                _ => {}
+            match (k.into_string(), v) {
+                (Ok(k), v) => match v.into_string() {
+                    Ok(v) => utf8.push((k, v)),
+                    Err(v) if relevant => {
+                        faults.push(EnvError::NotUtf8 { name: name.clone() });
+                        raw.insert(name, v);
+                    }
+                    Err(_) => {}
+                },
+                (Err(_), v) if relevant => {
+                    faults.push(EnvError::NotUtf8 { name: name.clone() });
+                    raw.insert(name, v);
+                }
+                (Err(_), _) => {}
             }
         }
-        Self::from_pairs(utf8)
+        let (env, parse_faults) = Self::read_pairs(utf8);
+        faults.extend(parse_faults);
+        EnvReading { env, faults, raw }
     }
 
     fn set_meta(&mut self, name: &str, key: &str, value: &str) -> Result<(), EnvError> {
@@ -291,5 +387,47 @@ mod tests {
         );
         let r = OcfEnv::from_os_pairs([("LANG".into(), bad)]);
         assert!(r.is_ok());
+    }
+
+    #[test]
+    fn lenient_reading_keeps_the_rest_and_the_raw_bytes() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(b"/etc/\xff.xml".to_vec());
+        let r = OcfEnv::read_os_pairs([
+            ("OCF_RESOURCE_INSTANCE".into(), "vm1".into()),
+            ("OCF_RESKEY_config".into(), bad.clone()),
+            ("OCF_RESKEY_CRM_meta_timeout".into(), "20s".into()),
+            ("OCF_RESKEY_force_stop".into(), "1".into()),
+            ("LANG".into(), bad.clone()),
+            (OsString::from_vec(b"OCF_RESKEY_\xff".to_vec()), "x".into()),
+        ]);
+        assert_eq!(r.env.instance.as_deref(), Some("vm1"));
+        assert_eq!(
+            r.env.params.get("force_stop").map(String::as_str),
+            Some("1")
+        );
+        assert!(!r.env.params.contains_key("config"));
+        assert_eq!(r.env.meta.timeout_ms, None, "a bad number stays unset");
+        let names: Vec<&str> = r.faults.iter().map(EnvError::name).collect();
+        assert_eq!(
+            names,
+            [
+                "OCF_RESKEY_config",
+                "OCF_RESKEY_\u{fffd}",
+                "OCF_RESKEY_CRM_meta_timeout"
+            ]
+        );
+        assert_eq!(r.raw.get("OCF_RESKEY_config"), Some(&bad));
+        assert_eq!(r.raw.len(), 2, "LANG is not the agent's");
+        // The strict reader refuses the first fault.
+        let strict = OcfEnv::from_os_pairs([
+            ("OCF_RESKEY_CRM_meta_timeout".into(), "20s".into()),
+            ("OCF_RESKEY_config".into(), bad),
+        ]);
+        assert_eq!(
+            strict.unwrap_err().name(),
+            "OCF_RESKEY_config",
+            "non-UTF-8 first"
+        );
     }
 }

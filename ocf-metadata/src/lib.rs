@@ -15,7 +15,7 @@ mod metadata;
 mod params;
 
 pub use action::{Action, UnknownAction};
-pub use env::{CheckLevel, EnvError, OcfEnv, OpMeta};
+pub use env::{CheckLevel, EnvError, EnvReading, OcfEnv, OpMeta};
 pub use exit_code::{OcfExitCode, Recovery};
 pub use metadata::{MetadataProfile, advertises, render_markdown, render_metadata};
 pub use params::{
