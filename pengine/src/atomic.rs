@@ -501,6 +501,31 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     }
 }
 
+/// The node whose history alone says the VM may have left it: the source of the last migration,
+/// when its migrate_to succeeded or never answered and the target has recorded nothing since.
+/// Fencing that node or its clean shutdown erases its history (Pacemaker deletes a departed node's
+/// `lrm` section), and with it the only trace of a copy on the target: after that, the target's
+/// older entries (a probe that found nothing) would say the VM runs nowhere. Plans therefore write
+/// an answer on the target (migrate_from, a probe, a stop) before that node is fenced or shut down.
+pub fn fragile_evidence(history: &[NodeHistory]) -> Option<usize> {
+    let (source, m) = latest_migrate_to(history)?;
+    let target = m.migrate_target?;
+    if matches!(m.answer, Answer::Failed | Answer::NotRunning) {
+        // The VM stayed on the source: erasing the source's history loses nothing elsewhere.
+        return None;
+    }
+    let m_time = recorded_at(history, source, m);
+    let answered_since = history[target].ops.iter().any(|o| {
+        o.task != Task::Other
+            && (o.answer == Answer::Pending
+                || o.last_rc_change > m_time
+                || (o.task == Task::MigrateFrom
+                    && o.migrate_source == Some(source)
+                    && (o.last_rc_change == 0 || o.last_rc_change >= m_time)))
+    });
+    (!answered_since).then_some(source)
+}
+
 /// Why a plan restarts the VM (it could not keep it running).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RebootCause {
@@ -972,6 +997,7 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
 
 use crate::actions::{Action, Kind, Plan, Rel};
 use crate::cib::Cib;
+use crate::graph::{EventKind, TransitionGraph};
 use crate::observed::{Observed, Role};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
@@ -986,6 +1012,8 @@ pub struct AtomicEntry {
     pub decision: Option<Decision>,
     /// Nodes the decision needs fenced that the cluster cannot fence (the plan then waits).
     pub cannot_fence: Vec<usize>,
+    /// See [`fragile_evidence`]: the source whose fencing or shutdown waits for the target's answer.
+    pub fragile_source: Option<usize>,
 }
 
 /// The atomic model's view of one scheduler run.
@@ -1142,6 +1170,7 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             location,
             decision: None,
             cannot_fence: Vec::new(),
+            fragile_source: fragile_evidence(&history),
         });
     }
     view
@@ -1344,6 +1373,99 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
             }
         }
         let _ = rec;
+    }
+}
+
+/// Whether `to` is reachable from `from` along the graph's edges.
+fn reaches(g: &TransitionGraph, from: usize, to: usize) -> bool {
+    let mut seen = vec![false; g.actions.len()];
+    let mut stack = vec![from];
+    while let Some(a) = stack.pop() {
+        if a == to {
+            return true;
+        }
+        if std::mem::replace(&mut seen[a], true) {
+            continue;
+        }
+        stack.extend(g.edges.iter().filter(|e| e.0 == a).map(|e| e.1));
+    }
+    false
+}
+
+/// Adds "first before then" to an expanded graph (edge and synapse input), unless either action
+/// is unrunnable or the edge would close a cycle. Returns whether it was added.
+fn order_in_graph(g: &mut TransitionGraph, first: usize, then: usize) -> bool {
+    if first == then
+        || !g.actions[first].runnable
+        || !g.actions[then].runnable
+        || g.edges.contains(&(first, then))
+        || reaches(g, then, first)
+    {
+        return false;
+    }
+    g.edges.push((first, then));
+    if let Some(s) = g.synapses.iter_mut().find(|s| s.action == then) {
+        if !s.inputs.contains(&first) {
+            s.inputs.push(first);
+            s.inputs.sort_unstable();
+        }
+    }
+    true
+}
+
+/// Hook after `graph::expand`: nothing erases the record of where an atomic VM is before the plan
+/// has written a newer one.
+/// - A node's clean shutdown (`do_shutdown`) erases its history: it waits for every action of the
+///   resource on that node (a probe that may find the VM there, a bookkeeping stop), and, when the
+///   node is the migration's fragile source (see [`fragile_evidence`]), for the resource's actions
+///   on the other nodes too (the migrate_from, probe or stop that records the VM's whereabouts).
+/// - Fencing the fragile source erases its history as well: it waits for the resource's
+///   migrate_from, probes and stops on the other nodes.
+///
+/// Orderings that would close a cycle are left out (the graph stays acyclic).
+pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
+    for e in &view.entries {
+        if e.decision.is_none() || !e.cannot_fence.is_empty() {
+            continue;
+        }
+        let writes_answer = |a: &crate::graph::GraphAction| {
+            a.rsc == Some(e.rsc)
+                && a.runnable
+                && a.event == EventKind::RscOp
+                && a.interval_ms == 0
+                && matches!(
+                    a.task.as_str(),
+                    "monitor" | "stop" | "migrate_to" | "migrate_from"
+                )
+        };
+        let answers: Vec<usize> = (0..g.actions.len())
+            .filter(|&i| writes_answer(&g.actions[i]))
+            .collect();
+        let cluster_action = |g: &TransitionGraph, task: &str, node: usize| {
+            (0..g.actions.len())
+                .find(|&i| g.actions[i].task == task && g.actions[i].node == Some(node))
+        };
+        for &a in &answers {
+            let Some(node) = g.actions[a].node else {
+                continue;
+            };
+            if let Some(sd) = cluster_action(g, "do_shutdown", node) {
+                order_in_graph(g, a, sd);
+            }
+        }
+        let Some(source) = e.fragile_source else {
+            continue;
+        };
+        for &a in &answers {
+            if let Some(sd) = cluster_action(g, "do_shutdown", source) {
+                order_in_graph(g, a, sd);
+            }
+            if g.actions[a].node != Some(source) {
+                if let Some(f) = cluster_action(g, "stonith", source) {
+                    order_in_graph(g, a, f);
+                }
+            }
+        }
     }
 }
 
@@ -1709,6 +1831,38 @@ mod tests {
                 cleanup: vec![]
             }
         );
+    }
+
+    #[test]
+    fn only_the_source_records_a_copy_on_the_target() {
+        // Succeeded, pending or unanswered with nothing on the target since: the source's
+        // migrate_to is the only record of a copy on the target.
+        for answer in [Answer::Ok, Answer::Pending, Answer::NoAnswer] {
+            let h = two_nodes(answer, Presence::Online, Presence::Online);
+            assert_eq!(fragile_evidence(&h), Some(0), "{answer:?}");
+        }
+        // A failed migrate_to left it on the source: nothing elsewhere depends on the record.
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        assert_eq!(fragile_evidence(&h), None);
+        // The target answered since (a probe, a migrate_from): its own history says it.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::NotRunning, T0 + 500));
+        assert_eq!(fragile_evidence(&h), None);
+        let mut h = two_nodes(Answer::Ok, Presence::Lost, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 8, Answer::Ok, T0 + 400, 0, 1));
+        assert_eq!(fragile_evidence(&h), None);
+        // The target's older probe does not count.
+        let h = two_nodes(Answer::Ok, Presence::Lost, Presence::Online);
+        assert_eq!(h[1].ops.len(), 1);
+        assert_eq!(fragile_evidence(&h), Some(0));
+        // No migration at all.
+        let h = vec![
+            node(Presence::Online, vec![op(Task::Start, 10, Answer::Ok, T0)]),
+            node(Presence::Online, vec![]),
+        ];
+        assert_eq!(fragile_evidence(&h), None);
     }
 
     #[test]
