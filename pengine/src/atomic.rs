@@ -386,6 +386,28 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     if certain(&source_after) && certain(&target_after) {
         return Location::Settled;
     }
+    // Both nodes gave a sure answer after the migration, and something failed later (a crashed
+    // guest's monitor, a failed stop): that later failure is ordinary business, not a doubt about
+    // the migration. The ordinary reading (recovery, fail counts, fencing) handles it.
+    let sure = |o: &OpRecord| {
+        matches!(
+            own_state(o),
+            Some(Seen::Running { .. } | Seen::NotRunning { .. })
+        )
+    };
+    let source_answered = m.answer != Answer::Pending
+        && history[source]
+            .ops
+            .iter()
+            .any(|o| call_key(o) > call_key(m) && sure(o));
+    let target_answered = history[target].ops.iter().any(|o| {
+        first_after.is_some_and(|k| call_key(o) >= k)
+            && sure(o)
+            && !(o.task == Task::MigrateFrom && o.answer != Answer::Ok)
+    });
+    if source_answered && target_answered {
+        return Location::Settled;
+    }
     let from_migrate_to = match m.answer {
         Answer::Ok => (
             Seen::NotRunning { cleanup: true },
@@ -583,11 +605,12 @@ pub enum Decision {
         target: usize,
         cleanup: Vec<usize>,
     },
-    /// Moves by stop and start because allow-migrate is off (a deliberate move, not a recovery).
+    /// Moves by stop and start: live migration is off, or kept failing (see [`MoveCause`]).
     Move {
         source: usize,
         target: usize,
         cleanup: Vec<usize>,
+        cause: MoveCause,
     },
     /// Stops where it runs (no node may keep it).
     Stop { node: usize, cleanup: Vec<usize> },
@@ -616,6 +639,37 @@ pub enum Decision {
     },
 }
 
+/// How many failed migrate_to from one node the atomic model tries before it moves the VM by stop
+/// and start instead (fewer when `migration-threshold` is lower; see [`migrate_attempts_limit`]).
+pub const MIGRATE_TO_ATTEMPTS: i64 = 3;
+
+/// Why a move is a stop and a start rather than a live migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveCause {
+    /// The resource's `allow-migrate` is off: a deliberate move, not a recovery.
+    AllowMigrateOff,
+    /// migrate_to from this node failed `failures` times (its fail count for migrate_to): the VM
+    /// still runs there (the agent's guarantee), but trying again is not going to help.
+    MigrateToFailed { failures: i64 },
+}
+
+/// Whether the VM may migrate live from where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migratable {
+    Yes,
+    No(MoveCause),
+}
+
+/// The number of failed migrate_to from one node after which the model stops trying:
+/// [`MIGRATE_TO_ATTEMPTS`], or the resource's `migration-threshold` when that is lower and
+/// positive (a threshold of 1 means "after one failure, go elsewhere": by stop and start).
+pub fn migrate_attempts_limit(migration_threshold: Option<i64>) -> i64 {
+    match migration_threshold {
+        Some(t) if t > 0 => t.min(MIGRATE_TO_ATTEMPTS),
+        _ => MIGRATE_TO_ATTEMPTS,
+    }
+}
+
 /// Picks the plan for a located resource. `desired` is where placement wants it (None: nowhere);
 /// `can_migrate` is false when allow-migrate is off.
 pub fn decide(
@@ -623,6 +677,21 @@ pub fn decide(
     presence: &[Presence],
     desired: Option<usize>,
     can_migrate: bool,
+) -> Decision {
+    let migratable = if can_migrate {
+        Migratable::Yes
+    } else {
+        Migratable::No(MoveCause::AllowMigrateOff)
+    };
+    decide_with(location, presence, desired, |_| migratable)
+}
+
+/// [`decide`], with live migration allowed or refused per source node (`migratable(node)`).
+pub fn decide_with(
+    location: &Location,
+    presence: &[Presence],
+    desired: Option<usize>,
+    migratable: impl Fn(usize) -> Migratable,
 ) -> Decision {
     let is = |n: usize, p: Presence| presence.get(n).copied() == Some(p);
     match location {
@@ -667,18 +736,18 @@ pub fn decide(
                 Some(d) => {
                     // The destination needs no cleanup: the VM goes back there.
                     let cleanup: Vec<usize> = cleanup.iter().copied().filter(|&c| c != d).collect();
-                    if can_migrate {
-                        Decision::Migrate {
+                    match migratable(node) {
+                        Migratable::Yes => Decision::Migrate {
                             source: node,
                             target: d,
                             cleanup,
-                        }
-                    } else {
-                        Decision::Move {
+                        },
+                        Migratable::No(cause) => Decision::Move {
                             source: node,
                             target: d,
                             cleanup,
-                        }
+                            cause,
+                        },
                     }
                 }
                 None => Decision::Stop {
@@ -875,6 +944,7 @@ impl Decision {
                 source,
                 target,
                 cleanup,
+                ..
             } => {
                 let stop = p.add(Step::Stop(*source));
                 let start = p.add(Step::Start(*target));
@@ -1176,6 +1246,22 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
     view
 }
 
+/// The resource's fail count for migrate_to on a node (Pacemaker's `fail-count-<rsc>#migrate_to_0`
+/// node attribute), 0 when it has expired (failure-timeout: the fail count is being cleared).
+fn migrate_to_failures(obs: &Observed, ri: usize, node: usize) -> i64 {
+    let r = &obs.resources[ri];
+    if r.clear_failcount_on.contains(&node) {
+        return 0;
+    }
+    let key = format!("fail-count-{}#migrate_to_0", r.id);
+    obs.nodes
+        .get(node)
+        .and_then(|n| n.attrs.get(&key))
+        .and_then(|v| crate::cib::parse_score(v))
+        .unwrap_or(0)
+        .max(0)
+}
+
 /// The nodes a decision needs fenced.
 fn fences_needed(decision: &Decision) -> Vec<usize> {
     match decision {
@@ -1201,11 +1287,27 @@ pub fn reconcile(
             continue;
         }
         let r = &obs.resources[ri];
-        let decision = decide(
+        let allow_migrate = r.meta_bool("allow-migrate", false);
+        let limit = migrate_attempts_limit(
+            r.meta
+                .get("migration-threshold")
+                .and_then(|v| crate::cib::parse_score(v)),
+        );
+        let decision = decide_with(
             &e.location,
             &presence,
             desired.assigned.get(ri).copied().flatten(),
-            r.meta_bool("allow-migrate", false),
+            |node| {
+                if !allow_migrate {
+                    return Migratable::No(MoveCause::AllowMigrateOff);
+                }
+                let failures = migrate_to_failures(obs, ri, node);
+                if failures >= limit {
+                    Migratable::No(MoveCause::MigrateToFailed { failures })
+                } else {
+                    Migratable::Yes
+                }
+            },
         );
         e.cannot_fence = fences_needed(&decision)
             .into_iter()
@@ -1508,12 +1610,23 @@ fn describe_decision(decision: &Decision, names: &[String]) -> String {
             source,
             target,
             cleanup,
-        } => format!(
-            "move {} -> {} by stop and start (allow-migrate is off){}",
-            name(*source),
-            name(*target),
-            clean(cleanup)
-        ),
+            cause,
+        } => {
+            let why = match cause {
+                MoveCause::AllowMigrateOff => "allow-migrate is off".to_string(),
+                MoveCause::MigrateToFailed { failures } => format!(
+                    "live migration from {} failed {failures} time{}",
+                    name(*source),
+                    if *failures == 1 { "" } else { "s" }
+                ),
+            };
+            format!(
+                "move {} -> {} by stop and start ({why}){}",
+                name(*source),
+                name(*target),
+                clean(cleanup)
+            )
+        }
         Decision::Stop { node, cleanup } => format!("stop it on {}{}", name(*node), clean(cleanup)),
         Decision::Start { target, cleanup } => {
             format!("start it on {}{}", name(*target), clean(cleanup))
@@ -1834,6 +1947,26 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_after_a_finished_migration_is_ordinary_business() {
+        // Seed 613161548: migrated 0 -> 1 (confirmed, source stopped), then the guest crashed on
+        // 1 and its monitor failed. Not a doubt about the migration: the ordinary reading
+        // recovers it. Before, the model probed node 1 forever (the probe kept failing).
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Ok, T0 + 410, 0, 1));
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
+        assert_eq!(locate(&h), Location::Settled);
+        // Without the confirmation on the target, the failure is still a doubt.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
+        assert!(matches!(locate(&h), Location::Unknown { .. }));
+    }
+
+    #[test]
     fn only_the_source_records_a_copy_on_the_target() {
         // Succeeded, pending or unanswered with nothing on the target since: the source's
         // migrate_to is the only record of a copy on the target.
@@ -2067,10 +2200,63 @@ mod tests {
             Decision::Move {
                 source: 0,
                 target: 1,
-                cleanup: vec![]
+                cleanup: vec![],
+                cause: MoveCause::AllowMigrateOff
             }
         );
         assert_eq!(d.steps(&presence).edges, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn migrate_to_failing_again_and_again_falls_back_to_stop_and_start() {
+        // Seed 613161548: migrate_to kept failing (the guest had crashed on the source) and the
+        // model retried it every transition. Below the limit it retries live; at the limit it
+        // moves by stop and start, and the summary says why.
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let failures = |n: i64| {
+            move |node: usize| {
+                let limit = migrate_attempts_limit(None);
+                if node == 0 && n >= limit {
+                    Migratable::No(MoveCause::MigrateToFailed { failures: n })
+                } else {
+                    Migratable::Yes
+                }
+            }
+        };
+        assert_eq!(
+            decide_with(&locate(&h), &presence, Some(1), failures(2)),
+            Decision::Migrate {
+                source: 0,
+                target: 1,
+                cleanup: vec![]
+            }
+        );
+        let d = decide_with(&locate(&h), &presence, Some(1), failures(3));
+        assert_eq!(
+            d,
+            Decision::Move {
+                source: 0,
+                target: 1,
+                cleanup: vec![],
+                cause: MoveCause::MigrateToFailed { failures: 3 }
+            }
+        );
+        let names: Vec<String> = ["node1", "node2"].map(String::from).to_vec();
+        assert_eq!(
+            describe_decision(&d, &names),
+            "move node1 -> node2 by stop and start (live migration from node1 failed 3 times)"
+        );
+        // Staying put needs no migration, whatever the count.
+        assert_eq!(
+            decide_with(&locate(&h), &presence, Some(0), failures(9)),
+            Decision::Keep { node: 0 }
+        );
+        // The limit: 3, or a lower positive migration-threshold.
+        assert_eq!(migrate_attempts_limit(None), 3);
+        assert_eq!(migrate_attempts_limit(Some(1)), 1);
+        assert_eq!(migrate_attempts_limit(Some(0)), 3);
+        assert_eq!(migrate_attempts_limit(Some(1_000_000)), 3);
     }
 
     #[test]

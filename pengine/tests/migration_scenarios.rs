@@ -679,19 +679,37 @@ bookkeeping stop on the source are pending;
 - `migrate_to` answered failure: it runs on the source;
 - `migrate_to` pending, timed out or unanswered, answers that contradict each other (a failed \
 `migrate_from` after a successful `migrate_to`), or a node lost in between: the location is unknown \
-between source and target.
+between source and target;
+- once both nodes have given a sure answer since (`migrate_from` or a probe on the target, a stop \
+or a probe on the source), the migration is closed: a later failure there (a crashed guest's \
+monitor, a failed stop) is ordinary business, recovered as Pacemaker recovers it.
 
 **What the plan does:**
 - exact location, preference unchanged: finish the migration (`migrate_from` on the target, stop on \
 the source, the pseudo start), or keep it;
 - exact location, preference changed: migrate live from where it runs (back to the source, or \
-onward), never stop and start;
+onward), never stop and start; unless that node's `migrate_to` has failed too often (see below);
 - unknown location: probe every live candidate and do nothing else; lost candidates are fenced. \
 When fencing leaves a single live candidate, a start may follow, ordered after its probe (a probe \
 that finds the VM aborts the transition, so the start only runs if the VM is found nowhere);
 - a reboot only when live migration is impossible: the only copy was on a lost node, or every \
 candidate was lost. The summary's `Atomic Migrations:` section says where the VM is, what the plan \
 does and why.
+
+**When live migration keeps failing.** A failed `migrate_to` leaves the VM running on the source \
+(the agent's guarantee), so the model may try again, but not forever: once the resource's fail \
+count for `migrate_to` on the node it runs on (`fail-count-<rsc>#migrate_to_0`, the node attribute \
+Pacemaker keeps) reaches 3, or the resource's `migration-threshold` when that is lower, the plan \
+stops migrating from that node. If the VM must still leave it, it moves by stop and start, and \
+the summary says why (`move node1 -> node2 by stop and start (live migration from node1 failed 3 \
+times)`). If it may stay, it stays. The count is Pacemaker's: `crm_resource --cleanup` or an \
+expired `failure-timeout` resets it, and live migration is tried again.
+
+**Nothing erases the only record.** When a node leaves cleanly or is fenced, Pacemaker erases its \
+history. After a successful (or unanswered) `migrate_to`, the source's record may be the only trace \
+of a copy on the target; the plan therefore orders the source's `do_shutdown` and its fencing \
+after the resource's actions on the other nodes (the `migrate_from`, probe or stop that records \
+where the VM is), and a node's `do_shutdown` after the resource's actions on that node.
 
 In the transition graph an atomic migration is still `migrate_to`, `migrate_from`, `stop` and the \
 pseudo `start` (without `migrate_to` when the migration is only being confirmed), so Pacemaker's \
