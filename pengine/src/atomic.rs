@@ -408,6 +408,21 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     if source_answered && target_answered {
         return Location::Settled;
     }
+    // A failed migrate_to left the VM on the source and nothing on the target; a failure on the
+    // source since then (a crashed guest's monitor, a timeout) is ordinary business as well.
+    let stayed = matches!(m.answer, Answer::Failed | Answer::NotRunning)
+        && !history[target]
+            .ops
+            .iter()
+            .any(|o| first_after.is_some_and(|k| call_key(o) >= k));
+    let failed_since = history[source].ops.iter().any(|o| {
+        call_key(o) > call_key(m)
+            && o.task != Task::Other
+            && matches!(o.answer, Answer::Failed | Answer::NoAnswer)
+    });
+    if stayed && failed_since {
+        return Location::Settled;
+    }
     let from_migrate_to = match m.answer {
         Answer::Ok => (
             Seen::NotRunning { cleanup: true },
@@ -1149,6 +1164,47 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
     history
 }
 
+/// Recurring monitors of a resource that a later migrate_to or migrate_from cancelled: the
+/// controller cancels a resource's recurring operations before it runs any other non-recurring
+/// action on that node, while their history entries stay in the CIB. Pacemaker's reading does not
+/// notice, because it recovers a failed migration anyway; the atomic model keeps the VM where a
+/// failed migrate_to left it, so it must start those monitors again. Returns (node, interval).
+pub fn cancelled_monitors(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<(usize, u64)> {
+    let key = |call_id: i64| if call_id < 0 { i64::MAX } else { call_id };
+    let mut out = Vec::new();
+    for st in &cib.status {
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.id == st.id || n.uname == st.uname)
+        else {
+            continue;
+        };
+        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
+            let Some(migrated) = lr
+                .ops
+                .iter()
+                .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
+                .map(|o| key(o.call_id))
+                .max()
+            else {
+                continue;
+            };
+            for o in &lr.ops {
+                if o.operation == "monitor"
+                    && o.interval_ms > 0
+                    && key(o.call_id) < migrated
+                    && !out.contains(&(ni, o.interval_ms))
+                {
+                    out.push((ni, o.interval_ms));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// Hook after `observed`: finds the atomic resources with an open migration and rewrites their
 /// observed state to the exact one (running on one node, a confirmation pending), or marks the
 /// location unknown (live candidates lose their "known" state, so they are probed).
@@ -1181,7 +1237,10 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             continue;
         }
         let presence = presence_of(obs);
+        let cancelled = cancelled_monitors(cib, obs, &r.id);
         let r = &mut obs.resources[ri];
+        r.recurring
+            .retain(|a| !cancelled.contains(&(a.node, a.interval_ms)));
         // Pacemaker's reading of the same history (failed on both, forced stops) no longer applies.
         r.failed = false;
         r.stop_flag = false;
@@ -1964,6 +2023,21 @@ mod tests {
         h[1].ops
             .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
         assert!(matches!(locate(&h), Location::Unknown { .. }));
+    }
+
+    #[test]
+    fn a_failure_on_the_source_after_a_failed_migrate_to_is_ordinary_business() {
+        // Seed 9034: migrate_to failed (the VM stayed on node 0), then the guest crashed there and
+        // the monitor failed. The model kept probing node 0 (the probe kept failing); the
+        // ordinary reading recovers it.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops
+            .push(op(Task::Monitor, 13, Answer::Failed, T0 + 500));
+        assert_eq!(locate(&h), Location::Settled);
+        // A healthy monitor since: it still runs on the source, exactly.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Monitor, 13, Answer::Ok, T0 + 500));
+        assert!(matches!(locate(&h), Location::Exact { node: 0, .. }));
     }
 
     #[test]
