@@ -2,7 +2,7 @@
 //!
 //! This one table renders `meta-data`, drives `validate-all` and generates the README's table.
 
-use ocf_metadata::{Action, ActionSpec, AgentSpec, ParamType, ParameterSpec};
+use ocf_metadata::{Action, ActionSpec, AgentSpec, ParamType, ParameterSpec, Special, SpecialItem};
 
 const B: ParamType = ParamType::Boolean;
 const I: ParamType = ParamType::Integer;
@@ -249,7 +249,30 @@ pub const VIRTUAL_DOMAIN: AgentSpec = AgentSpec {
     longdesc: "Highlander's VirtualDomain manages one libvirt domain as a cluster resource. It is a \
                drop-in for ocf:heartbeat:VirtualDomain (same parameters and defaults). migrate_to \
                performs the whole live migration with a deadline and answers from where the domain \
-               really runs, so a repeated or interrupted migration never costs a reboot.",
+               really runs, so a repeated or interrupted migration never costs a reboot. \
+               Its migrate_to is atomic and truthful: when it answers, the domain runs on exactly \
+               one node, the target on success and the source on failure. Highlander's planner \
+               (pengine) therefore plans this agent with migration-model=atomic by default: an \
+               interrupted migration is finished or reversed live instead of stopping both copies. \
+               Set the resource meta-attribute migration-model=two-phase for Pacemaker's own model. \
+               Pacemaker's scheduler itself does not read this.",
     parameters: &PARAMETERS,
     actions: &ACTIONS,
+    special: Some(MIGRATION_SPECIAL),
+};
+
+/// The `<special tag="highlander">` block of the OCF 1.1 meta-data: the same facts as the longdesc,
+/// machine-readable. `migration-model` names pengine's meta-attribute and this agent's default.
+pub const MIGRATION_SPECIAL: Special = Special {
+    tag: "highlander",
+    items: &[
+        SpecialItem {
+            name: "migrate_to",
+            attrs: &[("atomic", "1"), ("truthful", "1")],
+        },
+        SpecialItem {
+            name: "migration-model",
+            attrs: &[("default", "atomic"), ("meta-attribute", "migration-model")],
+        },
+    ],
 };

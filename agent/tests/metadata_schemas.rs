@@ -153,3 +153,42 @@ fn all_27_heartbeat_parameters_are_advertised_with_their_defaults() {
             .is_some_and(|p| p.required && p.unique)
     );
 }
+
+/// Both documents say that migrate_to is atomic and truthful and that pengine plans this agent with
+/// `migration-model=atomic` by default; the OCF 1.1 one also carries it as `<special
+/// tag="highlander">`, which OCF 1.1's schema accepts. A second `<special>` block is refused by it,
+/// so the check can fail.
+#[test]
+fn metadata_advertises_the_atomic_migration_default() {
+    for profile in [MetadataProfile::Portable, MetadataProfile::Ocf11] {
+        let doc = render_metadata(&VIRTUAL_DOMAIN, profile);
+        assert!(
+            doc.contains("Its migrate_to is atomic and truthful")
+                && doc.contains("migration-model=atomic by default")
+                && doc.contains("migration-model=two-phase"),
+            "{profile:?} longdesc:\n{doc}"
+        );
+    }
+    let doc = render_metadata(&VIRTUAL_DOMAIN, MetadataProfile::Ocf11);
+    assert!(doc.contains(r#"<special tag="highlander">"#), "{doc}");
+    assert!(
+        doc.contains(r#"<migrate_to atomic="1" truthful="1"/>"#),
+        "{doc}"
+    );
+    assert!(
+        doc.contains(r#"<migration-model default="atomic" meta-attribute="migration-model"/>"#),
+        "{doc}"
+    );
+    let (ok, err) = relaxng(&ocf11_rng(), &doc);
+    assert!(ok, "OCF 1.1 with <special>: {err}");
+    let twice = doc.replace(
+        "</resource-agent>",
+        "  <special tag=\"again\"/>\n</resource-agent>",
+    );
+    assert!(
+        !relaxng(&ocf11_rng(), &twice).0,
+        "OCF 1.1 allows one <special> only"
+    );
+    let portable = render_metadata(&VIRTUAL_DOMAIN, MetadataProfile::Portable);
+    assert!(!portable.contains("<special"), "{portable}");
+}

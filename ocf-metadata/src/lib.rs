@@ -19,5 +19,6 @@ pub use env::{CheckLevel, EnvError, EnvReading, OcfEnv, OpMeta};
 pub use exit_code::{OcfExitCode, Recovery};
 pub use metadata::{MetadataProfile, advertises, render_markdown, render_metadata};
 pub use params::{
-    ActionSpec, AgentSpec, ParamError, ParamType, ParameterSpec, ResolvedParams, parse_bool,
+    ActionSpec, AgentSpec, ParamError, ParamType, ParameterSpec, ResolvedParams, Special,
+    SpecialItem, parse_bool,
 };

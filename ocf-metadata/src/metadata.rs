@@ -8,7 +8,7 @@
 //! - [`MetadataProfile::Portable`]: valid against the DTD, `metadata.rng` and the OCF 1.1 schema.
 //!   Given to callers that do not say they speak OCF 1.1 (`ocf-tester`, old tools).
 //! - [`MetadataProfile::Ocf11`]: valid against the OCF 1.1 schema; adds `reloadable`, `select`
-//!   options, `<deprecated>` and the `reload-agent` action. Given when `OCF_RA_VERSION_MAJOR/MINOR`
+//!   options, `<deprecated>`, the `reload-agent` action and the spec's `<special>` block. Given when `OCF_RA_VERSION_MAJOR/MINOR`
 //!   say 1.1 or later, as Pacemaker's controller and `crm_resource` do.
 
 use quick_xml::Writer;
@@ -140,6 +140,13 @@ pub fn render_metadata(spec: &AgentSpec, profile: MetadataProfile) -> String {
         empty(&mut w, "action", &attrs);
     }
     end(&mut w, "actions");
+    if let (true, Some(special)) = (full, spec.special) {
+        start(&mut w, "special", &[("tag", special.tag)]);
+        for item in special.items {
+            empty(&mut w, item.name, item.attrs);
+        }
+        end(&mut w, "special");
+    }
     end(&mut w, "resource-agent");
     let mut out = String::from_utf8(w.into_inner()).unwrap_or_default();
     out.push('\n');
@@ -209,6 +216,13 @@ mod tests {
         longdesc: "t",
         parameters: &PARAMS,
         actions: &ACTIONS,
+        special: Some(crate::Special {
+            tag: "t-tag",
+            items: &[crate::SpecialItem {
+                name: "fact",
+                attrs: &[("k", "v<&>")],
+            }],
+        }),
     };
 
     #[test]
@@ -220,6 +234,15 @@ mod tests {
         assert!(!xml.contains("select"));
         assert!(xml.contains("Path &lt;with&gt; &amp; &quot;quotes&quot;"));
         assert!(xml.contains(r#"<action name="monitor" timeout="30s" interval="10s" depth="0"/>"#));
+    }
+
+    #[test]
+    fn only_the_ocf11_profile_carries_the_special_block() {
+        let xml = render_metadata(&SPEC, MetadataProfile::Ocf11);
+        assert!(xml.contains(r#"<special tag="t-tag">"#), "{xml}");
+        assert!(xml.contains(r#"<fact k="v&lt;&amp;&gt;"/>"#), "{xml}");
+        let portable = render_metadata(&SPEC, MetadataProfile::Portable);
+        assert!(!portable.contains("special"), "{portable}");
     }
 
     #[test]

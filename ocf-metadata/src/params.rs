@@ -145,6 +145,23 @@ pub struct AgentSpec {
     pub longdesc: &'static str,
     pub parameters: &'static [ParameterSpec],
     pub actions: &'static [ActionSpec],
+    /// OCF 1.1's optional `<special tag=…>` block: agent-specific facts for tools that know the
+    /// tag. Only the OCF 1.1 document carries it (`ra-api-1.dtd` and `metadata.rng` forbid it).
+    pub special: Option<Special>,
+}
+
+/// The content of `<special tag=…>`: empty elements with attributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Special {
+    pub tag: &'static str,
+    pub items: &'static [SpecialItem],
+}
+
+/// One element inside `<special>`: `<name attr="value" …/>`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpecialItem {
+    pub name: &'static str,
+    pub attrs: &'static [(&'static str, &'static str)],
 }
 
 /// A parameter problem, naming the parameter.
@@ -276,6 +293,7 @@ mod tests {
         longdesc: "t",
         parameters: &PARAMS,
         actions: &ACTIONS,
+        special: None,
     };
 
     fn given(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

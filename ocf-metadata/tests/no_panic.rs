@@ -28,6 +28,7 @@ const SPEC: AgentSpec = AgentSpec {
     longdesc: "t",
     parameters: &PARAMS,
     actions: &ACTIONS,
+    special: None,
 };
 
 fn var_name() -> impl Strategy<Value = String> {

@@ -386,6 +386,43 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     if certain(&source_after) && certain(&target_after) {
         return Location::Settled;
     }
+    // Both nodes gave a sure answer after the migration, and something failed later (a crashed
+    // guest's monitor, a failed stop): that later failure is ordinary business, not a doubt about
+    // the migration. The ordinary reading (recovery, fail counts, fencing) handles it.
+    let sure = |o: &OpRecord| {
+        matches!(
+            own_state(o),
+            Some(Seen::Running { .. } | Seen::NotRunning { .. })
+        )
+    };
+    let source_answered = m.answer != Answer::Pending
+        && history[source]
+            .ops
+            .iter()
+            .any(|o| call_key(o) > call_key(m) && sure(o));
+    let target_answered = history[target].ops.iter().any(|o| {
+        first_after.is_some_and(|k| call_key(o) >= k)
+            && sure(o)
+            && !(o.task == Task::MigrateFrom && o.answer != Answer::Ok)
+    });
+    if source_answered && target_answered {
+        return Location::Settled;
+    }
+    // A failed migrate_to left the VM on the source and nothing on the target; a failure on the
+    // source since then (a crashed guest's monitor, a timeout) is ordinary business as well.
+    let stayed = matches!(m.answer, Answer::Failed | Answer::NotRunning)
+        && !history[target]
+            .ops
+            .iter()
+            .any(|o| first_after.is_some_and(|k| call_key(o) >= k));
+    let failed_since = history[source].ops.iter().any(|o| {
+        call_key(o) > call_key(m)
+            && o.task != Task::Other
+            && matches!(o.answer, Answer::Failed | Answer::NoAnswer)
+    });
+    if stayed && failed_since {
+        return Location::Settled;
+    }
     let from_migrate_to = match m.answer {
         Answer::Ok => (
             Seen::NotRunning { cleanup: true },
@@ -501,6 +538,31 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     }
 }
 
+/// The node whose history alone says the VM may have left it: the source of the last migration,
+/// when its migrate_to succeeded or never answered and the target has recorded nothing since.
+/// Fencing that node or its clean shutdown erases its history (Pacemaker deletes a departed node's
+/// `lrm` section), and with it the only trace of a copy on the target: after that, the target's
+/// older entries (a probe that found nothing) would say the VM runs nowhere. Plans therefore write
+/// an answer on the target (migrate_from, a probe, a stop) before that node is fenced or shut down.
+pub fn fragile_evidence(history: &[NodeHistory]) -> Option<usize> {
+    let (source, m) = latest_migrate_to(history)?;
+    let target = m.migrate_target?;
+    if matches!(m.answer, Answer::Failed | Answer::NotRunning) {
+        // The VM stayed on the source: erasing the source's history loses nothing elsewhere.
+        return None;
+    }
+    let m_time = recorded_at(history, source, m);
+    let answered_since = history[target].ops.iter().any(|o| {
+        o.task != Task::Other
+            && (o.answer == Answer::Pending
+                || o.last_rc_change > m_time
+                || (o.task == Task::MigrateFrom
+                    && o.migrate_source == Some(source)
+                    && (o.last_rc_change == 0 || o.last_rc_change >= m_time)))
+    });
+    (!answered_since).then_some(source)
+}
+
 /// Why a plan restarts the VM (it could not keep it running).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RebootCause {
@@ -558,11 +620,12 @@ pub enum Decision {
         target: usize,
         cleanup: Vec<usize>,
     },
-    /// Moves by stop and start because allow-migrate is off (a deliberate move, not a recovery).
+    /// Moves by stop and start: live migration is off, or kept failing (see [`MoveCause`]).
     Move {
         source: usize,
         target: usize,
         cleanup: Vec<usize>,
+        cause: MoveCause,
     },
     /// Stops where it runs (no node may keep it).
     Stop { node: usize, cleanup: Vec<usize> },
@@ -591,6 +654,37 @@ pub enum Decision {
     },
 }
 
+/// How many failed migrate_to from one node the atomic model tries before it moves the VM by stop
+/// and start instead (fewer when `migration-threshold` is lower; see [`migrate_attempts_limit`]).
+pub const MIGRATE_TO_ATTEMPTS: i64 = 3;
+
+/// Why a move is a stop and a start rather than a live migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveCause {
+    /// The resource's `allow-migrate` is off: a deliberate move, not a recovery.
+    AllowMigrateOff,
+    /// migrate_to from this node failed `failures` times (its fail count for migrate_to): the VM
+    /// still runs there (the agent's guarantee), but trying again is not going to help.
+    MigrateToFailed { failures: i64 },
+}
+
+/// Whether the VM may migrate live from where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migratable {
+    Yes,
+    No(MoveCause),
+}
+
+/// The number of failed migrate_to from one node after which the model stops trying:
+/// [`MIGRATE_TO_ATTEMPTS`], or the resource's `migration-threshold` when that is lower and
+/// positive (a threshold of 1 means "after one failure, go elsewhere": by stop and start).
+pub fn migrate_attempts_limit(migration_threshold: Option<i64>) -> i64 {
+    match migration_threshold {
+        Some(t) if t > 0 => t.min(MIGRATE_TO_ATTEMPTS),
+        _ => MIGRATE_TO_ATTEMPTS,
+    }
+}
+
 /// Picks the plan for a located resource. `desired` is where placement wants it (None: nowhere);
 /// `can_migrate` is false when allow-migrate is off.
 pub fn decide(
@@ -598,6 +692,21 @@ pub fn decide(
     presence: &[Presence],
     desired: Option<usize>,
     can_migrate: bool,
+) -> Decision {
+    let migratable = if can_migrate {
+        Migratable::Yes
+    } else {
+        Migratable::No(MoveCause::AllowMigrateOff)
+    };
+    decide_with(location, presence, desired, |_| migratable)
+}
+
+/// [`decide`], with live migration allowed or refused per source node (`migratable(node)`).
+pub fn decide_with(
+    location: &Location,
+    presence: &[Presence],
+    desired: Option<usize>,
+    migratable: impl Fn(usize) -> Migratable,
 ) -> Decision {
     let is = |n: usize, p: Presence| presence.get(n).copied() == Some(p);
     match location {
@@ -642,18 +751,18 @@ pub fn decide(
                 Some(d) => {
                     // The destination needs no cleanup: the VM goes back there.
                     let cleanup: Vec<usize> = cleanup.iter().copied().filter(|&c| c != d).collect();
-                    if can_migrate {
-                        Decision::Migrate {
+                    match migratable(node) {
+                        Migratable::Yes => Decision::Migrate {
                             source: node,
                             target: d,
                             cleanup,
-                        }
-                    } else {
-                        Decision::Move {
+                        },
+                        Migratable::No(cause) => Decision::Move {
                             source: node,
                             target: d,
                             cleanup,
-                        }
+                            cause,
+                        },
                     }
                 }
                 None => Decision::Stop {
@@ -850,6 +959,7 @@ impl Decision {
                 source,
                 target,
                 cleanup,
+                ..
             } => {
                 let stop = p.add(Step::Stop(*source));
                 let start = p.add(Step::Start(*target));
@@ -972,6 +1082,7 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
 
 use crate::actions::{Action, Kind, Plan, Rel};
 use crate::cib::Cib;
+use crate::graph::{EventKind, TransitionGraph};
 use crate::observed::{Observed, Role};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
@@ -986,6 +1097,8 @@ pub struct AtomicEntry {
     pub decision: Option<Decision>,
     /// Nodes the decision needs fenced that the cluster cannot fence (the plan then waits).
     pub cannot_fence: Vec<usize>,
+    /// See [`fragile_evidence`]: the source whose fencing or shutdown waits for the target's answer.
+    pub fragile_source: Option<usize>,
 }
 
 /// The atomic model's view of one scheduler run.
@@ -1051,6 +1164,47 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
     history
 }
 
+/// Recurring monitors of a resource that a later migrate_to or migrate_from cancelled: the
+/// controller cancels a resource's recurring operations before it runs any other non-recurring
+/// action on that node, while their history entries stay in the CIB. Pacemaker's reading does not
+/// notice, because it recovers a failed migration anyway; the atomic model keeps the VM where a
+/// failed migrate_to left it, so it must start those monitors again. Returns (node, interval).
+pub fn cancelled_monitors(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<(usize, u64)> {
+    let key = |call_id: i64| if call_id < 0 { i64::MAX } else { call_id };
+    let mut out = Vec::new();
+    for st in &cib.status {
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.id == st.id || n.uname == st.uname)
+        else {
+            continue;
+        };
+        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
+            let Some(migrated) = lr
+                .ops
+                .iter()
+                .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
+                .map(|o| key(o.call_id))
+                .max()
+            else {
+                continue;
+            };
+            for o in &lr.ops {
+                if o.operation == "monitor"
+                    && o.interval_ms > 0
+                    && key(o.call_id) < migrated
+                    && !out.contains(&(ni, o.interval_ms))
+                {
+                    out.push((ni, o.interval_ms));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// Hook after `observed`: finds the atomic resources with an open migration and rewrites their
 /// observed state to the exact one (running on one node, a confirmation pending), or marks the
 /// location unknown (live candidates lose their "known" state, so they are probed).
@@ -1083,7 +1237,10 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             continue;
         }
         let presence = presence_of(obs);
+        let cancelled = cancelled_monitors(cib, obs, &r.id);
         let r = &mut obs.resources[ri];
+        r.recurring
+            .retain(|a| !cancelled.contains(&(a.node, a.interval_ms)));
         // Pacemaker's reading of the same history (failed on both, forced stops) no longer applies.
         r.failed = false;
         r.stop_flag = false;
@@ -1142,9 +1299,26 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             location,
             decision: None,
             cannot_fence: Vec::new(),
+            fragile_source: fragile_evidence(&history),
         });
     }
     view
+}
+
+/// The resource's fail count for migrate_to on a node (Pacemaker's `fail-count-<rsc>#migrate_to_0`
+/// node attribute), 0 when it has expired (failure-timeout: the fail count is being cleared).
+fn migrate_to_failures(obs: &Observed, ri: usize, node: usize) -> i64 {
+    let r = &obs.resources[ri];
+    if r.clear_failcount_on.contains(&node) {
+        return 0;
+    }
+    let key = format!("fail-count-{}#migrate_to_0", r.id);
+    obs.nodes
+        .get(node)
+        .and_then(|n| n.attrs.get(&key))
+        .and_then(|v| crate::cib::parse_score(v))
+        .unwrap_or(0)
+        .max(0)
 }
 
 /// The nodes a decision needs fenced.
@@ -1172,11 +1346,27 @@ pub fn reconcile(
             continue;
         }
         let r = &obs.resources[ri];
-        let decision = decide(
+        let allow_migrate = r.meta_bool("allow-migrate", false);
+        let limit = migrate_attempts_limit(
+            r.meta
+                .get("migration-threshold")
+                .and_then(|v| crate::cib::parse_score(v)),
+        );
+        let decision = decide_with(
             &e.location,
             &presence,
             desired.assigned.get(ri).copied().flatten(),
-            r.meta_bool("allow-migrate", false),
+            |node| {
+                if !allow_migrate {
+                    return Migratable::No(MoveCause::AllowMigrateOff);
+                }
+                let failures = migrate_to_failures(obs, ri, node);
+                if failures >= limit {
+                    Migratable::No(MoveCause::MigrateToFailed { failures })
+                } else {
+                    Migratable::Yes
+                }
+            },
         );
         e.cannot_fence = fences_needed(&decision)
             .into_iter()
@@ -1347,6 +1537,99 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
     }
 }
 
+/// Whether `to` is reachable from `from` along the graph's edges.
+fn reaches(g: &TransitionGraph, from: usize, to: usize) -> bool {
+    let mut seen = vec![false; g.actions.len()];
+    let mut stack = vec![from];
+    while let Some(a) = stack.pop() {
+        if a == to {
+            return true;
+        }
+        if std::mem::replace(&mut seen[a], true) {
+            continue;
+        }
+        stack.extend(g.edges.iter().filter(|e| e.0 == a).map(|e| e.1));
+    }
+    false
+}
+
+/// Adds "first before then" to an expanded graph (edge and synapse input), unless either action
+/// is unrunnable or the edge would close a cycle. Returns whether it was added.
+fn order_in_graph(g: &mut TransitionGraph, first: usize, then: usize) -> bool {
+    if first == then
+        || !g.actions[first].runnable
+        || !g.actions[then].runnable
+        || g.edges.contains(&(first, then))
+        || reaches(g, then, first)
+    {
+        return false;
+    }
+    g.edges.push((first, then));
+    if let Some(s) = g.synapses.iter_mut().find(|s| s.action == then) {
+        if !s.inputs.contains(&first) {
+            s.inputs.push(first);
+            s.inputs.sort_unstable();
+        }
+    }
+    true
+}
+
+/// Hook after `graph::expand`: nothing erases the record of where an atomic VM is before the plan
+/// has written a newer one.
+/// - A node's clean shutdown (`do_shutdown`) erases its history: it waits for every action of the
+///   resource on that node (a probe that may find the VM there, a bookkeeping stop), and, when the
+///   node is the migration's fragile source (see [`fragile_evidence`]), for the resource's actions
+///   on the other nodes too (the migrate_from, probe or stop that records the VM's whereabouts).
+/// - Fencing the fragile source erases its history as well: it waits for the resource's
+///   migrate_from, probes and stops on the other nodes.
+///
+/// Orderings that would close a cycle are left out (the graph stays acyclic).
+pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
+    for e in &view.entries {
+        if e.decision.is_none() || !e.cannot_fence.is_empty() {
+            continue;
+        }
+        let writes_answer = |a: &crate::graph::GraphAction| {
+            a.rsc == Some(e.rsc)
+                && a.runnable
+                && a.event == EventKind::RscOp
+                && a.interval_ms == 0
+                && matches!(
+                    a.task.as_str(),
+                    "monitor" | "stop" | "migrate_to" | "migrate_from"
+                )
+        };
+        let answers: Vec<usize> = (0..g.actions.len())
+            .filter(|&i| writes_answer(&g.actions[i]))
+            .collect();
+        let cluster_action = |g: &TransitionGraph, task: &str, node: usize| {
+            (0..g.actions.len())
+                .find(|&i| g.actions[i].task == task && g.actions[i].node == Some(node))
+        };
+        for &a in &answers {
+            let Some(node) = g.actions[a].node else {
+                continue;
+            };
+            if let Some(sd) = cluster_action(g, "do_shutdown", node) {
+                order_in_graph(g, a, sd);
+            }
+        }
+        let Some(source) = e.fragile_source else {
+            continue;
+        };
+        for &a in &answers {
+            if let Some(sd) = cluster_action(g, "do_shutdown", source) {
+                order_in_graph(g, a, sd);
+            }
+            if g.actions[a].node != Some(source) {
+                if let Some(f) = cluster_action(g, "stonith", source) {
+                    order_in_graph(g, a, f);
+                }
+            }
+        }
+    }
+}
+
 /// What the plan does, in words, for the summary.
 fn describe_decision(decision: &Decision, names: &[String]) -> String {
     let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
@@ -1386,12 +1669,23 @@ fn describe_decision(decision: &Decision, names: &[String]) -> String {
             source,
             target,
             cleanup,
-        } => format!(
-            "move {} -> {} by stop and start (allow-migrate is off){}",
-            name(*source),
-            name(*target),
-            clean(cleanup)
-        ),
+            cause,
+        } => {
+            let why = match cause {
+                MoveCause::AllowMigrateOff => "allow-migrate is off".to_string(),
+                MoveCause::MigrateToFailed { failures } => format!(
+                    "live migration from {} failed {failures} time{}",
+                    name(*source),
+                    if *failures == 1 { "" } else { "s" }
+                ),
+            };
+            format!(
+                "move {} -> {} by stop and start ({why}){}",
+                name(*source),
+                name(*target),
+                clean(cleanup)
+            )
+        }
         Decision::Stop { node, cleanup } => format!("stop it on {}{}", name(*node), clean(cleanup)),
         Decision::Start { target, cleanup } => {
             format!("start it on {}{}", name(*target), clean(cleanup))
@@ -1712,6 +2006,73 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_after_a_finished_migration_is_ordinary_business() {
+        // Seed 613161548: migrated 0 -> 1 (confirmed, source stopped), then the guest crashed on
+        // 1 and its monitor failed. Not a doubt about the migration: the ordinary reading
+        // recovers it. Before, the model probed node 1 forever (the probe kept failing).
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 7, Answer::Ok, T0 + 410, 0, 1));
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
+        assert_eq!(locate(&h), Location::Settled);
+        // Without the confirmation on the target, the failure is still a doubt.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
+        assert!(matches!(locate(&h), Location::Unknown { .. }));
+    }
+
+    #[test]
+    fn a_failure_on_the_source_after_a_failed_migrate_to_is_ordinary_business() {
+        // Seed 9034: migrate_to failed (the VM stayed on node 0), then the guest crashed there and
+        // the monitor failed. The model kept probing node 0 (the probe kept failing); the
+        // ordinary reading recovers it.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops
+            .push(op(Task::Monitor, 13, Answer::Failed, T0 + 500));
+        assert_eq!(locate(&h), Location::Settled);
+        // A healthy monitor since: it still runs on the source, exactly.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Monitor, 13, Answer::Ok, T0 + 500));
+        assert!(matches!(locate(&h), Location::Exact { node: 0, .. }));
+    }
+
+    #[test]
+    fn only_the_source_records_a_copy_on_the_target() {
+        // Succeeded, pending or unanswered with nothing on the target since: the source's
+        // migrate_to is the only record of a copy on the target.
+        for answer in [Answer::Ok, Answer::Pending, Answer::NoAnswer] {
+            let h = two_nodes(answer, Presence::Online, Presence::Online);
+            assert_eq!(fragile_evidence(&h), Some(0), "{answer:?}");
+        }
+        // A failed migrate_to left it on the source: nothing elsewhere depends on the record.
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        assert_eq!(fragile_evidence(&h), None);
+        // The target answered since (a probe, a migrate_from): its own history says it.
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::NotRunning, T0 + 500));
+        assert_eq!(fragile_evidence(&h), None);
+        let mut h = two_nodes(Answer::Ok, Presence::Lost, Presence::Online);
+        h[1].ops
+            .push(mig(Task::MigrateFrom, 8, Answer::Ok, T0 + 400, 0, 1));
+        assert_eq!(fragile_evidence(&h), None);
+        // The target's older probe does not count.
+        let h = two_nodes(Answer::Ok, Presence::Lost, Presence::Online);
+        assert_eq!(h[1].ops.len(), 1);
+        assert_eq!(fragile_evidence(&h), Some(0));
+        // No migration at all.
+        let h = vec![
+            node(Presence::Online, vec![op(Task::Start, 10, Answer::Ok, T0)]),
+            node(Presence::Online, vec![]),
+        ];
+        assert_eq!(fragile_evidence(&h), None);
+    }
+
+    #[test]
     fn target_probe_after_migrate_to_is_its_own_word() {
         let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
         h[1].ops
@@ -1913,10 +2274,63 @@ mod tests {
             Decision::Move {
                 source: 0,
                 target: 1,
-                cleanup: vec![]
+                cleanup: vec![],
+                cause: MoveCause::AllowMigrateOff
             }
         );
         assert_eq!(d.steps(&presence).edges, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn migrate_to_failing_again_and_again_falls_back_to_stop_and_start() {
+        // Seed 613161548: migrate_to kept failing (the guest had crashed on the source) and the
+        // model retried it every transition. Below the limit it retries live; at the limit it
+        // moves by stop and start, and the summary says why.
+        let h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        let presence = [Presence::Online, Presence::Online];
+        let failures = |n: i64| {
+            move |node: usize| {
+                let limit = migrate_attempts_limit(None);
+                if node == 0 && n >= limit {
+                    Migratable::No(MoveCause::MigrateToFailed { failures: n })
+                } else {
+                    Migratable::Yes
+                }
+            }
+        };
+        assert_eq!(
+            decide_with(&locate(&h), &presence, Some(1), failures(2)),
+            Decision::Migrate {
+                source: 0,
+                target: 1,
+                cleanup: vec![]
+            }
+        );
+        let d = decide_with(&locate(&h), &presence, Some(1), failures(3));
+        assert_eq!(
+            d,
+            Decision::Move {
+                source: 0,
+                target: 1,
+                cleanup: vec![],
+                cause: MoveCause::MigrateToFailed { failures: 3 }
+            }
+        );
+        let names: Vec<String> = ["node1", "node2"].map(String::from).to_vec();
+        assert_eq!(
+            describe_decision(&d, &names),
+            "move node1 -> node2 by stop and start (live migration from node1 failed 3 times)"
+        );
+        // Staying put needs no migration, whatever the count.
+        assert_eq!(
+            decide_with(&locate(&h), &presence, Some(0), failures(9)),
+            Decision::Keep { node: 0 }
+        );
+        // The limit: 3, or a lower positive migration-threshold.
+        assert_eq!(migrate_attempts_limit(None), 3);
+        assert_eq!(migrate_attempts_limit(Some(1)), 1);
+        assert_eq!(migrate_attempts_limit(Some(0)), 3);
+        assert_eq!(migrate_attempts_limit(Some(1_000_000)), 3);
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
     let mut plan = actions::build(&observed, &desired, &reconciliation);
     atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);
-    let graph = graph::expand(&observed, &plan);
+    let mut graph = graph::expand(&observed, &plan);
+    atomic::amend_graph(&atomic, &mut graph);
     Transition {
         observed,
         desired,

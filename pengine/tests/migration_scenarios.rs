@@ -226,6 +226,34 @@ fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
                 stops.len()
             ));
         }
+        // A confirmation pending: only the source's migrate_to record says the VM left it, and
+        // the source's clean shutdown or fencing erases that record. Neither may happen before
+        // an action of the resource on another node has recorded where the VM is.
+        if let Location::Exact {
+            migration,
+            confirm: true,
+            ..
+        } = &e.location
+        {
+            let erasers = (0..g.actions.len()).filter(|&i| {
+                let a = &g.actions[i];
+                a.node == Some(migration.source)
+                    && a.runnable
+                    && (a.task == "do_shutdown" || a.task == "stonith")
+            });
+            for i in erasers {
+                let answered = graph_before(g, i).iter().any(|&f| {
+                    let a = &g.actions[f];
+                    a.rsc == Some(e.rsc) && real(f) && a.node != Some(migration.source)
+                });
+                if !answered {
+                    failures.push(format!(
+                        "{name}: {} erases {rsc}'s only record (migrate_to on {}) before the target answers",
+                        g.actions[i].key, t.observed.nodes[migration.source].uname
+                    ));
+                }
+            }
+        }
         // Unknown: nothing but probes (and the start after them in the fenced case).
         if let Some(Decision::Probe { .. }) = &e.decision {
             for &i in &of_rsc {
@@ -245,8 +273,8 @@ fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
 fn scenarios_match_their_goldens_and_keep_the_invariants() {
     let dirs = scenarios();
     assert!(
-        dirs.len() >= 13,
-        "expected the 13 scenarios, found {}",
+        dirs.len() >= 14,
+        "expected the 14 scenarios, found {}",
         dirs.len()
     );
     let pacemaker = crm_simulate_installed();
@@ -287,9 +315,9 @@ fn scenarios_exercise_the_atomic_model() {
         let t = pengine::schedule(&load_cib(&dir.join("cib.xml")), NOW);
         open += t.atomic.entries.len();
     }
-    // 01-11 and 13 have one open migration each, 11 has two; 12 is a fresh migration.
+    // 01-11, 13 and 14 have one open migration each, 11 has two; 12 is a fresh migration.
     assert_eq!(
-        open, 13,
+        open, 14,
         "atomic resources with an open migration across the scenarios"
     );
 }
@@ -651,19 +679,42 @@ bookkeeping stop on the source are pending;
 - `migrate_to` answered failure: it runs on the source;
 - `migrate_to` pending, timed out or unanswered, answers that contradict each other (a failed \
 `migrate_from` after a successful `migrate_to`), or a node lost in between: the location is unknown \
-between source and target.
+between source and target;
+- once both nodes have given a sure answer since (`migrate_from` or a probe on the target, a stop \
+or a probe on the source), the migration is closed: a later failure there (a crashed guest's \
+monitor, a failed stop) is ordinary business, recovered as Pacemaker recovers it. Likewise a \
+failure on the source after a failed `migrate_to`.
+
+The controller cancels a resource's recurring monitors before it runs `migrate_to` or \
+`migrate_from` on that node; when the VM stays where a failed `migrate_to` left it, the plan starts \
+those monitors again.
 
 **What the plan does:**
 - exact location, preference unchanged: finish the migration (`migrate_from` on the target, stop on \
 the source, the pseudo start), or keep it;
 - exact location, preference changed: migrate live from where it runs (back to the source, or \
-onward), never stop and start;
+onward), never stop and start; unless that node's `migrate_to` has failed too often (see below);
 - unknown location: probe every live candidate and do nothing else; lost candidates are fenced. \
 When fencing leaves a single live candidate, a start may follow, ordered after its probe (a probe \
 that finds the VM aborts the transition, so the start only runs if the VM is found nowhere);
 - a reboot only when live migration is impossible: the only copy was on a lost node, or every \
 candidate was lost. The summary's `Atomic Migrations:` section says where the VM is, what the plan \
 does and why.
+
+**When live migration keeps failing.** A failed `migrate_to` leaves the VM running on the source \
+(the agent's guarantee), so the model may try again, but not forever: once the resource's fail \
+count for `migrate_to` on the node it runs on (`fail-count-<rsc>#migrate_to_0`, the node attribute \
+Pacemaker keeps) reaches 3, or the resource's `migration-threshold` when that is lower, the plan \
+stops migrating from that node. If the VM must still leave it, it moves by stop and start, and \
+the summary says why (`move node1 -> node2 by stop and start (live migration from node1 failed 3 \
+times)`). If it may stay, it stays. The count is Pacemaker's: `crm_resource --cleanup` or an \
+expired `failure-timeout` resets it, and live migration is tried again.
+
+**Nothing erases the only record.** When a node leaves cleanly or is fenced, Pacemaker erases its \
+history. After a successful (or unanswered) `migrate_to`, the source's record may be the only trace \
+of a copy on the target; the plan therefore orders the source's `do_shutdown` and its fencing \
+after the resource's actions on the other nodes (the `migrate_from`, probe or stop that records \
+where the VM is), and a node's `do_shutdown` after the resource's actions on that node.
 
 In the transition graph an atomic migration is still `migrate_to`, `migrate_from`, `stop` and the \
 pseudo `start` (without `migrate_to` when the migration is only being confirmed), so Pacemaker's \
@@ -685,4 +736,91 @@ fn generated_doc_is_up_to_date() {
     if let Some(f) = check_golden(&path, &doc, true) {
         panic!("{f}");
     }
+}
+
+/// Scenario 08 (migrate_to failed, the VM still on node1) edited by `edit`, planned.
+fn plan_edited_08(edit: impl Fn(String) -> String) -> String {
+    let path = scenarios_dir().join("08-migrate-to-failed").join("cib.xml");
+    let text = edit(std::fs::read_to_string(path).expect("read CIB"));
+    let cib = pengine::parse_cib(&text).expect("edited CIB parses");
+    pengine::render_simulation(&cib, NOW, None)
+}
+
+/// Adds a 10 s recurring monitor to vm1's configuration and its entry (call 11, between the start
+/// and the failed migrate_to) to node1's history.
+fn with_recurring_monitor(text: String) -> String {
+    let start = "<lrm_rsc_op id=\"vm1_last_0\" operation_key=\"vm1_start_0\"";
+    let line_start = text.find(start).expect("vm1 start entry");
+    let line_end = line_start + text[line_start..].find('\n').expect("end of line");
+    let monitor = text[line_start..line_end]
+        .replace("vm1_last_0", "vm1_monitor_10000")
+        .replace("vm1_start_0", "vm1_monitor_10000")
+        .replace("operation=\"start\"", "operation=\"monitor\"")
+        .replace("call-id=\"10\"", "call-id=\"11\"")
+        .replace("interval=\"0\"", "interval=\"10000\"");
+    assert!(monitor.contains("call-id=\"11\"") && monitor.contains("interval=\"10000\""));
+    let mut out = text.clone();
+    out.insert_str(line_end, &format!("\n{monitor}"));
+    out.replacen(
+        "      </primitive>\n    </resources>",
+        "        <operations>\n          <op id=\"vm1-monitor-10s\" name=\"monitor\" interval=\"10s\"/>\n        </operations>\n      </primitive>\n    </resources>",
+        1,
+    )
+}
+
+/// Seeds 9034, 9067, 9072, 9077: a failed migrate_to leaves the VM on the source, but the
+/// controller cancelled its recurring monitor before running migrate_to. When the VM stays, the
+/// plan starts the monitor again (before, nothing watched it: a guest crash went unnoticed).
+#[test]
+fn a_vm_kept_after_a_failed_migrate_to_is_monitored_again() {
+    let out = plan_edited_08(|t| {
+        with_recurring_monitor(t).replace(
+            "<rsc_location id=\"cli-ban-vm1-on-node1\" rsc=\"vm1\" node=\"node1\" score=\"-INFINITY\" role=\"Started\"/>",
+            "<rsc_location id=\"prefer-vm1-on-node1\" rsc=\"vm1\" node=\"node1\" score=\"100\"/>",
+        )
+    });
+    assert!(
+        out.contains("vm1: runs on node1; keep it on node1"),
+        "the VM stays:\n{out}"
+    );
+    assert!(
+        out.contains("Resource action: vm1             monitor=10000 on node1"),
+        "the cancelled monitor is started again:\n{out}"
+    );
+}
+
+/// Seed 613161548: migrate_to kept failing and the plan retried it every transition. With the
+/// fail count for migrate_to at 3 on node1, the plan moves the VM by stop and start and says why;
+/// at 2 it still migrates live.
+#[test]
+fn migrate_to_failing_three_times_moves_by_stop_and_start() {
+    let with_failures = |n: u32| {
+        move |t: String| {
+            t.replacen(
+                "<node_state id=\"1\" uname=\"node1\" in_ccm=\"true\" crmd=\"online\" join=\"member\" expected=\"member\" crm-debug-origin=\"do_update_resource\">",
+                &format!(
+                    "<node_state id=\"1\" uname=\"node1\" in_ccm=\"true\" crmd=\"online\" join=\"member\" expected=\"member\" crm-debug-origin=\"do_update_resource\">\n      <transient_attributes id=\"1\">\n        <instance_attributes id=\"status-1\">\n          <nvpair id=\"status-1-fail-count-vm1.migrate_to_0\" name=\"fail-count-vm1#migrate_to_0\" value=\"{n}\"/>\n          <nvpair id=\"status-1-last-failure-vm1.migrate_to_0\" name=\"last-failure-vm1#migrate_to_0\" value=\"1764490000\"/>\n        </instance_attributes>\n      </transient_attributes>"
+                ),
+                1,
+            )
+        }
+    };
+    let out = plan_edited_08(with_failures(2));
+    assert!(
+        out.contains("migrate live node1 -> node2"),
+        "below the limit: live\n{out}"
+    );
+    let out = plan_edited_08(with_failures(3));
+    assert!(
+        out.contains(
+            "move node1 -> node2 by stop and start (live migration from node1 failed 3 times)"
+        ),
+        "at the limit: stop and start, with the reason\n{out}"
+    );
+    assert!(
+        out.contains("Resource action: vm1             stop on node1")
+            && out.contains("Resource action: vm1             start on node2")
+            && !out.contains("migrate_to on node1"),
+        "stop and start, no migrate_to\n{out}"
+    );
 }
