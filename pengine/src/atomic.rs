@@ -138,7 +138,12 @@ impl Answer {
                 0 => Answer::Ok,
                 7 => Answer::NotRunning,
                 193 => Answer::Pending,
-                _ => Answer::Failed,
+                // The agent's own failure is recorded with op-status 0 (done). An error status
+                // with a failure code is the executor's: the agent was killed by a signal or
+                // crashed mid-action and said nothing about where the VM is (seed 10056: a
+                // migrate_to killed after the guest had moved was read as "still on the source").
+                _ if op_status == 0 => Answer::Failed,
+                _ => Answer::NoAnswer,
             },
             // not supported, not installed: the agent never acted
             3 | 7 => Answer::Failed,
@@ -1840,7 +1845,8 @@ mod tests {
         assert_eq!(Answer::from_status(0, 0), Answer::Ok);
         assert_eq!(Answer::from_status(0, 7), Answer::NotRunning);
         assert_eq!(Answer::from_status(0, 1), Answer::Failed);
-        assert_eq!(Answer::from_status(4, 1), Answer::Failed);
+        // killed by a signal: the executor's error, not the agent's answer
+        assert_eq!(Answer::from_status(4, 1), Answer::NoAnswer);
         assert_eq!(Answer::from_status(-1, 193), Answer::Pending);
         assert_eq!(Answer::from_status(2, 1), Answer::NoAnswer);
         assert_eq!(Answer::from_status(2, 198), Answer::NoAnswer);
