@@ -413,20 +413,53 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     g
 }
 
+/// One fired action; `failed_rc` is set when a `-F` spec made it fail with that rc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    pub action: usize,
+    pub failed_rc: Option<i32>,
+}
+
 /// Fires synapses as crm_simulate does (each pass in order, results confirmed at once); returns the firing order.
 pub fn firing_order(g: &TransitionGraph) -> Vec<usize> {
+    fire(g, &|_| None).into_iter().map(|f| f.action).collect()
+}
+
+/// Fires synapses as crm_simulate does, with `fail` naming the resource actions that fail (and
+/// their rc). After a failure the transition is aborted: no further resource, fencing or
+/// cluster action fires, and nothing that waits for the failed action; pseudo actions whose
+/// inputs all succeeded still fire.
+pub fn fire(g: &TransitionGraph, fail: &dyn Fn(&GraphAction) -> Option<i32>) -> Vec<Fired> {
     let mut confirmed = vec![false; g.actions.len()];
+    let mut failed = vec![false; g.actions.len()];
     let mut fired = vec![false; g.synapses.len()];
+    let mut aborted = false;
     let mut out = Vec::new();
     loop {
         let mut progress = false;
         for (si, s) in g.synapses.iter().enumerate() {
-            if fired[si] || !s.inputs.iter().all(|&i| confirmed[i]) {
+            if fired[si] || !s.inputs.iter().all(|&i| confirmed[i] && !failed[i]) {
+                continue;
+            }
+            let a = &g.actions[s.action];
+            if aborted && a.event != EventKind::Pseudo {
                 continue;
             }
             fired[si] = true;
             confirmed[s.action] = true;
-            out.push(s.action);
+            let failed_rc = if a.event == EventKind::RscOp {
+                fail(a)
+            } else {
+                None
+            };
+            if failed_rc.is_some() {
+                failed[s.action] = true;
+                aborted = true;
+            }
+            out.push(Fired {
+                action: s.action,
+                failed_rc,
+            });
             progress = true;
         }
         if !progress {
@@ -437,9 +470,12 @@ pub fn firing_order(g: &TransitionGraph) -> Vec<usize> {
 }
 
 /// Renders the "Executing Cluster Transition" lines.
-pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) -> String {
+/// A `-F` failure adds crm_simulate's "Pretending action N failed" line (N is our action id)
+/// and the fail count it injects, stamped `when`.
+pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], when: i64) -> String {
     let mut out = String::new();
-    for &a in fired {
+    for f in fired {
+        let a = f.action;
         let ga = &g.actions[a];
         let node = ga.node.map(|n| obs.nodes[n].uname.as_str()).unwrap_or("");
         match ga.event {
@@ -477,6 +513,10 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
                     let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
                 }
             },
+        }
+        if let Some(rc) = f.failed_rc {
+            let _ = writeln!(out, "Pretending action {} failed with rc={rc}", a + 1);
+            out.push_str(&crate::simulate::failure_lines(obs, g, f, when));
         }
     }
     out
