@@ -7,10 +7,14 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod events;
 pub mod graph;
+pub mod lifecycle;
 pub mod observed;
 pub mod placement;
 pub mod reconcile;
+pub mod recovery;
+pub mod scenario;
 pub mod simulate;
 pub mod status;
 
@@ -26,11 +30,19 @@ pub struct Transition {
     pub graph: graph::TransitionGraph,
     /// Atomic resources with an open migration (see `atomic`).
     pub atomic: atomic::AtomicView,
+    /// What the recovery policies decided (see `recovery`).
+    pub recovery: Vec<recovery::Note>,
+    /// What the node lifecycle rules decided (see `lifecycle`).
+    pub lifecycle: Vec<lifecycle::Note>,
 }
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let mut observed = observed::observe(cib, now);
+    // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
+    // bans and preferences before placement.
+    let recovery = recovery::apply(&mut observed);
+    let lifecycle = lifecycle::apply(&mut observed);
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
@@ -50,6 +62,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
         plan,
         graph,
         atomic,
+        recovery,
+        lifecycle,
     }
 }
 
@@ -109,6 +123,15 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
     if !notes.is_empty() {
         out.push('\n');
         out.push_str(&notes);
+    }
+    for notes in [
+        recovery::render_notes(&t.recovery),
+        lifecycle::render_notes(&t.lifecycle),
+    ] {
+        if !notes.is_empty() {
+            out.push('\n');
+            out.push_str(&notes);
+        }
     }
     let fired = graph::firing_order(&t.graph);
     out.push('\n');
