@@ -42,7 +42,7 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
     // bans and preferences before placement.
     let recovery = recovery::apply(&mut observed);
-    let lifecycle = lifecycle::apply(&mut observed);
+    let lifecycle = lifecycle::apply(cib, &mut observed);
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);

@@ -3,6 +3,8 @@
 //! restore (node attribute `evacuate`), and lost nodes that cannot be fenced. A hook after
 //! `observed` that only adds scores, bans and a no-live-migration flag.
 //!
+//! Fencing devices are left to Pacemaker's own rules: they must go wherever they can run.
+//!
 //! Memory: a resource moved off its node by a shutdown or an evacuation records where it came
 //! from in two meta attributes, `origin-node` and `origin-cause` (`shutdown`|`evacuate`), as
 //! LXD's `volatile.evacuate.origin`. The planner only proposes these records (`updates`); whoever
@@ -112,15 +114,44 @@ fn usable(obs: &Observed, ni: usize) -> bool {
     node_available(obs, ni) && !evacuating(&obs.nodes[ni])
 }
 
+/// Nodes that left the membership without shutting down (expected up, not fenced) where the last
+/// recorded result of `rsc` says it was active: with fencing disabled, Pacemaker forgets them.
+fn lost_with(cib: &Cib, rsc: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for st in &cib.status {
+        let in_ccm = st.in_ccm.as_deref().is_some_and(is_true);
+        let lost = !in_ccm && st.expected.as_deref() == Some("member");
+        if !lost {
+            continue;
+        }
+        let Some(l) = st.lrm.iter().find(|l| l.id == rsc) else {
+            continue;
+        };
+        let mut ops: Vec<&crate::cib::RscOp> = l
+            .ops
+            .iter()
+            .filter(|o| o.interval_ms == 0 && o.call_id >= 0)
+            .collect();
+        ops.sort_by_key(|o| o.call_id);
+        let active = ops.last().is_some_and(|o| {
+            o.rc_code == 0 && matches!(o.operation.as_str(), "start" | "migrate_from" | "monitor")
+        });
+        if active {
+            out.push(st.uname.clone());
+        }
+    }
+    out
+}
+
 /// Applies shutdown policies, origin records, evacuation and the lost-node guard to `obs`.
-pub fn apply(obs: &mut Observed) -> Vec<Note> {
+pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
     let mut notes = Vec::new();
     let evacuated: Vec<usize> = (0..obs.nodes.len())
         .filter(|&ni| evacuating(&obs.nodes[ni]))
         .collect();
     for ri in 0..obs.resources.len() {
         let r = &obs.resources[ri];
-        if !r.managed || r.orphan {
+        if !r.managed || r.orphan || r.is_stonith() {
             continue;
         }
         let mut scores: Vec<(usize, i64, String)> = Vec::new();
@@ -228,6 +259,25 @@ pub fn apply(obs: &mut Observed) -> Vec<Note> {
                 ));
             }
         }
+        // With fencing disabled, Pacemaker restarts a lost node's resources at once. A resource
+        // that `requires=fencing` waits instead, until the node is confirmed down (or rejoins).
+        if !obs.stonith_enabled && r.meta.get("requires").map(String::as_str) == Some("fencing") {
+            let lost = lost_with(cib, &r.id);
+            if !lost.is_empty() {
+                for m in all.clone() {
+                    scores.push((
+                        m,
+                        -INFINITY,
+                        format!("requires=fencing: {} lost", lost.join(", ")),
+                    ));
+                }
+                note = Some(format!(
+                    "blocked: it was active on lost {} and stonith-enabled=false (requires=fencing); confirm the node is down with stonith_admin --confirm {}",
+                    lost.join(", "),
+                    lost[0]
+                ));
+            }
+        }
         let r = &mut obs.resources[ri];
         if no_live {
             r.meta.insert("allow-migrate".into(), "false".into());
@@ -260,7 +310,7 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
     let _ = cib;
     let mut out = Vec::new();
     for r in &obs.resources {
-        if !r.managed || r.orphan {
+        if !r.managed || r.orphan || r.is_stonith() {
             continue;
         }
         let policy = policy_of(obs, &r.meta);

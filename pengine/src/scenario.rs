@@ -263,7 +263,7 @@ impl World {
 
     /// For watchdog-only fencing of a lost node: when its watchdog has surely reset it.
     fn watchdog_wait_until(&self, obs: &Observed, node: &str) -> Option<i64> {
-        if obs.have_stonith_resource {
+        if obs.resources.iter().any(|r| r.is_stonith()) {
             return None;
         }
         let watchdog = obs.option("have-watchdog").map(is_true).unwrap_or(false);

@@ -110,3 +110,49 @@ fn a_changed_golden_fails() {
     let log = pengine::scenario::run(&read(&dir.join("cib.xml")), &fewer, START).expect("runs");
     assert_ne!(log, read(&dir.join("log.expect")));
 }
+
+/// The plan and resource-state lines of a log (what Pacemaker and the policy must agree on).
+fn plans_and_states(log: &str) -> Vec<String> {
+    log.lines()
+        .map(str::trim)
+        .map(|l| l.split_once("  ").map(|(_, rest)| rest.trim()).unwrap_or(l))
+        .filter(|l| l.contains(" plan: ") || l.starts_with("rsc ") || l.starts_with("> "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn pacemaker_equivalent_combination() {
+    // docs/recovery.md: recovery-restarts=0 with recovery-relocations=INFINITY plans what
+    // migration-threshold=1 plans, failure after failure, down to every node banned.
+    let dir = scenarios()
+        .into_iter()
+        .find(|d| d.ends_with("04-error-and-cleanup"))
+        .expect("scenario 04 exists");
+    let cib = read(&dir.join("cib.xml"));
+    let restarts = r#"name="recovery-restarts" value="0"/>"#;
+    let relocations = r#"name="recovery-relocations" value="1"/>"#;
+    assert!(cib.contains(restarts) && cib.contains(relocations));
+    let policy = cib.replace(
+        relocations,
+        r#"name="recovery-relocations" value="INFINITY"/>"#,
+    );
+    let pacemaker = cib
+        .replace(restarts, r#"name="migration-threshold" value="1"/>"#)
+        .replace(relocations, r#"name="target-role" value="Started"/>"#);
+    let cmdlist = "fail vm1 node1 monitor\nfail vm1 node2 monitor\nfail vm1 node3 monitor\n\
+                   advance 1h\ncleanup vm1\n";
+    let ours = pengine::scenario::run(&policy, cmdlist, START).expect("policy runs");
+    let theirs = pengine::scenario::run(&pacemaker, cmdlist, START).expect("pacemaker runs");
+    assert_eq!(plans_and_states(&ours), plans_and_states(&theirs));
+    // And the comparison has teeth: it saw the relocations and the final stop.
+    let lines = plans_and_states(&ours).join("\n");
+    assert!(lines.contains("Recover vm1 ( node2 -> node3 )"), "{lines}");
+    assert!(lines.contains("Stop vm1 ( node3 )"), "{lines}");
+    // With only one relocation allowed the plans differ: the policy stops after node2.
+    let limited = pengine::scenario::run(&cib, cmdlist, START);
+    assert!(
+        limited.is_err(),
+        "vm1 no longer runs on node3 when relocations=1"
+    );
+}
