@@ -7,10 +7,14 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod events;
 pub mod graph;
+pub mod lifecycle;
 pub mod observed;
 pub mod placement;
 pub mod reconcile;
+pub mod recovery;
+pub mod scenario;
 pub mod simulate;
 pub mod status;
 
@@ -26,11 +30,19 @@ pub struct Transition {
     pub graph: graph::TransitionGraph,
     /// Atomic resources with an open migration (see `atomic`).
     pub atomic: atomic::AtomicView,
+    /// What the recovery policies decided (see `recovery`).
+    pub recovery: Vec<recovery::Note>,
+    /// What the node lifecycle rules decided (see `lifecycle`).
+    pub lifecycle: Vec<lifecycle::Note>,
 }
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let mut observed = observed::observe(cib, now);
+    // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
+    // bans and preferences before placement.
+    let recovery = recovery::apply(&mut observed);
+    let lifecycle = lifecycle::apply(cib, &mut observed);
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
@@ -50,6 +62,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
         plan,
         graph,
         atomic,
+        recovery,
+        lifecycle,
     }
 }
 
@@ -159,16 +173,34 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         out.push('\n');
         out.push_str(&notes);
     }
-    let fail = |a: &graph::GraphAction| -> Option<i32> {
-        let (ri, ni) = (a.rsc?, a.node?);
-        let (r, n) = (&t.observed.resources[ri], &t.observed.nodes[ni]);
-        input
-            .op_fail
-            .iter()
-            .find(|s| s.matches(&r.id, &a.task, a.interval_ms, &n.uname))
-            .map(|s| s.rc)
+    for notes in [
+        recovery::render_notes(&t.recovery),
+        lifecycle::render_notes(&t.lifecycle),
+    ] {
+        if !notes.is_empty() {
+            out.push('\n');
+            out.push_str(&notes);
+        }
+    }
+    // `-F`: a named resource action is flagged failed with the spec's rc; the rest succeed.
+    let outcome_of = |a: &graph::GraphAction| -> graph::Outcome {
+        let failed = a.rsc.zip(a.node).and_then(|(ri, ni)| {
+            let (r, n) = (&t.observed.resources[ri], &t.observed.nodes[ni]);
+            input
+                .op_fail
+                .iter()
+                .find(|s| s.matches(&r.id, &a.task, a.interval_ms, &n.uname))
+        });
+        match failed {
+            Some(s) => graph::Outcome::Failed(s.rc),
+            None => graph::Outcome::Rc(a.expected_rc),
+        }
     };
-    let fired = graph::fire(&t.graph, &fail);
+    let record = simulate::Recording {
+        when,
+        counting: simulate::FailCounting::Simulator,
+    };
+    let (next, fired) = simulate::apply_with(planned, &t.observed, &t.graph, record, outcome_of);
     out.push('\n');
     out.push_str("Executing Cluster Transition:\n");
     out.push_str(&graph::render_execution(
@@ -177,7 +209,6 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         &fired,
         when,
     ));
-    let next = simulate::apply(planned, &t.observed, &t.graph, &fired, when);
     let revised = observed::observe(&next, now);
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));

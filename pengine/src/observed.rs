@@ -500,7 +500,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         }
     }
-    obs.have_stonith_resource = obs.resources.iter().any(|r| r.is_stonith());
+    // Pacemaker counts watchdog self-fencing (have-watchdog, set by the controller when SBD runs)
+    // as a fencing device: resources may start without a stonith resource.
+    obs.have_stonith_resource = obs.resources.iter().any(|r| r.is_stonith())
+        || obs.option("have-watchdog").map(is_true).unwrap_or(false);
     for r in &mut obs.resources {
         let mut managed = r.meta_bool("is-managed", true);
         if maintenance_mode || r.meta_bool("maintenance", false) {

@@ -1,16 +1,19 @@
-//! What crm_simulate does to the CIB status: injected events (`-u -d -f -q -i`), the fired actions
-//! recorded with their expected or `-F` results, and the resulting CIB as XML (`-O`).
+//! What crm_simulate and the controller do to the CIB status: injected events (`-u -d -f -q -i`),
+//! the fired actions recorded with the results their caller decides (expected, `-F` failures, or
+//! the scenario runner's), and the resulting CIB as XML (`-O`).
 //!
 //! One recorder (`record_result`) writes every history entry, injected or executed, with
 //! Pacemaker's entry ids: `<rsc>_last_0` for the last non-recurring result, `<rsc>_<task>_<ms>`
 //! for a recurring one, `<rsc>_migrate_to_0`/`<rsc>_migrate_from_0` for migrations and
 //! `<rsc>_last_failure_0` (plus `_last_0` when non-recurring) for a failure. Results expect rc 0
-//! unless the action says otherwise, as crm_simulate's injections do.
+//! unless the action says otherwise, as crm_simulate's injections do. One writer
+//! (`count_failure`) keeps the fail counts, as crm_simulate or the controller counts
+//! ([`FailCounting`]).
 
 use std::fmt::Write;
 
 use crate::cib::{Cib, Element, INFINITY, LrmResource, NodeState, ResourceDef, RscOp, parse_score};
-use crate::graph::{EventKind, Fired, TransitionGraph};
+use crate::graph::{EventKind, Fired, GraphAction, Outcome, TransitionGraph};
 use crate::observed::Observed;
 
 /// An operation result named as crm_simulate names it: `RSC_TASK_INTERVAL@NODE=RC`
@@ -227,19 +230,34 @@ fn set_membership(st: &mut NodeState, up: bool) {
     st.expected = Some(join.into());
 }
 
-/// Adds one to the fail count of `rsc#task_interval` on the node and sets its last failure to
-/// `when`, unless the result is a success (rc 0, or 7 for a probe). Returns the printed lines.
-fn inject_failcount(
+/// How a failed result is counted in the node's fail counts (`fail-count-RSC#TASK_INTERVAL`,
+/// with `last-failure-RSC#TASK_INTERVAL` set to the result's time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailCounting {
+    /// crm_simulate's injection (`-i`, `-F`): one more, unless the result is a success (rc 0) or
+    /// a probe's "not running" (rc 7).
+    Simulator,
+    /// The controller's: a probe is not counted; a failed start makes the count INFINITY when
+    /// `start-failure-is-fatal` (default true); any other failure adds one.
+    Controller,
+}
+
+/// Counts a failed result of `rsc#task_interval` in a node's fail counts as `counting` says;
+/// returns the new count, `None` when the failure is not counted.
+fn count_failure(
     st: &mut NodeState,
     rsc: &str,
-    task: &str,
-    interval_ms: u64,
-    rc: i32,
-    when: i64,
-) -> String {
-    if rc == 0 || (rc == 7 && interval_ms == 0) {
-        return String::new();
-    }
+    op: &OpResult,
+    counting: FailCounting,
+    start_failure_is_fatal: bool,
+) -> Option<i64> {
+    let (task, interval_ms, rc) = (op.task, op.interval_ms, op.rc);
+    let fatal = match counting {
+        FailCounting::Simulator if rc == 0 || (rc == 7 && interval_ms == 0) => return None,
+        FailCounting::Simulator => false,
+        FailCounting::Controller if task == "monitor" && interval_ms == 0 => return None,
+        FailCounting::Controller => start_failure_is_fatal && task == "start",
+    };
     let count = format!("fail-count-{rsc}#{task}_{interval_ms}");
     let last = format!("last-failure-{rsc}#{task}_{interval_ms}");
     let prev = st
@@ -247,18 +265,31 @@ fn inject_failcount(
         .get(&count)
         .and_then(|v| parse_score(v))
         .unwrap_or(0);
-    st.attrs.insert(
-        count.clone(),
-        score_text(prev.saturating_add(1).min(INFINITY)),
-    );
-    st.attrs.insert(last.clone(), when.to_string());
+    let new = if fatal {
+        INFINITY
+    } else {
+        prev.saturating_add(1).min(INFINITY)
+    };
+    st.attrs.insert(count, score_text(new));
+    st.attrs.insert(last, op.when.to_string());
+    Some(new)
+}
+
+/// crm_simulate's fail count injection for a result (see [`FailCounting::Simulator`]); returns
+/// the lines it prints.
+fn inject_failcount(st: &mut NodeState, rsc: &str, op: &OpResult) -> String {
+    if count_failure(st, rsc, op, FailCounting::Simulator, false).is_none() {
+        return String::new();
+    }
+    let key = format!("{rsc}#{}_{}", op.task, op.interval_ms);
     format!(
-        "  * Injecting attribute {count}=value++ into /node_state '{}'\n  * Injecting attribute {last}={when} into /node_state '{}'\n",
-        st.id, st.id
+        "  * Injecting attribute fail-count-{key}=value++ into /node_state '{}'\n  * Injecting attribute last-failure-{key}={} into /node_state '{}'\n",
+        st.id, op.when, st.id
     )
 }
 
-fn score_text(v: i64) -> String {
+/// A score as Pacemaker writes it (`INFINITY` at or above it).
+pub fn score_text(v: i64) -> String {
     if v >= INFINITY {
         "INFINITY".into()
     } else {
@@ -291,22 +322,25 @@ fn lrm_resource<'a>(
     &mut st.lrm[pos]
 }
 
-/// One result to record in a resource's history.
-struct Result_<'a> {
-    task: &'a str,
-    interval_ms: u64,
-    rc: i32,
-    target_rc: i32,
-    when: i64,
-    migrate: Option<(String, String)>,
-    /// Injected results carry no parameter digest (crm_simulate records none for them);
-    /// executed ones ran with the configured parameters.
-    injected: bool,
+/// One operation result to record in a resource's history.
+#[derive(Debug, Clone)]
+pub struct OpResult<'a> {
+    pub task: &'a str,
+    pub interval_ms: u64,
+    pub rc: i32,
+    /// The result the transition expected (kept in the transition key, as the controller does).
+    pub target_rc: i32,
+    /// The time written into the entry (and a fail count's last failure).
+    pub when: i64,
+    /// For migrate_to/migrate_from: (source, target) node names.
+    pub migrate: Option<(String, String)>,
 }
 
 /// Records a result with Pacemaker's entry ids (see the module doc); an entry with the same id
-/// is replaced in place. The call id is one more than any in the history.
-fn record_result(lrm: &mut LrmResource, res: Result_) {
+/// is replaced in place. The call id is one more than any in the history. Injected results
+/// carry no parameter digest (crm_simulate records none for them); executed ones ran with the
+/// configured parameters.
+fn record_result(lrm: &mut LrmResource, res: &OpResult, injected: bool) {
     let call_id = lrm.ops.iter().map(|o| o.call_id).max().unwrap_or(0).max(0) + 1;
     let rsc = lrm.id.clone();
     let failed = res.rc != res.target_rc;
@@ -323,8 +357,8 @@ fn record_result(lrm: &mut LrmResource, res: Result_) {
     } else {
         ids.push(format!("{rsc}_last_0"));
     }
-    let (source, target) = match res.migrate {
-        Some((s, t)) => (Some(s), Some(t)),
+    let (source, target) = match &res.migrate {
+        Some((s, t)) => (Some(s.clone()), Some(t.clone())),
         None => (None, None),
     };
     for id in ids {
@@ -343,7 +377,7 @@ fn record_result(lrm: &mut LrmResource, res: Result_) {
             migrate_source: source.clone(),
             migrate_target: target.clone(),
             exit_reason: None,
-            element: if res.injected {
+            element: if injected {
                 Element {
                     name: "lrm_rsc_op".into(),
                     ..Default::default()
@@ -437,27 +471,17 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
                     continue;
                 };
                 let st = inject_node(&mut next, &spec.node);
-                lines.push_str(&inject_failcount(
-                    st,
-                    &spec.rsc,
-                    &spec.task,
-                    spec.interval_ms,
-                    spec.rc,
+                let op = OpResult {
+                    task: &spec.task,
+                    interval_ms: spec.interval_ms,
+                    rc: spec.rc,
+                    target_rc: 0,
                     when,
-                ));
+                    migrate: None,
+                };
+                lines.push_str(&inject_failcount(st, &spec.rsc, &op));
                 let lrm = lrm_resource(st, &spec.rsc, &class, provider.as_deref(), &kind);
-                record_result(
-                    lrm,
-                    Result_ {
-                        task: &spec.task,
-                        interval_ms: spec.interval_ms,
-                        rc: spec.rc,
-                        target_rc: 0,
-                        when,
-                        migrate: None,
-                        injected: true,
-                    },
-                );
+                record_result(lrm, &op, true);
             }
         }
     }
@@ -482,16 +506,52 @@ fn configured_agent(cib: &Cib, id: &str) -> Option<(String, Option<String>, Stri
     })
 }
 
-/// Returns the CIB after every fired action returned its expected result, or the rc a `-F`
-/// spec gave it (with the fail count injected as crm_simulate does). `when` is the time
-/// written into the new entries.
-pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[Fired], when: i64) -> Cib {
+/// Fires the transition (`graph::fire`) with the results `outcome_of` gives and records them
+/// (`apply`): the first unexpected result aborts the rest, as the controller does. Returns the
+/// resulting CIB and the fired actions with their outcomes, in firing order.
+pub fn apply_with(
+    cib: &Cib,
+    obs: &Observed,
+    g: &TransitionGraph,
+    record: Recording,
+    mut outcome_of: impl FnMut(&GraphAction) -> Outcome,
+) -> (Cib, Vec<Fired>) {
+    let fired = crate::graph::fire(g, &mut outcome_of);
+    (apply(cib, obs, g, &fired, record), fired)
+}
+
+/// How fired actions are recorded: the time written into the new entries and fail counts, and
+/// who counts the failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recording {
+    pub when: i64,
+    pub counting: FailCounting,
+}
+
+/// Returns the CIB after the fired actions returned their outcomes: each result recorded
+/// (`record_op`), a failure counted as `record.counting` says, a fenced node cleared; pending
+/// actions and failed fencing change nothing.
+pub fn apply(
+    cib: &Cib,
+    obs: &Observed,
+    g: &TransitionGraph,
+    fired: &[Fired],
+    record: Recording,
+) -> Cib {
     let mut next = cib.clone();
     for f in fired {
         let ga = &g.actions[f.action];
+        let rc = match f.outcome {
+            Outcome::Pending => continue,
+            Outcome::Rc(rc) | Outcome::Failed(rc) => rc,
+        };
+        let failed = f.failed_rc(g).is_some();
         match ga.event {
             EventKind::Fence => {
                 let Some(ni) = ga.node else { continue };
+                if failed {
+                    continue;
+                }
                 let n = &obs.nodes[ni];
                 let st = node_state(&mut next, &n.id, &n.uname);
                 set_membership(st, false);
@@ -502,35 +562,23 @@ pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
                 let (Some(ri), Some(ni)) = (ga.rsc, ga.node) else {
                     continue;
                 };
-                let r = &obs.resources[ri];
-                let n = &obs.nodes[ni];
-                let st = node_state(&mut next, &n.id, &n.uname);
-                if let Some(rc) = f.failed_rc {
-                    inject_failcount(st, &r.id, &ga.task, ga.interval_ms, rc, when);
-                }
-                let lrm = lrm_resource(st, &r.id, &r.class, r.provider.as_deref(), &r.kind);
-                if ga.task == "cancel" {
-                    lrm.ops
-                        .retain(|o| !(o.operation == "monitor" && o.interval_ms == ga.interval_ms));
-                    continue;
-                }
-                if ga.task == "stop" && f.failed_rc.is_none() {
-                    lrm.ops.retain(|o| o.interval_ms == 0);
-                }
                 let migrate = ga
                     .migrate
                     .map(|(s, t)| (obs.nodes[s].uname.clone(), obs.nodes[t].uname.clone()));
-                record_result(
-                    lrm,
-                    Result_ {
-                        task: &ga.task,
-                        interval_ms: ga.interval_ms,
-                        rc: f.failed_rc.unwrap_or(ga.expected_rc),
-                        target_rc: ga.expected_rc,
-                        when,
-                        migrate,
-                        injected: false,
-                    },
+                let op = OpResult {
+                    task: &ga.task,
+                    interval_ms: ga.interval_ms,
+                    rc,
+                    target_rc: ga.expected_rc,
+                    when: record.when,
+                    migrate,
+                };
+                record_op(
+                    &mut next,
+                    obs,
+                    (ri, ni),
+                    &op,
+                    failed.then_some(record.counting),
                 );
             }
             // crm_simulate does not change the node for cluster actions (do_shutdown).
@@ -541,27 +589,56 @@ pub fn apply(cib: &Cib, obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
     next
 }
 
+/// Records an executed operation of resource `ri` on node `ni` (indices into `obs`): a cancel
+/// removes the recurring monitor; a stop that did not fail drops the recurring entries; the
+/// result goes through `record_result`. `failure`: the result is a failure, counted in the
+/// node's fail counts as it says. Returns the fail count after it (`None`: not counted).
+pub fn record_op(
+    cib: &mut Cib,
+    obs: &Observed,
+    (ri, ni): (usize, usize),
+    op: &OpResult,
+    failure: Option<FailCounting>,
+) -> Option<i64> {
+    let r = &obs.resources[ri];
+    let n = &obs.nodes[ni];
+    let st = node_state(cib, &n.id, &n.uname);
+    let count = failure.and_then(|c| count_failure(st, &r.id, op, c, obs.start_failure_is_fatal));
+    let lrm = lrm_resource(st, &r.id, &r.class, r.provider.as_deref(), &r.kind);
+    if op.task == "cancel" {
+        lrm.ops
+            .retain(|o| !(o.operation == "monitor" && o.interval_ms == op.interval_ms));
+        return count;
+    }
+    if op.task == "stop" && failure.is_none() {
+        lrm.ops.retain(|o| o.interval_ms == 0);
+    }
+    record_result(lrm, op, false);
+    count
+}
+
 /// The lines crm_simulate prints after a `-F` failure: the fail count it injects.
 pub fn failure_lines(obs: &Observed, g: &TransitionGraph, f: &Fired, when: i64) -> String {
     let ga = &g.actions[f.action];
-    let (Some(rc), Some(ri), Some(ni)) = (f.failed_rc, ga.rsc, ga.node) else {
+    let (Some(rc), Some(ri), Some(ni)) = (f.failed_rc(g), ga.rsc, ga.node) else {
         return String::new();
     };
     let mut st = NodeState {
         id: obs.nodes[ni].id.clone(),
         ..Default::default()
     };
-    inject_failcount(
-        &mut st,
-        &obs.resources[ri].id,
-        &ga.task,
-        ga.interval_ms,
+    let op = OpResult {
+        task: &ga.task,
+        interval_ms: ga.interval_ms,
         rc,
+        target_rc: ga.expected_rc,
         when,
-    )
+        migrate: None,
+    };
+    inject_failcount(&mut st, &obs.resources[ri].id, &op)
 }
 
-fn node_state<'a>(cib: &'a mut Cib, id: &str, uname: &str) -> &'a mut NodeState {
+pub(crate) fn node_state<'a>(cib: &'a mut Cib, id: &str, uname: &str) -> &'a mut NodeState {
     let pos = cib
         .status
         .iter()
@@ -754,6 +831,126 @@ pub fn render_cib_xml(input: &Element, cib: &Cib) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two online nodes, one resource with a 10 s monitor, no history: the plan probes both
+    /// nodes, starts vm on n1 (location preference) and then monitors it.
+    const FRESH: &str = r#"<cib have-quorum="1"><configuration><crm_config><cluster_property_set id="o"><nvpair id="o1" name="stonith-enabled" value="false"/></cluster_property_set></crm_config><nodes><node id="1" uname="n1"/><node id="2" uname="n2"/></nodes><resources><primitive id="vm" class="ocf" provider="pacemaker" type="Dummy"><operations><op id="vm-mon" name="monitor" interval="10s"/></operations></primitive></resources><constraints><rsc_location id="l" rsc="vm" node="n1" score="100"/></constraints></configuration><status><node_state id="1" uname="n1" in_ccm="true" crmd="online" join="member" expected="member"/><node_state id="2" uname="n2" in_ccm="true" crmd="online" join="member" expected="member"/></status></cib>"#;
+
+    fn attr<'a>(cib: &'a Cib, node: &str, name: &str) -> Option<&'a str> {
+        let st = cib.status.iter().find(|s| s.uname == node)?;
+        st.attrs.get(name).map(String::as_str)
+    }
+
+    fn ops<'a>(cib: &'a Cib, node: &str, rsc: &str) -> Vec<(&'a str, &'a str, i32)> {
+        cib.status
+            .iter()
+            .filter(|s| s.uname == node)
+            .flat_map(|s| s.lrm.iter().filter(|l| l.id == rsc))
+            .flat_map(|l| l.ops.iter())
+            .map(|o| (o.id.as_str(), o.operation.as_str(), o.rc_code))
+            .collect()
+    }
+
+    /// Runs FRESH's transition with the start on n1 returning `start`; returns the CIB and the
+    /// tasks the outcome closure was asked about, in order.
+    fn run_fresh(start: Outcome, counting: FailCounting) -> (Cib, Vec<String>) {
+        let cib = crate::parse_cib(FRESH).expect("valid CIB");
+        let t = crate::schedule(&cib, 1000);
+        let mut asked = Vec::new();
+        let record = Recording {
+            when: 1000,
+            counting,
+        };
+        let (next, _) = apply_with(&cib, &t.observed, &t.graph, record, |ga| {
+            asked.push(format!("{}/{}", ga.task, ga.interval_ms));
+            if ga.task == "start" {
+                start
+            } else {
+                Outcome::Rc(ga.expected_rc)
+            }
+        });
+        (next, asked)
+    }
+
+    #[test]
+    fn expected_results_are_recorded_with_pacemakers_ids() {
+        let (cib, asked) = run_fresh(Outcome::Rc(0), FailCounting::Controller);
+        assert_eq!(
+            asked,
+            ["monitor/0", "monitor/0", "start/0", "monitor/10000"],
+            "probes, start, monitor"
+        );
+        assert_eq!(
+            ops(&cib, "n1", "vm"),
+            [
+                ("vm_last_0", "start", 0),
+                ("vm_monitor_10000", "monitor", 0)
+            ]
+        );
+        assert_eq!(ops(&cib, "n2", "vm"), [("vm_last_0", "monitor", 7)]);
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#start_0"), None);
+    }
+
+    #[test]
+    fn a_failed_start_aborts_and_is_counted_once_as_its_caller_counts() {
+        // The controller (start-failure-is-fatal defaults to true): INFINITY.
+        let (cib, asked) = run_fresh(Outcome::Rc(1), FailCounting::Controller);
+        assert_eq!(
+            asked.last().map(String::as_str),
+            Some("start/0"),
+            "{asked:?}"
+        );
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#start_0"), Some("INFINITY"));
+        assert_eq!(attr(&cib, "n1", "last-failure-vm#start_0"), Some("1000"));
+        assert_eq!(
+            ops(&cib, "n1", "vm"),
+            [("vm_last_0", "start", 1), ("vm_last_failure_0", "start", 1)],
+            "the probe's _last_0 replaced by the failed start, no monitor"
+        );
+        // crm_simulate's -F: one more.
+        let (cib, _) = run_fresh(Outcome::Failed(1), FailCounting::Simulator);
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#start_0"), Some("1"));
+        // -F with the expected rc: flagged failed (aborts), recorded as a success, not counted.
+        let (cib, asked) = run_fresh(Outcome::Failed(0), FailCounting::Simulator);
+        assert_eq!(
+            asked.last().map(String::as_str),
+            Some("start/0"),
+            "{asked:?}"
+        );
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#start_0"), None);
+        assert_eq!(ops(&cib, "n1", "vm"), [("vm_last_0", "start", 0)]);
+    }
+
+    #[test]
+    fn a_pending_action_records_nothing_and_stops_the_transition() {
+        let (cib, asked) = run_fresh(Outcome::Pending, FailCounting::Controller);
+        assert_eq!(
+            asked.last().map(String::as_str),
+            Some("start/0"),
+            "{asked:?}"
+        );
+        assert_eq!(ops(&cib, "n1", "vm"), [("vm_last_0", "monitor", 7)]);
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#start_0"), None);
+    }
+
+    #[test]
+    fn a_monitor_failure_event_is_recorded_and_counted_once() {
+        let (mut cib, _) = run_fresh(Outcome::Rc(0), FailCounting::Controller);
+        let fail = crate::events::parse_event(1, "fail vm n1 monitor")
+            .expect("parses")
+            .expect("an event");
+        let log = crate::events::apply_event(&mut cib, &fail, 2000).expect("applies");
+        assert_eq!(log, ["vm monitor on n1 reports not running (fail-count 1)"]);
+        assert_eq!(attr(&cib, "n1", "fail-count-vm#monitor_10000"), Some("1"));
+        assert_eq!(
+            ops(&cib, "n1", "vm"),
+            [
+                ("vm_last_0", "start", 0),
+                ("vm_monitor_10000", "monitor", 0),
+                ("vm_last_failure_0", "monitor", 7)
+            ]
+        );
+    }
 
     #[test]
     fn op_specs_parse_as_crm_simulate_reads_them() {
