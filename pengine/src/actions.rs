@@ -272,6 +272,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 a.reason = reason;
                 if fenced(ni) {
                     a.pseudo = true;
+                } else if !obs.nodes[ni].online {
+                    // Nothing runs on a node that is down and will not be fenced (no quorum,
+                    // no fencing device): the stop is blocked.
+                    a.runnable = false;
                 }
                 let id = plan.add(a);
                 if r.clear_failcount_changed.contains(&ni) {

@@ -627,7 +627,18 @@ pub fn render_summary(
                 blocked,
             } => {
                 for &s in sources {
-                    lines.push(line("Stop", name(s), reason.clone(), *blocked));
+                    let unrunnable = plan.actions.iter().any(|a| {
+                        a.rsc == Some(ri)
+                            && a.node == Some(s)
+                            && matches!(a.kind, Kind::Stop)
+                            && !a.runnable
+                    });
+                    lines.push(line(
+                        "Stop",
+                        name(s),
+                        reason.clone(),
+                        *blocked || unrunnable,
+                    ));
                 }
             }
             Change::Move { source, target, .. } => {
