@@ -25,7 +25,7 @@ elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
     seconds=$1
     shift
 fi
-all_targets=(ocf_env domain_xml journal cib cib_schedule rule_date)
+all_targets=(ocf_env domain_xml journal cib cib_schedule rule_date op_spec)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -66,6 +66,11 @@ seed_all() {
     seed rule_date date '2019-09-26T10:00:00+02:00'
     seed rule_date interval 'PT1H30M'
 
+    # crm_simulate injection arguments (-i/-F specs, node names, quorum), one per line.
+    seed op_spec monitor 'vm_monitor_10000@n1=7'
+    seed op_spec migrate $'vm_migrate_to_0@n1=1\nvm_migrate_from_0@n2=0\na_b_stop_0@n2=-1'
+    seed op_spec notify $'c_pre_notify_start_0@n1=0\nc_confirmed-post_notify_stop_0@n2=0'
+    seed op_spec hostile $'@=\n_0@n=1\nvm_start_99999999999999999999@n=1\nvm_start_0@n=2147483648\nvm_start_0@@==\n \ntrue\nn1'
     # Domain XML: libvirt-shaped documents with the tricks the reader must get right.
     seed domain_xml plain "<domain type='kvm'><name>vm1</name><memory unit='KiB'>1048576</memory><devices><disk type='file'><source file='/var/lib/libvirt/images/vm1.qcow2'/></disk></devices></domain>"
     seed domain_xml tricky "<?xml version='1.0'?><!-- <name>comment</name> --><domain type='qemu'><metadata><name>not-me</name></metadata><name>vm&amp;&#x31;<![CDATA[x]]></name><title><name>nor-me</name></title></domain>"

@@ -215,10 +215,22 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             load_stopped[ni] = Some(plan.add(a));
         }
     }
-    // Fail-count clears found while unpacking.
+    // Fail-count clears found while unpacking. A clear for changed parameters on a node where
+    // the resource stops follows that stop (Pacemaker creates the stop first).
+    let stops_on = |ri: usize, ni: usize| match &rec.changes[ri] {
+        Change::Stop { sources, .. } => sources.contains(&ni),
+        Change::Move { stops, .. } | Change::Recover { stops, .. } => stops.contains(&ni),
+        Change::Restart { node, .. } => *node == ni,
+        _ => false,
+    };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
             plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+        }
+        for &ni in &r.clear_failcount_changed {
+            if !stops_on(ri, ni) {
+                plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            }
         }
     }
     // Probes, node-major.
@@ -260,9 +272,40 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 a.reason = reason;
                 if fenced(ni) {
                     a.pseudo = true;
+                } else if !obs.nodes[ni].online {
+                    // Nothing runs on a node that is down and will not be fenced (no quorum,
+                    // no fencing device): the stop is blocked.
+                    a.runnable = false;
                 }
-                plan.add(a)
+                let id = plan.add(a);
+                if r.clear_failcount_changed.contains(&ni) {
+                    plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+                }
+                id
             };
+            // A recurring monitor rescheduled because its definition may have changed is
+            // created while the history is checked, before this resource's other actions.
+            let mut rescheduled: Vec<(u64, usize)> = Vec::new();
+            if let Some(ni) = desired.assigned[ri] {
+                let runs_there = match &rec.changes[ri] {
+                    Change::Keep => r.running_on.contains(&ni) && r.managed,
+                    Change::Start { blocked, .. } => blocked.is_none(),
+                    Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
+                    _ => false,
+                };
+                if runs_there {
+                    for iv in recurring_monitors(obs, ri) {
+                        if r.rescheduled.contains(&(ni, iv)) {
+                            let m = plan.add(act(
+                                Kind::Monitor { interval_ms: iv },
+                                Some(ri),
+                                Some(ni),
+                            ));
+                            rescheduled.push((iv, m));
+                        }
+                    }
+                }
+            }
             let mut stop_ids = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
@@ -365,11 +408,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .recurring
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
-                        if start_id.is_none() && active {
+                        let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
+                        if start_id.is_none() && active && early.is_none() {
                             continue;
                         }
-                        let m =
-                            plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
+                        let m = match early {
+                            Some(m) => m,
+                            None => {
+                                plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)))
+                            }
+                        };
                         if let Some(s) = start_id {
                             plan.edge(s, m);
                         }

@@ -413,20 +413,91 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     g
 }
 
+/// What executing one fired action returned, as its caller decides: the expected results
+/// (`firing_order`), crm_simulate's `-F` failures, or the scenario runner's model of the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The action returned this rc (fencing: 0 is success); a failure when it is not the expected
+    /// one (a cancel never fails).
+    Rc(i32),
+    /// The action is flagged failed with this rc whatever was expected (crm_simulate's `-F`
+    /// flags every action its spec names, even with the expected rc).
+    Failed(i32),
+    /// The action could not complete yet (fencing that waits for a watchdog): nothing is
+    /// recorded, and nothing fires after it.
+    Pending,
+}
+
+/// One fired action and its outcome, in firing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    pub action: usize,
+    pub outcome: Outcome,
+}
+
+impl Fired {
+    /// The rc of a failed action (`None`: it succeeded, or is pending).
+    pub fn failed_rc(&self, g: &TransitionGraph) -> Option<i32> {
+        let ga = &g.actions[self.action];
+        match self.outcome {
+            Outcome::Failed(rc) => Some(rc),
+            Outcome::Rc(rc) if rc != ga.expected_rc && ga.task != "cancel" => Some(rc),
+            Outcome::Rc(_) | Outcome::Pending => None,
+        }
+    }
+}
+
 /// Fires synapses as crm_simulate does (each pass in order, results confirmed at once); returns the firing order.
 pub fn firing_order(g: &TransitionGraph) -> Vec<usize> {
+    fire(g, &mut |ga| Outcome::Rc(ga.expected_rc))
+        .into_iter()
+        .map(|f| f.action)
+        .collect()
+}
+
+/// Fires synapses as crm_simulate does, asking `outcome_of` what each resource and fencing
+/// action returns, when it fires (cluster and pseudo actions return what is expected). The
+/// first failure or pending action aborts the transition, as the controller does: no further
+/// resource, fencing or cluster action fires (`outcome_of` is not asked), nor anything that
+/// waits for the failed action; pseudo actions whose inputs all succeeded still fire.
+pub fn fire(
+    g: &TransitionGraph,
+    outcome_of: &mut dyn FnMut(&GraphAction) -> Outcome,
+) -> Vec<Fired> {
     let mut confirmed = vec![false; g.actions.len()];
+    let mut failed = vec![false; g.actions.len()];
     let mut fired = vec![false; g.synapses.len()];
+    let mut aborted = false;
     let mut out = Vec::new();
     loop {
         let mut progress = false;
         for (si, s) in g.synapses.iter().enumerate() {
-            if fired[si] || !s.inputs.iter().all(|&i| confirmed[i]) {
+            if fired[si] || !s.inputs.iter().all(|&i| confirmed[i] && !failed[i]) {
+                continue;
+            }
+            let a = &g.actions[s.action];
+            if aborted && a.event != EventKind::Pseudo {
                 continue;
             }
             fired[si] = true;
-            confirmed[s.action] = true;
-            out.push(s.action);
+            let outcome = match a.event {
+                EventKind::RscOp | EventKind::Fence => outcome_of(a),
+                EventKind::Cluster | EventKind::Pseudo => Outcome::Rc(a.expected_rc),
+            };
+            let f = Fired {
+                action: s.action,
+                outcome,
+            };
+            if outcome == Outcome::Pending {
+                aborted = true;
+            } else {
+                confirmed[s.action] = true;
+                if f.failed_rc(g).is_some() {
+                    failed[s.action] = true;
+                    aborted = true;
+                }
+            }
+            out.push(f);
             progress = true;
         }
         if !progress {
@@ -437,9 +508,12 @@ pub fn firing_order(g: &TransitionGraph) -> Vec<usize> {
 }
 
 /// Renders the "Executing Cluster Transition" lines.
-pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) -> String {
+/// A `-F` failure adds crm_simulate's "Pretending action N failed" line (N is our action id)
+/// and the fail count it injects, stamped `when`.
+pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], when: i64) -> String {
     let mut out = String::new();
-    for &a in fired {
+    for f in fired {
+        let a = f.action;
         let ga = &g.actions[a];
         let node = ga.node.map(|n| obs.nodes[n].uname.as_str()).unwrap_or("");
         match ga.event {
@@ -477,6 +551,10 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[usize]) ->
                     let _ = writeln!(out, "  * Cluster action:  {} on {}", ga.task, node);
                 }
             },
+        }
+        if let Some(rc) = f.failed_rc(g) {
+            let _ = writeln!(out, "Pretending action {} failed with rc={rc}", a + 1);
+            out.push_str(&crate::simulate::failure_lines(obs, g, f, when));
         }
     }
     out
@@ -549,7 +627,18 @@ pub fn render_summary(
                 blocked,
             } => {
                 for &s in sources {
-                    lines.push(line("Stop", name(s), reason.clone(), *blocked));
+                    let unrunnable = plan.actions.iter().any(|a| {
+                        a.rsc == Some(ri)
+                            && a.node == Some(s)
+                            && matches!(a.kind, Kind::Stop)
+                            && !a.runnable
+                    });
+                    lines.push(line(
+                        "Stop",
+                        name(s),
+                        reason.clone(),
+                        *blocked || unrunnable,
+                    ));
                 }
             }
             Change::Move { source, target, .. } => {

@@ -7,10 +7,14 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod events;
 pub mod graph;
+pub mod lifecycle;
 pub mod observed;
 pub mod placement;
 pub mod reconcile;
+pub mod recovery;
+pub mod scenario;
 pub mod simulate;
 pub mod status;
 
@@ -26,11 +30,19 @@ pub struct Transition {
     pub graph: graph::TransitionGraph,
     /// Atomic resources with an open migration (see `atomic`).
     pub atomic: atomic::AtomicView,
+    /// What the recovery policies decided (see `recovery`).
+    pub recovery: Vec<recovery::Note>,
+    /// What the node lifecycle rules decided (see `lifecycle`).
+    pub lifecycle: Vec<lifecycle::Note>,
 }
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let mut observed = observed::observe(cib, now);
+    // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
+    // bans and preferences before placement.
+    let recovery = recovery::apply(&mut observed);
+    let lifecycle = lifecycle::apply(cib, &mut observed);
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
@@ -51,28 +63,74 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
         plan,
         graph,
         atomic,
+        recovery,
+        lifecycle,
     }
+}
+
+/// What a `pengine simulate -S` run takes besides the CIB and "now".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimulationInput<'a> {
+    /// Printed as "Using the original execution date of: ..." when set.
+    pub show_date: Option<&'a str>,
+    /// `-q -u -d -f -i`: applied to the CIB before scheduling (see `simulate::inject`).
+    pub injections: &'a [simulate::Injection],
+    /// `-F`: resource actions that fail with the given rc when the transition runs.
+    pub op_fail: &'a [simulate::OpSpec],
+    /// The time written into injected and executed results and fail counts (crm_simulate uses
+    /// the clock); `now` when unset.
+    pub inject_time: Option<i64>,
+}
+
+/// The text `crm_simulate -S` prints, and the CIB after the transition ran (`-O`).
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    pub text: String,
+    pub result: Cib,
+    /// What crm_simulate reports on stderr (injections naming no configured resource).
+    pub errors: Vec<String>,
 }
 
 /// Renders what `crm_simulate -S` prints for this CIB at time `now`.
 pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String {
-    let t = schedule(cib, now);
+    run_simulation(
+        cib,
+        now,
+        &SimulationInput {
+            show_date,
+            ..Default::default()
+        },
+    )
+    .text
+}
+
+/// Runs what `crm_simulate -S [-q -u -d -f -i -F]` runs: the status of `cib`, the injections,
+/// the transition planned for the injected CIB, its execution (with `-F` failures) and the
+/// revised status.
+pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulation {
+    let show_date = input.show_date;
+    let when = input.inject_time.unwrap_or(now);
+    let injected =
+        (!input.injections.is_empty()).then(|| simulate::inject(cib, input.injections, when));
+    let planned = injected.as_ref().map(|i| &i.cib).unwrap_or(cib);
+    let t = schedule(planned, now);
+    let before = injected.as_ref().map(|_| observed::observe(cib, now));
+    let current = before.as_ref().unwrap_or(&t.observed);
     let mut out = String::new();
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
     }
     let mut printed = false;
-    if t.observed.maintenance_mode {
+    if current.maintenance_mode {
         out.push_str("\n              *** Resource management is DISABLED ***\n");
         out.push_str("  The cluster will not attempt to start, stop or recover services\n");
         printed = true;
-    } else if t.observed.stop_all {
+    } else if current.stop_all {
         out.push_str("\n    *** Resource management is DISABLED ***\n");
         out.push_str("  The cluster will keep all resources stopped\n");
         printed = true;
     }
-    let counted: Vec<&observed::Resource> = t
-        .observed
+    let counted: Vec<&observed::Resource> = current
         .resources
         .iter()
         .filter(|r| !r.orphan || r.role > observed::Role::Stopped)
@@ -97,8 +155,13 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
         ));
     }
     out.push_str("Current cluster status:\n");
-    out.push_str(&status::render_status(&t.observed));
+    out.push_str(&status::render_status(current));
     out.push('\n');
+    if let Some(i) = injected.as_ref().filter(|i| !i.lines.is_empty()) {
+        out.push_str("Performing Requested Modifications:\n");
+        out.push_str(&i.lines);
+        out.push('\n');
+    }
     out.push_str("Transition Summary:\n");
     out.push_str(&graph::render_summary(
         &t.observed,
@@ -111,11 +174,42 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
         out.push('\n');
         out.push_str(&notes);
     }
-    let fired = graph::firing_order(&t.graph);
+    for notes in [
+        recovery::render_notes(&t.recovery),
+        lifecycle::render_notes(&t.lifecycle),
+    ] {
+        if !notes.is_empty() {
+            out.push('\n');
+            out.push_str(&notes);
+        }
+    }
+    // `-F`: a named resource action is flagged failed with the spec's rc; the rest succeed.
+    let outcome_of = |a: &graph::GraphAction| -> graph::Outcome {
+        let failed = a.rsc.zip(a.node).and_then(|(ri, ni)| {
+            let (r, n) = (&t.observed.resources[ri], &t.observed.nodes[ni]);
+            input
+                .op_fail
+                .iter()
+                .find(|s| s.matches(&r.id, &a.task, a.interval_ms, &n.uname))
+        });
+        match failed {
+            Some(s) => graph::Outcome::Failed(s.rc),
+            None => graph::Outcome::Rc(a.expected_rc),
+        }
+    };
+    let record = simulate::Recording {
+        when,
+        counting: simulate::FailCounting::Simulator,
+    };
+    let (next, fired) = simulate::apply_with(planned, &t.observed, &t.graph, record, outcome_of);
     out.push('\n');
     out.push_str("Executing Cluster Transition:\n");
-    out.push_str(&graph::render_execution(&t.observed, &t.graph, &fired));
-    let next = simulate::apply(cib, &t.observed, &t.graph, &fired);
+    out.push_str(&graph::render_execution(
+        &t.observed,
+        &t.graph,
+        &fired,
+        when,
+    ));
     let revised = observed::observe(&next, now);
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
@@ -123,5 +217,9 @@ pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String
     out.push('\n');
     out.push_str("Revised Cluster Status:\n");
     out.push_str(&status::render_status(&revised));
-    out
+    Simulation {
+        text: out,
+        result: next,
+        errors: injected.map(|i| i.errors).unwrap_or_default(),
+    }
 }

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pengine::simulate::{self, Injection, InjectionError};
 
 #[derive(Parser)]
 #[command(
@@ -35,9 +36,29 @@ struct SimulateArgs {
     /// Quiet: do not show the status.
     #[arg(short = 'Q', long = "quiet")]
     quiet: bool,
-    /// Quiet (alias used by some callers).
-    #[arg(short = 'q')]
-    quiet_lower: bool,
+    /// Set whether the cluster has quorum ('1'/'true' or '0'/'false'), as crm_simulate's -q.
+    #[arg(short = 'q', long = "quorum", value_name = "QUORUM")]
+    quorum: Option<String>,
+    /// Simulate bringing a node online (repeatable).
+    #[arg(short = 'u', long = "node-up", value_name = "NODE")]
+    node_up: Vec<String>,
+    /// Simulate taking a node offline cleanly (repeatable).
+    #[arg(short = 'd', long = "node-down", value_name = "NODE")]
+    node_down: Vec<String>,
+    /// Simulate a node failing (repeatable).
+    #[arg(short = 'f', long = "node-fail", value_name = "NODE")]
+    node_fail: Vec<String>,
+    /// Inject an operation result before scheduling: RSC_TASK_INTERVAL@NODE=RC
+    /// (e.g. vm1_monitor_10000@node1=7; repeatable).
+    #[arg(short = 'i', long = "op-inject", value_name = "OPSPEC")]
+    op_inject: Vec<String>,
+    /// Make this action fail with RC when the transition runs: RSC_TASK_INTERVAL@NODE=RC
+    /// (e.g. vm1_migrate_to_0@node1=1; repeatable).
+    #[arg(short = 'F', long = "op-fail", value_name = "OPSPEC")]
+    op_fail: Vec<String>,
+    /// Write the resulting CIB (after the injections and, with -S, the transition) here.
+    #[arg(short = 'O', long = "save-output", value_name = "FILE")]
+    save_output: Option<std::path::PathBuf>,
     /// Write the transition graph XML here.
     #[arg(short = 'G', long = "save-graph")]
     save_graph: Option<std::path::PathBuf>,
@@ -61,10 +82,48 @@ fn format_date(epoch: i64) -> String {
     )
 }
 
+/// The injections named on the command line, in crm_simulate's order of application.
+fn injections(args: &SimulateArgs) -> Result<Vec<Injection>, InjectionError> {
+    let mut out = Vec::new();
+    if let Some(q) = &args.quorum {
+        out.push(simulate::parse_quorum(q)?);
+    }
+    for n in &args.node_up {
+        out.push(Injection::NodeUp(simulate::parse_node(n)?));
+    }
+    for n in &args.node_down {
+        out.push(Injection::NodeDown(simulate::parse_node(n)?));
+    }
+    for n in &args.node_fail {
+        out.push(Injection::NodeFail(simulate::parse_node(n)?));
+    }
+    for spec in &args.op_inject {
+        out.push(Injection::Op(simulate::parse_op_spec(spec)?));
+    }
+    Ok(out)
+}
+
+fn wall_clock() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
 fn run(args: SimulateArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.xml_file)
         .map_err(|e| format!("cannot read {}: {e}", args.xml_file.display()))?;
-    let cib = pengine::parse_cib(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    let input_xml =
+        pengine::cib::parse_xml(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    let cib = pengine::cib::cib_from_element(&input_xml)
+        .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    let injections = injections(&args).map_err(|e| e.to_string())?;
+    let op_fail = args
+        .op_fail
+        .iter()
+        .map(|s| simulate::parse_op_spec(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     for d in &cib.diagnostics {
         eprintln!(
             "pengine: {}: <{} id=\"{}\"> line {}: {}",
@@ -81,20 +140,38 @@ fn run(args: SimulateArgs) -> Result<(), String> {
             None,
         ),
         (None, Some(e)) => (e, Some(format_date(e))),
-        (None, None) => (
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0),
-            None,
-        ),
+        (None, None) => (wall_clock(), None),
     };
-    let quiet = args.quiet || args.quiet_lower;
-    if args.simulate && !quiet && !args.show_scores {
-        print!("{}", pengine::render_simulation(&cib, now, show.as_deref()));
+    let when = wall_clock();
+    let input = pengine::SimulationInput {
+        show_date: show.as_deref(),
+        injections: &injections,
+        op_fail: &op_fail,
+        inject_time: Some(when),
+    };
+    let mut result: Option<pengine::Cib> = None;
+    if args.simulate {
+        let sim = pengine::run_simulation(&cib, now, &input);
+        if !args.quiet && !args.show_scores {
+            print!("{}", sim.text);
+        }
+        for e in &sim.errors {
+            eprintln!("{e}");
+        }
+        result = Some(sim.result);
+    }
+    let planned = if injections.is_empty() {
+        std::borrow::Cow::Borrowed(&cib)
+    } else {
+        std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when).cib)
+    };
+    if let Some(path) = &args.save_output {
+        let out = result.as_ref().unwrap_or(planned.as_ref());
+        std::fs::write(path, simulate::render_cib_xml(&input_xml, out))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {
-        let t = pengine::schedule(&cib, now);
+        let t = pengine::schedule(&planned, now);
         if args.show_scores {
             print!("{}", pengine::graph::render_scores(&t.observed, &t.desired));
         }

@@ -139,6 +139,11 @@ pub struct Resource {
     pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
     pub clear_failcount_on: Vec<usize>,
+    /// Nodes where the fail count is cleared because an active operation's definition may have
+    /// changed (no recorded digest; see `definition_changed`).
+    pub clear_failcount_changed: Vec<usize>,
+    /// Recurring monitors (node, interval) rescheduled for the same reason.
+    pub rescheduled: Vec<(usize, u64)>,
     pub target_role: Option<Role>,
     pub line: usize,
 }
@@ -495,7 +500,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         }
     }
-    obs.have_stonith_resource = obs.resources.iter().any(|r| r.is_stonith());
+    // Pacemaker counts watchdog self-fencing (have-watchdog, set by the controller when SBD runs)
+    // as a fencing device: resources may start without a stonith resource.
+    obs.have_stonith_resource = obs.resources.iter().any(|r| r.is_stonith())
+        || obs.option("have-watchdog").map(is_true).unwrap_or(false);
     for r in &mut obs.resources {
         let mut managed = r.meta_bool("is-managed", true);
         if maintenance_mode || r.meta_bool("maintenance", false) {
@@ -1129,6 +1137,63 @@ fn unpack_lrm_resource(
     rsc.role = role.max(saved_role);
     if rsc.role == Role::Unknown {
         rsc.role = Role::Stopped;
+    }
+    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan {
+        definition_changed(rsc, ni, ops, nodes);
+    }
+}
+
+/// Pacemaker's configuration check of an active resource's history on an available node: from
+/// the last start on, a recurring operation recorded without a parameter digest (results
+/// injected with `crm_simulate -i` have none) counts as changed: it is rescheduled, and a fail
+/// count on the node is cleared. Recorded digests are taken to match (they are not computed).
+fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node]) {
+    let node = &nodes[ni];
+    if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
+        return;
+    }
+    // By call id; equal call ids in reverse document order, as Pacemaker's list sort leaves them.
+    let mut sorted: Vec<&RscOp> = ops.iter().rev().collect();
+    sorted.sort_by_key(|o| o.call_id);
+    let (mut start_index, mut stop_index, mut implied) = (0usize, 0usize, 0usize);
+    for (i, op) in sorted.iter().enumerate() {
+        let counter = i + 1;
+        if op.operation == "stop" && op.op_status == 0 {
+            stop_index = counter;
+        } else if op.operation == "start" || op.operation == "migrate_from" {
+            start_index = counter;
+        } else if (implied <= stop_index
+            && op.operation == "monitor"
+            && matches!(op.rc_code, 0 | 8))
+            || op.operation == "promote"
+            || op.operation == "demote"
+        {
+            implied = counter;
+        }
+    }
+    if start_index == 0 {
+        start_index = implied;
+    }
+    if start_index < stop_index {
+        return;
+    }
+    let mut changed = false;
+    for op in sorted.iter().skip(start_index.saturating_sub(1)) {
+        // Pacemaker also checks probes, starts, promotes and migrate_froms; crm_simulate 2.1.5
+        // was only seen to act on recurring ones, so only those are checked here.
+        let checked = op.interval_ms > 0;
+        // Entries our simulation recorded (no element) ran with the configured parameters.
+        if !checked || op.element.name.is_empty() || op.element.attr("op-digest").is_some() {
+            continue;
+        }
+        changed = true;
+        if op.interval_ms > 0 && !rsc.rescheduled.contains(&(ni, op.interval_ms)) {
+            rsc.rescheduled.push((ni, op.interval_ms));
+        }
+    }
+    let (count, _) = node_failcount(&node.attrs, &rsc.id);
+    if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
+        rsc.clear_failcount_changed.push(ni);
     }
 }
 

@@ -1,0 +1,445 @@
+//! The scenario runner: applies a command list's events to a CIB over virtual time and, after each,
+//! plans and executes transitions (through `simulate`) until the plan is empty, logging every
+//! planned action and every state change. It plays the controller, the executor and the fencer:
+//! it knows where each resource really runs, fails the starts a scenario armed, counts failures,
+//! and fences with a watchdog only once `stonith-watchdog-timeout` has passed since the loss.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use crate::cib::{Cib, INFINITY, is_true, parse_interval_ms};
+use crate::events::{self, Event, EventError, FailOp};
+use crate::graph::{EventKind, Fired, GraphAction, Outcome, TransitionGraph};
+use crate::observed::{Observed, Role};
+use crate::simulate::{FailCounting, Recording};
+
+/// Transitions run after one event before the runner gives up (a plan that never empties).
+pub const TRANSITIONS_MAX: usize = 25;
+
+/// The simulated world: the CIB plus what only the nodes know.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub cib: Cib,
+    /// Seconds since the epoch.
+    pub now: i64,
+    /// Seconds since the epoch when the scenario started (log times are relative to it).
+    pub start: i64,
+    /// Where each resource really runs (resource -> nodes).
+    truth: BTreeMap<String, BTreeSet<String>>,
+    /// Armed start failures: (resource, node) -> remaining count (`None`: until repaired).
+    start_faults: BTreeMap<(String, String), Option<u32>>,
+    /// When each lost node left the membership (for watchdog self-fencing).
+    lost_at: BTreeMap<String, i64>,
+    transitions: usize,
+    log: Vec<String>,
+}
+
+impl World {
+    /// A world from a CIB at time `now`: resources really run where the CIB says they do.
+    pub fn new(cib: Cib, now: i64) -> World {
+        let obs = crate::observed::observe(&cib, now);
+        let mut truth: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for r in &obs.resources {
+            if r.role > Role::Stopped && !r.failed {
+                for &ni in &r.running_on {
+                    truth
+                        .entry(r.id.clone())
+                        .or_default()
+                        .insert(obs.nodes[ni].uname.clone());
+                }
+            }
+        }
+        World {
+            cib,
+            now,
+            start: now,
+            truth,
+            start_faults: BTreeMap::new(),
+            lost_at: BTreeMap::new(),
+            transitions: 0,
+            log: Vec::new(),
+        }
+    }
+
+    /// The log so far, one line per entry.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        for l in &self.log {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    }
+
+    fn say(&mut self, line: String) {
+        let t = self.now - self.start;
+        self.log.push(format!("{t:>6}s  {line}"));
+    }
+
+    fn runs(&self, rsc: &str, node: &str) -> bool {
+        self.truth.get(rsc).is_some_and(|s| s.contains(node))
+    }
+
+    /// Applies one event, then settles: plans and executes until nothing is left to do.
+    pub fn step(&mut self, event: &Event) -> Result<(), EventError> {
+        self.say(format!("> {event}"));
+        let before = snapshot(&self.cib, self.now);
+        match event {
+            Event::Advance { seconds } => self.now = self.now.saturating_add(*seconds),
+            Event::Fail {
+                rsc,
+                node,
+                op: FailOp::Start { count },
+            } => {
+                self.start_faults
+                    .insert((rsc.clone(), node.clone()), *count);
+            }
+            Event::Repair { rsc, node } => {
+                self.start_faults.remove(&(rsc.clone(), node.clone()));
+            }
+            Event::Fail {
+                rsc,
+                node,
+                op: FailOp::Monitor,
+            } => {
+                if !self.runs(rsc, node) {
+                    return Err(EventError::NotRunning {
+                        event: event.to_string(),
+                        rsc: rsc.clone(),
+                        node: node.clone(),
+                    });
+                }
+                if let Some(s) = self.truth.get_mut(rsc) {
+                    s.remove(node);
+                }
+            }
+            Event::Crash { node } => {
+                self.lost_at.insert(node.clone(), self.now);
+                self.forget_node(node);
+            }
+            Event::Fence { node } | Event::Join { node } => {
+                self.lost_at.remove(node);
+                self.forget_node(node);
+            }
+            _ => {}
+        }
+        let lines = events::apply_event(&mut self.cib, event, self.now)?;
+        for l in lines {
+            self.say(l);
+        }
+        let after = snapshot(&self.cib, self.now);
+        self.log_diff(&before, &after);
+        self.settle();
+        Ok(())
+    }
+
+    /// Everything that ran on a node is gone (it crashed, was fenced, or rebooted).
+    fn forget_node(&mut self, node: &str) {
+        for s in self.truth.values_mut() {
+            s.remove(node);
+        }
+    }
+
+    fn log_diff(&mut self, before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
+        let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        for k in keys {
+            match (before.get(k), after.get(k)) {
+                (Some(a), Some(b)) if a == b => {}
+                (Some(a), Some(b)) => self.say(format!("  {k}: {a} -> {b}")),
+                (None, Some(b)) => self.say(format!("  {k}: {b}")),
+                (Some(a), None) => self.say(format!("  {k}: {a} -> (none)")),
+                (None, None) => {}
+            }
+        }
+    }
+
+    /// Plans and executes transitions until the plan is empty, a fence waits, or the bound is hit.
+    pub fn settle(&mut self) {
+        for _ in 0..TRANSITIONS_MAX {
+            let t = crate::schedule(&self.cib, self.now);
+            let fired = crate::graph::firing_order(&t.graph);
+            let work: Vec<usize> = fired
+                .iter()
+                .copied()
+                .filter(|&a| t.graph.actions[a].event != EventKind::Pseudo)
+                .collect();
+            let updates = crate::lifecycle::updates(&self.cib, &t.observed);
+            if work.is_empty() && updates.is_empty() {
+                return;
+            }
+            self.transitions += 1;
+            let tn = self.transitions;
+            let summary =
+                crate::graph::render_summary(&t.observed, &t.plan, &t.reconciliation, &t.graph);
+            for l in summary.lines() {
+                let l = l.trim().trim_start_matches("* ").trim();
+                self.say(format!("T{tn} plan: {}", squeeze(l)));
+            }
+            let before = snapshot(&self.cib, self.now);
+            let cib = self.cib.clone();
+            // The controller's recording: the shared recorder writes the history and counts
+            // failures (start-failure-is-fatal included).
+            let record = Recording {
+                when: self.now,
+                counting: FailCounting::Controller,
+            };
+            let (next, executed) =
+                crate::simulate::apply_with(&cib, &t.observed, &t.graph, record, |ga| {
+                    self.outcome(&t.observed, ga)
+                });
+            self.cib = next;
+            let ran = self.account(&t.observed, &t.graph, &executed);
+            if !ran.is_empty() {
+                self.say(format!("T{tn} ran: {}", ran.join(" ")));
+            }
+            for u in &updates {
+                self.say(format!("T{tn} record: {u}"));
+                crate::lifecycle::apply_update(&mut self.cib, u);
+            }
+            let after = snapshot(&self.cib, self.now);
+            self.log_diff(&before, &after);
+            if executed.iter().any(|e| e.outcome == Outcome::Pending) {
+                return;
+            }
+        }
+        self.say(format!(
+            "did not settle after {TRANSITIONS_MAX} transitions: stopping here"
+        ));
+    }
+
+    /// What executing one action returns, and the world's change when it succeeds.
+    fn outcome(&mut self, obs: &Observed, ga: &GraphAction) -> Outcome {
+        let node = ga
+            .node
+            .map(|n| obs.nodes[n].uname.clone())
+            .unwrap_or_default();
+        if ga.event == EventKind::Fence {
+            if let Some(until) = self.watchdog_wait_until(obs, &node) {
+                if self.now < until {
+                    return Outcome::Pending;
+                }
+            }
+            self.lost_at.remove(&node);
+            self.forget_node(&node);
+            return Outcome::Rc(0);
+        }
+        let Some(ri) = ga.rsc else {
+            return Outcome::Rc(ga.expected_rc);
+        };
+        let rsc = obs.resources[ri].id.clone();
+        let here = self.runs(&rsc, &node);
+        match ga.task.as_str() {
+            "monitor" => Outcome::Rc(if here { 0 } else { 7 }),
+            "start" => {
+                let key = (rsc.clone(), node.clone());
+                match self.start_faults.get(&key).copied() {
+                    Some(None) => return Outcome::Rc(1),
+                    Some(Some(n)) if n > 0 => {
+                        if n == 1 {
+                            self.start_faults.remove(&key);
+                        } else {
+                            self.start_faults.insert(key, Some(n - 1));
+                        }
+                        return Outcome::Rc(1);
+                    }
+                    _ => {}
+                }
+                self.truth.entry(rsc).or_default().insert(node);
+                Outcome::Rc(0)
+            }
+            "stop" => {
+                if let Some(s) = self.truth.get_mut(&rsc) {
+                    s.remove(&node);
+                }
+                Outcome::Rc(0)
+            }
+            "migrate_from" => {
+                if let Some((s, _)) = ga.migrate {
+                    let source = obs.nodes[s].uname.clone();
+                    if let Some(set) = self.truth.get_mut(&rsc) {
+                        set.remove(&source);
+                    }
+                }
+                self.truth.entry(rsc).or_default().insert(node);
+                Outcome::Rc(0)
+            }
+            _ => Outcome::Rc(ga.expected_rc),
+        }
+    }
+
+    /// For watchdog-only fencing of a lost node: when its watchdog has surely reset it.
+    fn watchdog_wait_until(&self, obs: &Observed, node: &str) -> Option<i64> {
+        if obs.resources.iter().any(|r| r.is_stonith()) {
+            return None;
+        }
+        let watchdog = obs.option("have-watchdog").map(is_true).unwrap_or(false);
+        let timeout_s = obs
+            .option("stonith-watchdog-timeout")
+            .map(|v| (parse_interval_ms(v) / 1000) as i64)
+            .unwrap_or(0);
+        if !watchdog || timeout_s <= 0 {
+            return None;
+        }
+        let lost = self.lost_at.get(node).copied().unwrap_or(self.now);
+        Some(lost.saturating_add(timeout_s))
+    }
+
+    /// Applies cluster actions (do_shutdown, clear_failcount) and returns the compact list of
+    /// what ran, with the fail counts the recorder wrote for failures.
+    fn account(&mut self, obs: &Observed, g: &TransitionGraph, executed: &[Fired]) -> Vec<String> {
+        let mut ran = Vec::new();
+        for e in executed {
+            let ga = &g.actions[e.action];
+            let node = ga.node.map(|n| &obs.nodes[n]);
+            let uname = node.map(|n| n.uname.clone()).unwrap_or_default();
+            let ids = node.map(|n| (n.id.clone(), n.uname.clone()));
+            let rsc = ga.rsc.map(|r| obs.resources[r].id.clone());
+            match (ga.event, e.outcome) {
+                (EventKind::Pseudo, _) => {}
+                (EventKind::Fence, Outcome::Pending) => {
+                    let until = self.watchdog_wait_until(obs, &uname).unwrap_or(self.now);
+                    ran.push(format!(
+                        "fence:{uname}=waiting-for-watchdog-until-{}s",
+                        until - self.start
+                    ));
+                }
+                (EventKind::Fence, _) => ran.push(format!("fence:{uname}")),
+                (EventKind::Cluster, _) => {
+                    ran.push(format!("{}@{uname}", ga.key));
+                    if let (Some(ids), "do_shutdown") = (&ids, ga.task.as_str()) {
+                        events::mark_down(&mut self.cib, (&ids.0, &ids.1), true);
+                    }
+                    if let (Some(r), "clear_failcount") = (&rsc, ga.task.as_str()) {
+                        events::clear_failures(&mut self.cib, &uname, r);
+                    }
+                }
+                (EventKind::RscOp, Outcome::Pending) => ran.push(format!("{}=pending", ga.key)),
+                (EventKind::RscOp, Outcome::Rc(_) | Outcome::Failed(_)) => {
+                    let r = rsc.unwrap_or_default();
+                    let what = if ga.interval_ms > 0 {
+                        format!("{r}_{}_{}@{uname}", ga.task, ga.interval_ms)
+                    } else {
+                        format!("{r}_{}@{uname}", ga.task)
+                    };
+                    let probe = ga.task == "monitor" && ga.interval_ms == 0;
+                    match e.failed_rc(g) {
+                        None => ran.push(what),
+                        Some(rc) if probe => ran.push(format!("{what}=rc{rc}(found-active)")),
+                        Some(rc) => {
+                            let count = self
+                                .fail_count(&uname, &r, &ga.task, ga.interval_ms)
+                                .unwrap_or_else(|| "none".into());
+                            ran.push(format!("{what}=FAILED(rc{rc},fail-count={count})"));
+                        }
+                    }
+                }
+            }
+        }
+        ran
+    }
+
+    /// The fail count of `rsc#task_interval` on a node, as written in the CIB.
+    fn fail_count(&self, node: &str, rsc: &str, task: &str, interval_ms: u64) -> Option<String> {
+        let key = format!("fail-count-{rsc}#{task}_{interval_ms}");
+        self.cib
+            .status
+            .iter()
+            .find(|s| s.uname == node)
+            .and_then(|s| s.attrs.get(&key).cloned())
+    }
+}
+
+/// Collapses runs of spaces (crm_simulate's column padding) into one.
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The state the log tracks, as key -> value (nodes, resources, fail counts, notes, records).
+pub fn snapshot(cib: &Cib, now: i64) -> BTreeMap<String, String> {
+    let t = crate::schedule(cib, now);
+    let obs = &t.observed;
+    let mut out = BTreeMap::new();
+    for n in &obs.nodes {
+        let mut s = if n.online { "online" } else { "offline" }.to_string();
+        if n.unclean {
+            s.push_str(" UNCLEAN");
+        }
+        if n.shutdown {
+            s.push_str(" shutting-down");
+        }
+        if n.standby && !n.pending {
+            s.push_str(" standby");
+        }
+        if n.pending {
+            s.push_str(" pending");
+        }
+        if crate::lifecycle::evacuating(n) {
+            s.push_str(" evacuated");
+        }
+        out.insert(format!("node {}", n.uname), s);
+    }
+    for r in &obs.resources {
+        let mut s = String::new();
+        if r.failed {
+            s.push_str("FAILED ");
+        }
+        let role = if r.role == Role::Unknown {
+            Role::Stopped
+        } else {
+            r.role
+        };
+        s.push_str(role.text());
+        for &ni in &r.running_on {
+            let _ = write!(s, " {}", obs.nodes[ni].uname);
+        }
+        if r.blocked {
+            s.push_str(" (blocked)");
+        } else if !r.managed {
+            s.push_str(" (unmanaged)");
+        }
+        out.insert(format!("rsc {}", r.id), s);
+        for (&ni, &count) in &r.fail_count {
+            let c = if count >= INFINITY {
+                "INFINITY".to_string()
+            } else {
+                count.to_string()
+            };
+            out.insert(format!("fail-count {}@{}", r.id, obs.nodes[ni].uname), c);
+        }
+    }
+    for (k, v) in crate::lifecycle::records(cib) {
+        out.insert(k, v);
+    }
+    for n in &t.recovery {
+        out.insert(format!("recovery {}", n.rsc), n.text.clone());
+    }
+    for n in &t.lifecycle {
+        out.insert(format!("lifecycle {}", n.rsc), n.text.clone());
+    }
+    out
+}
+
+/// Runs a scenario: the initial CIB text, the command list, the start time. Returns the log.
+pub fn run(cib_text: &str, cmdlist: &str, start: i64) -> Result<String, ScenarioError> {
+    let cib = crate::parse_cib(cib_text)?;
+    let events = events::parse_cmdlist(cmdlist)?;
+    let mut w = World::new(cib, start);
+    let initial = snapshot(&w.cib, w.now);
+    for (k, v) in &initial {
+        w.say(format!("  {k}: {v}"));
+    }
+    w.settle();
+    for e in &events {
+        w.step(e)?;
+    }
+    Ok(w.log())
+}
+
+/// Why a scenario could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error(transparent)]
+    Cib(#[from] crate::CibError),
+    #[error(transparent)]
+    Event(#[from] EventError),
+}

@@ -1,0 +1,158 @@
+//! Recovery and node-lifecycle scenarios in pve-ha-manager's style: every directory under
+//! `scenarios/recovery/` holds `cib.xml`, `cmdlist` and a reviewed golden `log.expect`; the runner
+//! (`pengine::scenario`) replays the events over virtual time and the log must match exactly.
+//! `UPDATE_EXPECT=1` rewrites the goldens (review the diff like code). Where a directory holds
+//! `crm_simulate.expect` (Pacemaker 2.1.5 on the same `cib.xml`, written by `regen.sh`), our
+//! Transition Summary for that CIB must equal Pacemaker's.
+
+use std::path::{Path, PathBuf};
+
+/// The scenarios' virtual start time (seconds since the epoch); log times are relative to it.
+const START: i64 = 1_764_500_000;
+
+fn scenarios() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join("recovery");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("scenarios/recovery exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("cib.xml").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn update() -> bool {
+    std::env::var("UPDATE_EXPECT").is_ok_and(|v| v == "1")
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The "Transition Summary" block of a crm_simulate-style output.
+fn transition_summary(text: &str) -> String {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Transition Summary:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Executing"))
+        .map(|l| format!("{}\n", l.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .collect()
+}
+
+#[test]
+fn every_scenario_matches_its_golden_log() {
+    let dirs = scenarios();
+    assert!(
+        !dirs.is_empty(),
+        "expected the scenario families, found {dirs:?}"
+    );
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        assert!(dir.join("README.md").is_file(), "{name}: no README.md");
+        let log = pengine::scenario::run(
+            &read(&dir.join("cib.xml")),
+            &read(&dir.join("cmdlist")),
+            START,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let golden = dir.join("log.expect");
+        match std::fs::read_to_string(&golden) {
+            Ok(expected) if expected == log => {}
+            _ if update() => {
+                std::fs::write(&golden, &log).expect("write log.expect");
+                eprintln!("rewrote {}", golden.display());
+            }
+            Ok(expected) => failures.push(format!(
+                "{name}: log differs from log.expect\n--- expected\n{expected}\n--- actual\n{log}"
+            )),
+            Err(_) => failures.push(format!(
+                "{name}: no log.expect (run with UPDATE_EXPECT=1 and review it); actual:\n{log}"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn initial_plans_match_pacemaker_where_it_has_an_equivalent() {
+    let mut compared = 0;
+    for dir in scenarios() {
+        let pacemaker = dir.join("crm_simulate.expect");
+        if !pacemaker.is_file() {
+            continue;
+        }
+        let cib = pengine::parse_cib(&read(&dir.join("cib.xml"))).expect("cib parses");
+        let ours = pengine::render_simulation(&cib, START, None);
+        assert_eq!(
+            transition_summary(&ours),
+            transition_summary(&read(&pacemaker)),
+            "{}: our Transition Summary differs from crm_simulate's",
+            dir.display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 0, "no scenario has a crm_simulate.expect");
+}
+
+#[test]
+fn a_changed_golden_fails() {
+    // The comparison must be able to fail: a log with one event fewer differs from the golden.
+    let dir = &scenarios()[0];
+    let cmdlist = read(&dir.join("cmdlist"));
+    let fewer: String = cmdlist.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let log = pengine::scenario::run(&read(&dir.join("cib.xml")), &fewer, START).expect("runs");
+    assert_ne!(log, read(&dir.join("log.expect")));
+}
+
+/// The plan and resource-state lines of a log (what Pacemaker and the policy must agree on).
+fn plans_and_states(log: &str) -> Vec<String> {
+    log.lines()
+        .map(str::trim)
+        .map(|l| l.split_once("  ").map(|(_, rest)| rest.trim()).unwrap_or(l))
+        .filter(|l| l.contains(" plan: ") || l.starts_with("rsc ") || l.starts_with("> "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn pacemaker_equivalent_combination() {
+    // docs/recovery.md: recovery-restarts=0 with recovery-relocations=INFINITY plans what
+    // migration-threshold=1 plans, failure after failure, down to every node banned.
+    let dir = scenarios()
+        .into_iter()
+        .find(|d| d.ends_with("04-error-and-cleanup"))
+        .expect("scenario 04 exists");
+    let cib = read(&dir.join("cib.xml"));
+    let restarts = r#"name="recovery-restarts" value="0"/>"#;
+    let relocations = r#"name="recovery-relocations" value="1"/>"#;
+    assert!(cib.contains(restarts) && cib.contains(relocations));
+    let policy = cib.replace(
+        relocations,
+        r#"name="recovery-relocations" value="INFINITY"/>"#,
+    );
+    let pacemaker = cib
+        .replace(restarts, r#"name="migration-threshold" value="1"/>"#)
+        .replace(relocations, r#"name="target-role" value="Started"/>"#);
+    let cmdlist = "fail vm1 node1 monitor\nfail vm1 node2 monitor\nfail vm1 node3 monitor\n\
+                   advance 1h\ncleanup vm1\n";
+    let ours = pengine::scenario::run(&policy, cmdlist, START).expect("policy runs");
+    let theirs = pengine::scenario::run(&pacemaker, cmdlist, START).expect("pacemaker runs");
+    assert_eq!(plans_and_states(&ours), plans_and_states(&theirs));
+    // And the comparison has teeth: it saw the relocations and the final stop.
+    let lines = plans_and_states(&ours).join("\n");
+    assert!(lines.contains("Recover vm1 ( node2 -> node3 )"), "{lines}");
+    assert!(lines.contains("Stop vm1 ( node3 )"), "{lines}");
+    // With only one relocation allowed the plans differ: the policy stops after node2.
+    let limited = pengine::scenario::run(&cib, cmdlist, START);
+    assert!(
+        limited.is_err(),
+        "vm1 no longer runs on node3 when relocations=1"
+    );
+}
