@@ -580,6 +580,8 @@ mod tests {
                 "qemu+ext:///system?command=/x",
                 "hypervisor",
             ),
+            // Fuzzer finding: a path '@' became a second '@' in the remote URI.
+            ("OCF_RESKEY_hypervisor", "qemu:///sy@stem", "hypervisor"),
             (
                 "OCF_RESKEY_remoteuri",
                 "qemu+ssh://%n/system#x",

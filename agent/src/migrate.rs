@@ -7,14 +7,20 @@
 //! | source | target | action | answer |
 //! |---|---|---|---|
 //! | not running | running | nothing | 0 (already migrated) |
-//! | running | running | nothing | 1, "running on both" |
-//! | not running | not running | nothing | 1, "running nowhere" |
+//! | running | running | nothing | 7, "running on both" |
+//! | not running | not running | nothing | 7, "running nowhere" |
 //! | running, migration job in flight | any | wait for the job within the budget, abort it at the deadline | from both sides afterwards |
 //! | running, no job | unreachable | nothing | 1 at once, the reason |
 //! | running, no job | incoming copy | nothing | 1, stale incoming copy on the target |
 //! | running, no job | not running | live migration with a deadline; on timeout abort the job | from both sides afterwards: target running and source not = 0 whatever libvirt returned |
 //!
 //! | paused by a migration, no job in flight | not running | resume it here (the orphan below), then migrate | as above |
+//!
+//! The exit code is the planner's evidence (pengine's atomic migration model): 0 means the VM runs
+//! on the target and not here; 1 means no migration happened and the VM is where it was, here
+//! (running, or crashed and not migrating); 7 means it does not run here alone: nowhere, on both,
+//! or possibly on a target that cannot be read after libvirt moved it. After 7 the planner probes
+//! both nodes before anything else.
 //!
 //! `migrate_from` (on the target): running here = 0; incoming migration here = wait within the
 //! budget; not here = ask the source once and fail at once with what it shows (resuming an orphan
@@ -223,11 +229,11 @@ fn answer(
             Outcome::success()
         }
         (Ok(s), Ok(t)) if runs(s) && runs(t) => Outcome::fail(
-            OcfExitCode::ErrGeneric,
+            OcfExitCode::NotRunning,
             format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
         ),
         (Ok(s), Ok(t)) if gone(s) && gone(t) => Outcome::fail(
-            OcfExitCode::ErrGeneric,
+            OcfExitCode::NotRunning,
             format!("domain {name} runs nowhere (source {ss}, target {ts}); libvirt: {libvirt}"),
         ),
         (Ok(s), _) if runs(s) => Outcome::fail(
@@ -236,8 +242,11 @@ fn answer(
                 "migration of {name} did not complete, it still runs on the source (target {ts}); libvirt: {libvirt}"
             ),
         ),
+        // The source does not show it running (or cannot be read) and the target cannot be read:
+        // it may have moved (seed 10285: libvirt returned success, the target's daemon was down).
+        // Not "still on the source": 7, so the planner probes both.
         _ => Outcome::fail(
-            OcfExitCode::ErrGeneric,
+            OcfExitCode::NotRunning,
             format!("domain {name}: source {ss}, target {ts}; libvirt: {libvirt}"),
         ),
     }
@@ -328,7 +337,7 @@ pub fn migrate_to(
         }
         if runs(t) && !leftover(t) {
             return Outcome::fail(
-                OcfExitCode::ErrGeneric,
+                OcfExitCode::NotRunning,
                 format!("domain {name} runs on both source ({ss}) and target ({ts}); nothing done"),
             );
         }
@@ -393,7 +402,7 @@ pub fn migrate_to(
             }
             Some(Err(e)) => {
                 return Outcome::fail(
-                    OcfExitCode::ErrGeneric,
+                    OcfExitCode::NotRunning,
                     format!(
                         "domain {name} was left paused by a lost migration and runs nowhere; resuming it here failed: {e}"
                     ),

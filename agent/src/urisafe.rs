@@ -153,6 +153,11 @@ fn split_uri(uri: &str) -> Result<Parts<'_>, Why> {
         ));
     }
     let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    // `@` belongs to the authority only: in a path it would become a second one once the agent
+    // puts a user in front (found by the ocf_env fuzz target: `qemu:///sy@stem`).
+    if rest[authority.len()..].contains('@') {
+        return Err("has '@' outside the user part".into());
+    }
     let (user, hostport) = match authority.split_once('@') {
         Some((u, h)) => (Some(u), h),
         None => (None, authority),
@@ -366,6 +371,8 @@ mod tests {
             "qemu:///system\n",
             "qemu:///system?socket=/run/a%20b",
             "qemu+ssh://a@b@c/system",
+            "qemu:///sy@stem",
+            "qemu:///system?socket=/run/a@b",
             "qemu:///system?a=1?b=2",
             "qemu+ssh://Evil User@node2/system",
             "qemu+ssh://node2:99999/system",

@@ -88,7 +88,8 @@ fn ocft_codes() {
     let o = r.run("migrate_to", &[("OCF_RESKEY_config", &r.config("test"))]);
     assert_eq!(code(&o), 1, "no CRM_meta_migrate_target");
     assert!(stderr(&o).contains("CRM_meta_migrate_target"));
-    // Source and "target" are the same test driver here: the domain runs on both, nothing done.
+    // Source and "target" are the same test driver here: the domain runs on both, nothing done;
+    // 7 ("not here alone"), so the planner probes both nodes.
     let o = r.run(
         "migrate_to",
         &[
@@ -97,7 +98,7 @@ fn ocft_codes() {
             ("OCF_RESKEY_remoteuri", "test:///default"),
         ],
     );
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(code(&o), 7, "{}", stderr(&o));
     assert!(stderr(&o).contains("runs on both"), "{}", stderr(&o));
 }
 

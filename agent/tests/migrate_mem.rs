@@ -175,13 +175,14 @@ fn both_and_nowhere_are_distinct_failures_that_do_nothing() {
     let xml = "<domain><name>vm1</name></domain>";
     p.world.put_domain(A, "vm1", MemDomain::running(xml));
     p.world.put_domain(B, "vm1", MemDomain::running(xml));
+    // 7, not 1: 1 tells the planner the VM still runs on the source alone, which is not so here.
     let out = p.run(A, "migrate_to", &[]);
-    assert_eq!(out.code, ErrGeneric);
+    assert_eq!(out.code, NotRunning);
     assert!(reason(&out).contains("runs on both"), "{out:?}");
     assert_eq!(p.migrations_called(), 0);
     let q = Pair::new();
     let out = q.run(A, "migrate_to", &[]);
-    assert_eq!(out.code, ErrGeneric);
+    assert_eq!(out.code, NotRunning);
     assert!(reason(&out).contains("runs nowhere"), "{out:?}");
     let out = q.run(B, "migrate_from", &[]);
     assert!(reason(&out).contains("runs nowhere"), "{out:?}");

@@ -1,6 +1,6 @@
 //! Fuzz target: the OCF environment (`OcfEnv::from_pairs`/`from_os_pairs`), VirtualDomain
 //! parameter resolution and the agent's validation (`Config::validate`, `migrate_options`, remote
-//! and migration URIs). Input: lines `NAME=VALUE`; a name without an `OCF_`/`HA_` prefix gets
+//! and migration URIs, which must come out of `urisafe`'s checks whole). Input: lines `NAME=VALUE`; a name without an `OCF_`/`HA_` prefix gets
 //! `OCF_RESKEY_`, so the fuzzer reaches parameters quickly.
 #![no_main]
 
@@ -8,8 +8,8 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
 use highlander_agent::config::{Config, RawConfig};
-use highlander_agent::migration;
 use highlander_agent::params::VIRTUAL_DOMAIN;
+use highlander_agent::{migration, urisafe};
 use libfuzzer_sys::fuzz_target;
 use ocf_metadata::{Action, OcfEnv};
 
@@ -103,12 +103,21 @@ fuzz_target!(|data: &[u8]| {
         match Config::validate(raw) {
             Ok(cfg) => {
                 let target = env.meta.migrate_target.as_deref().unwrap_or("node2");
-                let _ = migration::request(
+                // An accepted request is made only of safe parts (no value smuggled a user,
+                // host, path, query, fragment or transport into a URI).
+                if let Ok(req) = migration::request(
                     &cfg.migration,
                     cfg.hypervisor_uri.as_deref(),
                     &cfg.raw.instance,
                     target,
-                );
+                ) {
+                    assert!(urisafe::check_node_name(target).is_ok(), "{target:?}");
+                    assert!(!req.target_uri.contains("%n"));
+                    assert_eq!(urisafe::check_local_uri(&req.target_uri), Ok(()));
+                    if let Some(m) = &req.migrate_uri {
+                        assert_eq!(urisafe::check_migrate_uri_template(m), Ok(()), "{m}");
+                    }
+                }
                 let _ = migration::remote_uri(&cfg.migration, cfg.hypervisor_uri.as_deref(), target);
                 // monitor_scripts are split into words, never handed to a shell.
                 assert!(cfg.monitor_scripts.iter().all(|w| !w.chars().any(char::is_whitespace)));

@@ -197,6 +197,9 @@ pub enum Doubt {
     SeveralRunning,
     /// A node's own later result is itself unsure (a failed stop or start).
     UnsureResult,
+    /// migrate_to answered 7: the VM does not run on the source alone (nowhere, on both, or
+    /// maybe on a target the agent could not read).
+    NotOnSource,
 }
 
 impl Doubt {
@@ -207,6 +210,7 @@ impl Doubt {
             Doubt::Contradiction => "migrate_from contradicts migrate_to",
             Doubt::SeveralRunning => "history shows it on several nodes",
             Doubt::UnsureResult => "a later result is unsure",
+            Doubt::NotOnSource => "migrate_to found it not on the source alone",
         }
     }
 }
@@ -394,11 +398,13 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     // Both nodes gave a sure answer after the migration, and something failed later (a crashed
     // guest's monitor, a failed stop): that later failure is ordinary business, not a doubt about
     // the migration. The ordinary reading (recovery, fail counts, fencing) handles it.
+    // A probe or monitor that answered a failure (op-status 0: the agent's own word, a crashed
+    // guest) is sure too: the domain is there, broken.
     let sure = |o: &OpRecord| {
         matches!(
             own_state(o),
             Some(Seen::Running { .. } | Seen::NotRunning { .. })
-        )
+        ) || (o.task == Task::Monitor && o.answer == Answer::Failed)
     };
     let source_answered = m.answer != Answer::Pending
         && history[source]
@@ -415,7 +421,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     }
     // A failed migrate_to left the VM on the source and nothing on the target; a failure on the
     // source since then (a crashed guest's monitor, a timeout) is ordinary business as well.
-    let stayed = matches!(m.answer, Answer::Failed | Answer::NotRunning)
+    let stayed = m.answer == Answer::Failed
         && !history[target]
             .ops
             .iter()
@@ -433,9 +439,15 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             Seen::NotRunning { cleanup: true },
             Seen::Running { confirmed: false },
         ),
-        Answer::Failed | Answer::NotRunning => (
+        Answer::Failed => (
             Seen::Running { confirmed: true },
             Seen::NotRunning { cleanup: false },
+        ),
+        // rc 7: our agent's "not here alone" (nowhere, on both, or maybe moved to a target it
+        // could not read): probe both.
+        Answer::NotRunning => (
+            Seen::Unsure(Doubt::NotOnSource),
+            Seen::Unsure(Doubt::NotOnSource),
         ),
         Answer::Pending => (Seen::Unsure(Doubt::Pending), Seen::Unsure(Doubt::Pending)),
         Answer::NoAnswer => (Seen::Unsure(Doubt::NoAnswer), Seen::Unsure(Doubt::NoAnswer)),
@@ -456,7 +468,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
     seen[target] = match target_after {
         Some(s) => s,
         // A failed migrate_to does not clear an older copy on the target that was never stopped.
-        None if matches!(m.answer, Answer::Failed | Answer::NotRunning)
+        None if m.answer == Answer::Failed
             && matches!(seen[target], Seen::Running { .. } | Seen::Unsure(_)) =>
         {
             seen[target]
@@ -485,7 +497,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
                 || (s_node == source && o == m)
                 || t >= history.len()
                 || t == s_node
-                || matches!(o.answer, Answer::Failed | Answer::NotRunning)
+                || o.answer == Answer::Failed
                 || history[t]
                     .ops
                     .iter()
@@ -552,7 +564,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
 pub fn fragile_evidence(history: &[NodeHistory]) -> Option<usize> {
     let (source, m) = latest_migrate_to(history)?;
     let target = m.migrate_target?;
-    if matches!(m.answer, Answer::Failed | Answer::NotRunning) {
+    if m.answer == Answer::Failed {
         // The VM stayed on the source: erasing the source's history loses nothing elsewhere.
         return None;
     }
@@ -2023,11 +2035,17 @@ mod tests {
         h[1].ops
             .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
         assert_eq!(locate(&h), Location::Settled);
-        // Without the confirmation on the target, the failure is still a doubt.
+        // Without the confirmation, a monitor on the target that answered a failure (the agent's
+        // word: the domain is there, broken) closes it too; one that never answered does not.
         let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
         h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
         h[1].ops
             .push(op(Task::Monitor, 8, Answer::Failed, T0 + 500));
+        assert_eq!(locate(&h), Location::Settled);
+        let mut h = two_nodes(Answer::Ok, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 420));
+        h[1].ops
+            .push(op(Task::Monitor, 8, Answer::NoAnswer, T0 + 500));
         assert!(matches!(locate(&h), Location::Unknown { .. }));
     }
 
@@ -2044,6 +2062,27 @@ mod tests {
         let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
         h[0].ops.push(op(Task::Monitor, 13, Answer::Ok, T0 + 500));
         assert!(matches!(locate(&h), Location::Exact { node: 0, .. }));
+    }
+
+    #[test]
+    fn migrate_to_not_running_means_probe_both() {
+        // Seeds 10248, 10285: the agent answered "runs nowhere" / "source gone, target unreadable"
+        // (now rc 7). Read as "still on the source", the VM was started a second time while it
+        // ran on the target. rc 7 is "not here alone": probe both.
+        let h = two_nodes(Answer::NotRunning, Presence::Online, Presence::Online);
+        assert_eq!(
+            locate(&h),
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0, 1],
+                doubt: Doubt::NotOnSource
+            }
+        );
+        let presence = [Presence::Online, Presence::Online];
+        assert!(matches!(
+            decide(&locate(&h), &presence, Some(1), true),
+            Decision::Probe { .. }
+        ));
     }
 
     #[test]

@@ -676,7 +676,10 @@ invalid value is reported in the summary and the resource keeps `two-phase`.
 **Where the VM is** (for an `atomic` resource, from its last migration):
 - `migrate_to` answered success: it runs on the target; the confirmation (`migrate_from`) and a \
 bookkeeping stop on the source are pending;
-- `migrate_to` answered failure: it runs on the source;
+- `migrate_to` answered failure (rc 1, op-status 0): it runs on the source. Our agent answers 1 \
+only when no migration happened and the VM is where it was; when it does not run on the source \
+alone (nowhere, on both, or maybe moved to a target it could not read) it answers 7, and an agent \
+killed by a signal (op-status 4) gave no answer at all: both read as unknown;
 - `migrate_to` pending, timed out or unanswered, answers that contradict each other (a failed \
 `migrate_from` after a successful `migrate_to`), or a node lost in between: the location is unknown \
 between source and target;

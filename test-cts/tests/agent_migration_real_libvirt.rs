@@ -471,6 +471,12 @@ fn the_source_daemon_restarted_mid_migration_leaves_the_guest_running_once() {
     match first.code() {
         Some(0) => assert_eq!(runs, on_only(1), "{}", first.describe()),
         Some(1) => assert!(!runs[1], "{:?}: {}", bed.states(), first.describe()),
+        // 7: the source could not be read after the attempt, so it does not claim the guest
+        // stays there (the planner probes both); the recovery below settles it.
+        Some(7) => eprintln!(
+            "migrate_to answered 7 (source unreadable): {:?}",
+            bed.states()
+        ),
         other => panic!("migrate_to {other:?}: {}", first.describe()),
     }
     // The truth afterwards, and Pacemaker's recovery completes the move.
