@@ -1,7 +1,7 @@
 //! Writing the CIB as Pacemaker's controller does: the initial configuration, each node's
 //! membership in `node_state`, and every operation result as an `lrm_rsc_op` (history ids
 //! `<rsc>_last_0`, `<rsc>_last_failure_0`, `<rsc>_monitor_<ms>`, `<rsc>_migrate_to_0`,
-//! `<rsc>_migrate_from_0`; call ids per node; `transition-key` and `transition-magic`; pending
+//! `<rsc>_migrate_from_0`; call ids per node; `transition-key`, `transition-magic` and `op-digest`; pending
 //! migrate_to written with call-id -1, rc 193, op-status -1), plus fail counts as transient node
 //! attributes (`fail-count-<rsc>#<op>_<interval>`, `last-failure-...`).
 
@@ -204,6 +204,9 @@ fn key(r: &OpResult) -> String {
     )
 }
 
+/// The `op-digest` of every recorded operation (see [`rsc_op`]).
+const CONFIGURED_DIGEST: &str = "00000000000000000000000000000000";
+
 fn rsc_op(id: String, r: &OpResult, call_id: i64, rc: i32, status: i32, now_s: i64) -> RscOp {
     let k = key(r);
     let mut element = Element {
@@ -211,6 +214,10 @@ fn rsc_op(id: String, r: &OpResult, call_id: i64, rc: i32, status: i32, now_s: i
         ..Element::default()
     };
     element.set_attr("transition-magic", &format!("{status}:{rc};{k}"));
+    // The controller records the digest of the parameters an operation ran with; the simulator's
+    // resources never change their parameters, so one constant digest stands for "as configured"
+    // (without it pengine, like Pacemaker, treats a recurring monitor as changed and reschedules it).
+    element.set_attr("op-digest", CONFIGURED_DIGEST);
     RscOp {
         id,
         operation: r.task.clone(),
