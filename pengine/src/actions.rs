@@ -380,6 +380,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     target_node = Some(*target);
                 }
             }
+            // The source of a dangling migration (migrate_from done, never stopped) and the
+            // target of a migrate_to pending on a lost source still need their stop; the
+            // resource's own change does not include it (no summary line).
+            for &ni in r.dangling_sources.iter().chain(&r.stops_forced) {
+                let exists = stop_ids.iter().any(|&i| plan.actions[i].node == Some(ni))
+                    || matches!(rec.changes[ri], Change::Migrate { source, .. } if source == ni);
+                if !exists && !desired.unmanaged[ri] {
+                    stop_ids.push(stop_on(&mut plan, ni, None));
+                }
+            }
             if let Some(s) = start_id {
                 for &st in &stop_ids {
                     plan.edge(st, s);
