@@ -32,6 +32,8 @@ pub struct World {
     lost_at: BTreeMap<String, i64>,
     transitions: usize,
     log: Vec<String>,
+    /// Resources currently reported as running on more than one node.
+    doubles: BTreeSet<String>,
 }
 
 impl World {
@@ -58,6 +60,7 @@ impl World {
             lost_at: BTreeMap::new(),
             transitions: 0,
             log: Vec::new(),
+            doubles: BTreeSet::new(),
         }
     }
 
@@ -114,8 +117,10 @@ impl World {
                 }
             }
             Event::Crash { node } => {
+                // The worst case: cut off, not dead. What ran there keeps running until the node
+                // is fenced (or resets itself by watchdog), so a premature start elsewhere shows
+                // up as two copies.
                 self.lost_at.insert(node.clone(), self.now);
-                self.forget_node(node);
             }
             Event::Fence { node } | Event::Join { node } => {
                 self.lost_at.remove(node);
@@ -129,8 +134,35 @@ impl World {
         }
         let after = snapshot(&self.cib, self.now);
         self.log_diff(&before, &after);
+        self.check_copies();
         self.settle();
         Ok(())
+    }
+
+    /// Logs every resource that starts (or stops) running on more than one node: the invariant
+    /// the lifecycle rules exist for. The runner's truth, not the CIB: a lost node's copy counts.
+    fn check_copies(&mut self) {
+        let now: BTreeMap<String, Vec<String>> = self
+            .truth
+            .iter()
+            .filter(|(_, nodes)| nodes.len() > 1)
+            .map(|(r, nodes)| (r.clone(), nodes.iter().cloned().collect()))
+            .collect();
+        for (r, nodes) in &now {
+            if self.doubles.insert(r.clone()) {
+                self.say(format!("  TWO COPIES of {r}: {}", nodes.join(" ")));
+            }
+        }
+        let gone: Vec<String> = self
+            .doubles
+            .iter()
+            .filter(|r| !now.contains_key(*r))
+            .cloned()
+            .collect();
+        for r in gone {
+            self.doubles.remove(&r);
+            self.say(format!("  one copy of {r} again"));
+        }
     }
 
     /// Everything that ran on a node is gone (it crashed, was fenced, or rebooted).
@@ -192,6 +224,7 @@ impl World {
             }
             let after = snapshot(&self.cib, self.now);
             self.log_diff(&before, &after);
+            self.check_copies();
             if executed.iter().any(|e| e.outcome == Outcome::Pending) {
                 return;
             }
