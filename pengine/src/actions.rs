@@ -287,8 +287,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             // created while the history is checked, before this resource's other actions.
             let mut rescheduled: Vec<(u64, usize)> = Vec::new();
             if let Some(ni) = desired.assigned[ri] {
+                // Only where it starts again: a rescheduled monitor is optional otherwise.
                 let runs_there = match &rec.changes[ri] {
-                    Change::Keep => r.running_on.contains(&ni) && r.managed,
                     Change::Start { blocked, .. } => blocked.is_none(),
                     Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
                     _ => false,
@@ -419,7 +419,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        if start_id.is_none() && active && early.is_none() {
+                        if start_id.is_none() && active {
                             continue;
                         }
                         let m = match early {

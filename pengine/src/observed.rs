@@ -1177,7 +1177,7 @@ fn unpack_lrm_resource(
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node: from
-/// the last start on, a recurring operation recorded without a parameter digest (results
+/// the last start on, a failed recurring operation recorded without a parameter digest (results
 /// injected with `crm_simulate -i` have none) counts as changed: it is rescheduled, and a fail
 /// count on the node is cleared. Recorded digests are taken to match (they are not computed).
 fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node]) {
@@ -1212,9 +1212,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
     }
     let mut changed = false;
     for op in sorted.iter().skip(start_index.saturating_sub(1)) {
-        // Pacemaker also checks probes, starts, promotes and migrate_froms; crm_simulate 2.1.5
-        // was only seen to act on recurring ones, so only those are checked here.
-        let checked = op.interval_ms > 0;
+        // Pacemaker also checks probes, starts, promotes and migrate_froms, and successful
+        // entries; crm_simulate 2.1.5 was only seen to act on failed recurring ones (a failed
+        // result is recorded as `_last_failure_0`, a new entry with no digest), so only those are
+        // checked here. Histories written without digests (the simulator's) stay stable.
+        let checked = op.interval_ms > 0
+            && op.id.ends_with("_last_failure_0")
+            // ... and only while that failure is the operation's latest result.
+            && !sorted.iter().any(|o| {
+                o.operation == op.operation
+                    && o.interval_ms == op.interval_ms
+                    && o.call_id > op.call_id
+            });
         // Entries our simulation recorded (no element) ran with the configured parameters.
         if !checked || op.element.name.is_empty() || op.element.attr("op-digest").is_some() {
             continue;
