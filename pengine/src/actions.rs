@@ -287,8 +287,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             // created while the history is checked, before this resource's other actions.
             let mut rescheduled: Vec<(u64, usize)> = Vec::new();
             if let Some(ni) = desired.assigned[ri] {
+                // Only where it starts again: a rescheduled monitor is optional otherwise.
                 let runs_there = match &rec.changes[ri] {
-                    Change::Keep => r.running_on.contains(&ni) && r.managed,
                     Change::Start { blocked, .. } => blocked.is_none(),
                     Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
                     _ => false,
@@ -380,6 +380,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     target_node = Some(*target);
                 }
             }
+            // The source of a dangling migration (migrate_from done, never stopped) and the
+            // target of a migrate_to pending on a lost source still need their stop; the
+            // resource's own change does not include it (no summary line).
+            for &ni in r.dangling_sources.iter().chain(&r.stops_forced) {
+                let exists = stop_ids.iter().any(|&i| plan.actions[i].node == Some(ni))
+                    || matches!(rec.changes[ri], Change::Migrate { source, .. } if source == ni);
+                if !exists && !desired.unmanaged[ri] {
+                    stop_ids.push(stop_on(&mut plan, ni, None));
+                }
+            }
             if let Some(s) = start_id {
                 for &st in &stop_ids {
                     plan.edge(st, s);
@@ -409,7 +419,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        if start_id.is_none() && active && early.is_none() {
+                        if start_id.is_none() && active {
                             continue;
                         }
                         let m = match early {

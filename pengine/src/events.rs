@@ -459,3 +459,23 @@ mod tests {
         assert_eq!(parse_seconds("9999999999999999999h"), None);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parsing_any_text_never_panics(text in "\\PC{0,200}") {
+            let _ = super::parse_cmdlist(&text);
+        }
+
+        #[test]
+        fn parsing_word_soup_never_panics(words in proptest::collection::vec(
+            prop_oneof![Just("fail"), Just("start"), Just("monitor"), Just("always"),
+                Just("advance"), Just("cleanup"), Just("9999999999999999h"), Just("-1"),
+                Just("node1"), Just("#")], 0..6)) {
+            let _ = super::parse_cmdlist(&words.join(" "));
+        }
+    }
+}

@@ -46,6 +46,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
     let desired = placement::place(cib, &observed);
+    let mut recovery = recovery;
+    recovery::after_placement(&observed, &desired, &mut recovery);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);
     // Atomic decisions first, so dependents see them; again after the ordering propagation, so a
     // dependency cannot turn an atomic resource's plan into a stop and start.

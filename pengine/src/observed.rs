@@ -131,7 +131,11 @@ pub struct Resource {
     pub migratable_cleared: bool,
     pub recurring: Vec<ActiveRecurring>,
     pub pending_task: Option<(String, usize)>,
+    /// Targets whose copy must stop: a migrate_to is pending on a lost, unclean source.
     pub stops_forced: Vec<usize>,
+    /// Pending migrate_tos on a source that is down: (source, target), resolved into
+    /// `stops_forced` once the source is known to be unclean.
+    pub pending_migrate_to_lost: Vec<(usize, usize)>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
     /// A node to fence because an operation with on-fail=fence failed there.
     pub fence_on: Option<usize>,
@@ -628,7 +632,23 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         node.health = node_health(&obs.options, &node.attrs);
     }
 
-    // Resource history.
+    // Resource history. Every node's history of each resource, for migrations.
+    let mut histories: BTreeMap<&str, Vec<(usize, &[RscOp])>> = BTreeMap::new();
+    for st in &cib.status {
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.id == st.id || n.uname == st.uname)
+        else {
+            continue;
+        };
+        for lr in &st.lrm {
+            histories
+                .entry(lr.id.as_str())
+                .or_default()
+                .push((ni, lr.ops.as_slice()));
+        }
+    }
     let mut orphans: Vec<Resource> = Vec::new();
     for st in &cib.status {
         let Some(ni) = obs
@@ -681,7 +701,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 &obs.nodes,
                 stonith_enabled,
                 now,
-                &obs.options,
+                histories
+                    .get(lr.id.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
             );
         }
     }
@@ -749,6 +772,13 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             obs.nodes[ni].fence_reason = Some(reason);
         }
     }
+    for r in &mut obs.resources {
+        for (source, target) in std::mem::take(&mut r.pending_migrate_to_lost) {
+            if obs.nodes[source].unclean && !r.stops_forced.contains(&target) {
+                r.stops_forced.push(target);
+            }
+        }
+    }
     obs
 }
 
@@ -810,7 +840,7 @@ fn unpack_lrm_resource(
     nodes: &[Node],
     stonith_enabled: bool,
     now: i64,
-    options: &BTreeMap<String, String>,
+    hist: Hist,
 ) {
     let mut sorted: Vec<&RscOp> = ops.iter().collect();
     sorted.sort_by(|a, b| {
@@ -828,7 +858,6 @@ fn unpack_lrm_resource(
         .get("failure-timeout")
         .map(|v| parse_interval_ms(v) / 1000)
         .unwrap_or(0) as i64;
-    let _ = options;
     let mut next_role_cleared = false;
     for op in &sorted {
         if op.operation == "notify" || op.operation == "meta-data" {
@@ -939,13 +968,15 @@ fn unpack_lrm_resource(
                     }
                 } else if op.operation == "promote" {
                     role = Role::Promoted;
-                } else if op.operation == "migrate_to" && node_unclean {
+                } else if op.operation == "migrate_to" && (node_unclean || !nodes[ni].online) {
+                    // Pending on a source that is (or, being down with active resources, will
+                    // be found) unclean: the target's copy must stop (see `observe`).
                     if let Some(t) = op
                         .migrate_target
                         .as_deref()
                         .and_then(|t| nodes.iter().position(|n| n.uname == t))
                     {
-                        rsc.stops_forced.push(t);
+                        rsc.pending_migrate_to_lost.push((ni, t));
                     }
                 }
                 if rsc.pending_task.is_none() && (op.interval_ms != 0 || op.operation != "monitor")
@@ -964,7 +995,7 @@ fn unpack_lrm_resource(
                     &mut on_fail,
                     last_failure,
                     nodes,
-                    &sorted,
+                    hist,
                 );
                 if on_fail == OnFail::Ignore {
                     next_role_cleared = true;
@@ -984,7 +1015,7 @@ fn unpack_lrm_resource(
                     &mut last_failure,
                     stonith_enabled,
                     nodes,
-                    &sorted,
+                    hist,
                 );
                 continue;
             }
@@ -1001,7 +1032,7 @@ fn unpack_lrm_resource(
                 &mut on_fail,
                 last_failure,
                 nodes,
-                &sorted,
+                hist,
             );
             rsc.failure_ignored = true;
         } else {
@@ -1015,7 +1046,7 @@ fn unpack_lrm_resource(
                 &mut last_failure,
                 stonith_enabled,
                 nodes,
-                &sorted,
+                hist,
             );
             if status == 5 {
                 rsc.history_bans
@@ -1126,6 +1157,8 @@ fn unpack_lrm_resource(
             }
         }
     }
+    // A stop on a partial migration's source leaves the resource started while the target
+    // may still run it (the source itself is not active).
     if let Some((source, _)) = rsc.partial_migration {
         if role == Role::Stopped && source == ni && !rsc.running_on.is_empty() {
             role = Role::Started;
@@ -1144,7 +1177,7 @@ fn unpack_lrm_resource(
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node: from
-/// the last start on, a recurring operation recorded without a parameter digest (results
+/// the last start on, a failed recurring operation recorded without a parameter digest (results
 /// injected with `crm_simulate -i` have none) counts as changed: it is rescheduled, and a fail
 /// count on the node is cleared. Recorded digests are taken to match (they are not computed).
 fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node]) {
@@ -1179,9 +1212,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
     }
     let mut changed = false;
     for op in sorted.iter().skip(start_index.saturating_sub(1)) {
-        // Pacemaker also checks probes, starts, promotes and migrate_froms; crm_simulate 2.1.5
-        // was only seen to act on recurring ones, so only those are checked here.
-        let checked = op.interval_ms > 0;
+        // Pacemaker also checks probes, starts, promotes and migrate_froms, and successful
+        // entries; crm_simulate 2.1.5 was only seen to act on failed recurring ones (a failed
+        // result is recorded as `_last_failure_0`, a new entry with no digest), so only those are
+        // checked here. Histories written without digests (the simulator's) stay stable.
+        let checked = op.interval_ms > 0
+            && op.id.ends_with("_last_failure_0")
+            // ... and only while that failure is the operation's latest result.
+            && !sorted.iter().any(|o| {
+                o.operation == op.operation
+                    && o.interval_ms == op.interval_ms
+                    && o.call_id > op.call_id
+            });
         // Entries our simulation recorded (no element) ran with the configured parameters.
         if !checked || op.element.name.is_empty() || op.element.attr("op-digest").is_some() {
             continue;
@@ -1207,7 +1249,7 @@ fn update_state(
     on_fail: &mut OnFail,
     last_failure: Option<&RscOp>,
     nodes: &[Node],
-    history: &[&RscOp],
+    hist: Hist,
 ) {
     let mut clear = false;
     let task = op.operation.as_str();
@@ -1236,7 +1278,7 @@ fn update_state(
     } else if task == "demote" {
         *role = Role::Unpromoted;
     } else if task == "migrate_to" {
-        migrate_to_success(rsc, ni, op, role, nodes, history);
+        migrate_to_success(rsc, ni, op, role, nodes, hist);
     } else if *role < Role::Started {
         *role = Role::Started;
     }
@@ -1250,31 +1292,241 @@ fn update_state(
     }
 }
 
+/// Every node's history of one resource: (node index, entries as read).
+pub type Hist<'a> = &'a [(usize, &'a [RscOp])];
+
+fn ops_on<'a>(hist: Hist<'a>, ni: usize) -> &'a [RscOp] {
+    hist.iter()
+        .find(|(n, _)| *n == ni)
+        .map(|(_, ops)| *ops)
+        .unwrap_or(&[])
+}
+
+fn node_named(nodes: &[Node], name: Option<&str>) -> Option<usize> {
+    let name = name?;
+    nodes.iter().position(|n| n.uname == name)
+}
+
+/// Whether history entry `a` is newer than `b` (Pacemaker's `pe__is_newer_op`): by call id on
+/// the same node (`same_node` unless both name their node), else by last-rc-change; a pending
+/// entry is newer than a finished one.
+fn is_newer(a: &RscOp, b: &RscOp, same_node: bool) -> bool {
+    let same = match (a.element.attr("on_node"), b.element.attr("on_node")) {
+        (Some(x), Some(y)) => x.eq_ignore_ascii_case(y),
+        _ => same_node,
+    };
+    let (ca, cb) = (a.call_id, b.call_id);
+    if ca == -1 && cb == -1 {
+        return false;
+    }
+    if same && ca >= 0 && cb >= 0 && ca != cb {
+        return ca > cb;
+    }
+    if ca >= 0 && cb >= 0 {
+        if let (Some(la), Some(lb)) = (a.last_rc_change, b.last_rc_change) {
+            if la != lb {
+                return la > lb;
+            }
+        }
+        return false;
+    }
+    ca == -1
+}
+
+/// A start, stop, migrate_to or migrate_from on the node newer than `reference`.
+fn non_monitor_after(hist: Hist, ni: usize, reference: &RscOp, same_node: bool) -> bool {
+    ops_on(hist, ni).iter().any(|op| {
+        !std::ptr::eq(op, reference)
+            && matches!(
+                op.operation.as_str(),
+                "start" | "stop" | "migrate_to" | "migrate_from"
+            )
+            && is_newer(op, reference, same_node)
+    })
+}
+
+/// A probe or monitor on the node, newer than `reference`, that found the resource not running.
+fn monitor_not_running_after(hist: Hist, ni: usize, reference: &RscOp, same_node: bool) -> bool {
+    ops_on(hist, ni).iter().any(|op| {
+        !std::ptr::eq(op, reference)
+            && op.operation == "monitor"
+            && op.rc_code == 7
+            && is_newer(op, reference, same_node)
+    })
+}
+
+/// Whether the node has state newer than the migration (compared with the migration entry on
+/// that node when there is one, since call ids are reliable there).
+fn newer_state_after_migrate(
+    hist: Hist,
+    nodes: &[Node],
+    ni: usize,
+    migrate_to: Option<&RscOp>,
+    migrate_from: Option<&RscOp>,
+) -> bool {
+    let Some(any) = migrate_from.or(migrate_to) else {
+        return false;
+    };
+    let source = node_named(nodes, any.migrate_source.as_deref());
+    let target = node_named(nodes, any.migrate_target.as_deref());
+    let (reference, same) = if Some(ni) == target {
+        match migrate_from {
+            Some(f) => (f, true),
+            None => (migrate_to.unwrap_or(any), false),
+        }
+    } else if Some(ni) == source {
+        match migrate_to {
+            Some(t) => (t, true),
+            None => (any, false),
+        }
+    } else {
+        (any, false)
+    };
+    non_monitor_after(hist, ni, reference, same)
+        || monitor_not_running_after(hist, ni, reference, same)
+}
+
+/// The node's `task` entry for this migration (`peer` is the other end), optionally only a
+/// completed one with `rc`.
+fn find_migration_op<'a>(
+    hist: Hist<'a>,
+    ni: usize,
+    task: &str,
+    peer: &str,
+    rc: Option<i32>,
+) -> Option<&'a RscOp> {
+    ops_on(hist, ni).iter().find(|op| {
+        op.operation == task
+            && match task {
+                "migrate_to" => op.migrate_target.as_deref() == Some(peer),
+                _ => op.migrate_source.as_deref() == Some(peer),
+            }
+            && rc.is_none_or(|rc| op.rc_code == rc && op.op_status == 0)
+    })
+}
+
+/// No finished entry for the resource on the node: a probe will tell.
+fn unknown_on_node(hist: Hist, ni: usize) -> bool {
+    ops_on(hist, ni).iter().all(|op| op.rc_code == 193)
+}
+
+fn add_running(rsc: &mut Resource, ni: usize) {
+    if !rsc.running_on.contains(&ni) {
+        rsc.running_on.push(ni);
+    }
+}
+
+fn clear_migration(rsc: &mut Resource) {
+    rsc.failed = true;
+    rsc.stop_flag = true;
+    rsc.migratable_cleared = true;
+}
+
+/// A successful migrate_to on its source `ni` (pacemaker.md 3.1): the migration is dangling
+/// (migrate_from done: the source must still stop), partial (migrate_from not done, target up:
+/// active on both, the migration may continue), or failed.
 fn migrate_to_success(
     rsc: &mut Resource,
     ni: usize,
     op: &RscOp,
     role: &mut Role,
     nodes: &[Node],
-    _history: &[&RscOp],
+    hist: Hist,
 ) {
-    // Simplified: the migration is treated as a pending partial migration when the target is online.
+    let (Some(source), Some(target)) = (op.migrate_source.as_deref(), op.migrate_target.as_deref())
+    else {
+        *role = Role::Started.max(*role);
+        return;
+    };
+    if nodes[ni].uname != source {
+        return;
+    }
+    let source_newer_op = non_monitor_after(hist, ni, op, true);
+    let target_ni = node_named(nodes, Some(target));
+    let migrate_from =
+        target_ni.and_then(|t| find_migration_op(hist, t, "migrate_from", source, None));
+    if source_newer_op && migrate_from.is_some() {
+        return;
+    }
+    let target_newer_state = target_ni
+        .map(|t| newer_state_after_migrate(hist, nodes, t, Some(op), migrate_from))
+        .unwrap_or(false);
+    if source_newer_op && target_newer_state {
+        return;
+    }
     *role = Role::Started;
+    let target_up = target_ni.filter(|&t| nodes[t].online);
+    match migrate_from {
+        Some(f) if f.rc_code == 0 && f.op_status == 0 => {
+            // Dangling: the target runs it; the source still needs its stop.
+            *role = Role::Stopped;
+            if !rsc.dangling_sources.contains(&ni) {
+                rsc.dangling_sources.push(ni);
+            }
+        }
+        Some(f) if f.op_status != -1 => match target_up {
+            Some(t) if !target_newer_state => add_running(rsc, t),
+            _ => clear_migration(rsc),
+        },
+        _ => match target_up {
+            Some(t) if !target_newer_state => {
+                add_running(rsc, t);
+                if nodes[ni].online {
+                    rsc.partial_migration = Some((ni, t));
+                }
+            }
+            _ if !source_newer_op => clear_migration(rsc),
+            _ => {}
+        },
+    }
+    if let Some(t) = target_ni {
+        rsc.pending_migrate_to.push((ni, t, op.call_id));
+    }
+}
+
+/// A failed migrate_to on its source (pacemaker.md 3.2): the resource may also run on the
+/// target; else, unless the source has moved on, the source copy must stop.
+fn migrate_to_failure(rsc: &mut Resource, ni: usize, op: &RscOp, nodes: &[Node], hist: Hist) {
     let (Some(source), Some(target)) = (op.migrate_source.as_deref(), op.migrate_target.as_deref())
     else {
         return;
     };
-    let (Some(si), Some(ti)) = (
-        nodes.iter().position(|n| n.uname == source),
-        nodes.iter().position(|n| n.uname == target),
-    ) else {
-        return;
-    };
-    if si != ni {
+    if nodes[ni].uname != source {
         return;
     }
-    let _ = ti;
-    rsc.pending_migrate_to.push((si, ti, op.call_id));
+    let Some(t) = node_named(nodes, Some(target)) else {
+        return;
+    };
+    let from = find_migration_op(hist, t, "migrate_from", source, Some(0));
+    if !unknown_on_node(hist, t) && !newer_state_after_migrate(hist, nodes, t, Some(op), from) {
+        if nodes[t].online {
+            add_running(rsc, t);
+        }
+    } else if !non_monitor_after(hist, ni, op, true) && !rsc.dangling_sources.contains(&ni) {
+        rsc.dangling_sources.push(ni);
+    }
+}
+
+/// A failed migrate_from on its target (pacemaker.md 3.3): the resource may also still run on
+/// the source.
+fn migrate_from_failure(rsc: &mut Resource, ni: usize, op: &RscOp, nodes: &[Node], hist: Hist) {
+    let (Some(source), Some(target)) = (op.migrate_source.as_deref(), op.migrate_target.as_deref())
+    else {
+        return;
+    };
+    if nodes[ni].uname != target {
+        return;
+    }
+    let Some(s) = node_named(nodes, Some(source)) else {
+        return;
+    };
+    let to = find_migration_op(hist, s, "migrate_to", target, Some(0));
+    if !unknown_on_node(hist, s)
+        && !newer_state_after_migrate(hist, nodes, s, to, Some(op))
+        && nodes[s].online
+    {
+        add_running(rsc, s);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1287,8 +1539,8 @@ fn unpack_failure<'a>(
     on_fail: &mut OnFail,
     last_failure: &mut Option<&'a RscOp>,
     stonith_enabled: bool,
-    _nodes: &[Node],
-    _history: &[&RscOp],
+    nodes: &[Node],
+    hist: Hist,
 ) {
     *last_failure = Some(op);
     let action_on_fail = rsc.on_fail_for(&op.operation, op.interval_ms, stonith_enabled);
@@ -1299,8 +1551,12 @@ fn unpack_failure<'a>(
     if task == "stop" {
         rsc.history_bans
             .push((Some(ni), -INFINITY, "__stop_fail__".into()));
-    } else if task == "migrate_to" || task == "migrate_from" {
+    } else if task == "migrate_to" {
         rsc.migratable_cleared = true;
+        migrate_to_failure(rsc, ni, op, nodes, hist);
+    } else if task == "migrate_from" {
+        rsc.migratable_cleared = true;
+        migrate_from_failure(rsc, ni, op, nodes, hist);
     } else if task == "promote" {
         *role = Role::Promoted;
     } else if task == "demote" {

@@ -555,6 +555,16 @@ fn health_score(obs: &Observed, ni: usize, strategy: &str) -> i64 {
     total
 }
 
+/// Fencing is enabled but nothing can fence: no device and no watchdog (SBD).
+fn no_fencing_device(obs: &Observed) -> bool {
+    obs.stonith_enabled
+        && !obs.have_stonith_resource
+        && !obs
+            .option("have-watchdog")
+            .map(crate::cib::is_true)
+            .unwrap_or(false)
+}
+
 fn unit_blocked_or_unmanaged(obs: &Observed, u: Unit) -> bool {
     unit_members(obs, u)
         .iter()
@@ -735,8 +745,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
             .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
     });
-    let unmanaged =
-        unit_blocked_or_unmanaged(obs, u) || (obs.stonith_enabled && !obs.have_stonith_resource);
+    let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
     if unmanaged {
         choice = if running.len() == 1 {
@@ -916,7 +925,7 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
             unmanaged: obs
                 .resources
                 .iter()
-                .map(|r| !r.managed || (obs.stonith_enabled && !obs.have_stonith_resource))
+                .map(|r| !r.managed || no_fencing_device(obs))
                 .collect(),
         },
         num_resources: vec![0; obs.nodes.len()],

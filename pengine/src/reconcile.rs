@@ -141,7 +141,26 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             rec.changes.push(Change::Keep);
             continue;
         }
+        // A partial migration (migrate_to done, migrate_from not) continues when it still may
+        // migrate to the same target; otherwise every copy stops (the arms below).
+        let continues = r.partial_migration.is_some_and(|(s, t)| {
+            r.running_on.len() == 2
+                && next == Some(t)
+                && r.meta_bool("allow-migrate", false)
+                && r.managed
+                && !r.failed
+                && !r.migratable_cleared
+                && !r.start_pending
+                && [s, t]
+                    .iter()
+                    .all(|&n| obs.nodes[n].online && !obs.nodes[n].unclean)
+                && quorum_block(obs, ri).is_none()
+        });
         let change = match (r.running_on.len(), next) {
+            _ if continues => {
+                let (source, target) = r.partial_migration.unwrap_or_default();
+                Change::Migrate { source, target }
+            }
             (0, None) => Change::Keep,
             (0, Some(t)) => Change::Start {
                 target: t,
@@ -182,6 +201,8 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     }
                 } else if r.meta_bool("allow-migrate", false)
                     && !r.migratable_cleared
+                    // a partial migration that cannot continue forbids migrating
+                    && r.partial_migration.is_none()
                     && !obs.nodes[s].unclean
                     && obs.nodes[s].online
                 {

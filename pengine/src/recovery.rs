@@ -206,6 +206,32 @@ pub fn apply(obs: &mut Observed) -> Vec<Note> {
     notes
 }
 
+/// After placement: a resource under a policy that has failed somewhere and got no node is in
+/// the error state even when untried nodes exist, if none of them may run it (a node group
+/// restricted by location constraints smaller than the relocation limit).
+pub fn after_placement(obs: &Observed, desired: &crate::placement::Desired, notes: &mut [Note]) {
+    for note in notes.iter_mut() {
+        let Some(ri) = obs.rsc_index(&note.rsc) else {
+            continue;
+        };
+        let unplaced = desired.assigned.get(ri).is_some_and(|a| a.is_none());
+        // Only a relocation that found nowhere to go (not a resource stopped for other reasons).
+        if !unplaced || !note.text.starts_with("relocation") {
+            continue;
+        }
+        let r = &obs.resources[ri];
+        let tried: Vec<String> = live_fail_counts(obs, r)
+            .keys()
+            .map(|&ni| obs.nodes[ni].uname.clone())
+            .collect();
+        note.text = format!(
+            "error: no untried node may run it (tried {}); crm_resource --cleanup -r {} resets it",
+            tried.join(", "),
+            r.id
+        );
+    }
+}
+
 /// Renders the notes as a summary section (empty when no resource has a policy at work).
 pub fn render_notes(notes: &[Note]) -> String {
     if notes.is_empty() {

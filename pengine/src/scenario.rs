@@ -32,6 +32,8 @@ pub struct World {
     lost_at: BTreeMap<String, i64>,
     transitions: usize,
     log: Vec<String>,
+    /// Resources currently reported as running on more than one node.
+    doubles: BTreeSet<String>,
 }
 
 impl World {
@@ -58,6 +60,7 @@ impl World {
             lost_at: BTreeMap::new(),
             transitions: 0,
             log: Vec::new(),
+            doubles: BTreeSet::new(),
         }
     }
 
@@ -114,8 +117,10 @@ impl World {
                 }
             }
             Event::Crash { node } => {
+                // The worst case: cut off, not dead. What ran there keeps running until the node
+                // is fenced (or resets itself by watchdog), so a premature start elsewhere shows
+                // up as two copies.
                 self.lost_at.insert(node.clone(), self.now);
-                self.forget_node(node);
             }
             Event::Fence { node } | Event::Join { node } => {
                 self.lost_at.remove(node);
@@ -129,8 +134,35 @@ impl World {
         }
         let after = snapshot(&self.cib, self.now);
         self.log_diff(&before, &after);
+        self.check_copies();
         self.settle();
         Ok(())
+    }
+
+    /// Logs every resource that starts (or stops) running on more than one node: the invariant
+    /// the lifecycle rules exist for. The runner's truth, not the CIB: a lost node's copy counts.
+    fn check_copies(&mut self) {
+        let now: BTreeMap<String, Vec<String>> = self
+            .truth
+            .iter()
+            .filter(|(_, nodes)| nodes.len() > 1)
+            .map(|(r, nodes)| (r.clone(), nodes.iter().cloned().collect()))
+            .collect();
+        for (r, nodes) in &now {
+            if self.doubles.insert(r.clone()) {
+                self.say(format!("  TWO COPIES of {r}: {}", nodes.join(" ")));
+            }
+        }
+        let gone: Vec<String> = self
+            .doubles
+            .iter()
+            .filter(|r| !now.contains_key(*r))
+            .cloned()
+            .collect();
+        for r in gone {
+            self.doubles.remove(&r);
+            self.say(format!("  one copy of {r} again"));
+        }
     }
 
     /// Everything that ran on a node is gone (it crashed, was fenced, or rebooted).
@@ -198,6 +230,7 @@ impl World {
             }
             let after = snapshot(&self.cib, self.now);
             self.log_diff(&before, &after);
+            self.check_copies();
             if executed.iter().any(|e| e.outcome == Outcome::Pending) {
                 return;
             }
@@ -442,4 +475,68 @@ pub enum ScenarioError {
     Cib(#[from] crate::CibError),
     #[error(transparent)]
     Event(#[from] EventError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CIB: &str = r#"<cib have-quorum="1" dc-uuid="1"><configuration>
+      <crm_config><cluster_property_set id="o">
+        <nvpair id="o1" name="stonith-enabled" value="false"/>
+      </cluster_property_set></crm_config>
+      <nodes><node id="1" uname="node1"/><node id="2" uname="node2"/></nodes>
+      <resources><primitive id="vm1" class="ocf" provider="heartbeat" type="Dummy">
+        <operations><op id="m" name="monitor" interval="10s"/></operations>
+      </primitive></resources><constraints/></configuration>
+      <status>
+        <node_state id="1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member"/>
+        <node_state id="2" uname="node2" in_ccm="true" crmd="online" join="member" expected="member"/>
+      </status></cib>"#;
+
+    #[test]
+    fn events_naming_unknown_things_or_impossible_failures_are_errors() {
+        let err = |cmd: &str| run(CIB, cmd, 0).unwrap_err().to_string();
+        assert!(err("join node9").contains("no node named 'node9'"));
+        assert!(err("cleanup vm9").contains("no resource named 'vm9'"));
+        // vm1 starts on node1 (first by name); it does not run on node2.
+        assert!(err("fail vm1 node2 monitor").contains("does not run on 'node2'"));
+        assert!(run(CIB, "fail vm1 node1 monitor", 0).is_ok());
+    }
+
+    #[test]
+    fn an_armed_start_failure_is_counted_and_the_transition_aborts() {
+        let log = run(CIB, "fail vm1 node2 start\nfail vm1 node1 monitor\n", 0).expect("runs");
+        // The monitor failure on node1 is recovered in place: node2's armed failure never fires.
+        assert!(log.contains("Recover vm1 ( node1 )"), "{log}");
+        let log = run(
+            CIB,
+            "fail vm1 node1 start always\nfail vm1 node1 monitor\n",
+            0,
+        )
+        .expect("runs");
+        // start-failure-is-fatal (default): INFINITY on node1, then vm1 moves to node2.
+        assert!(
+            log.contains("vm1_start@node1=FAILED(rc1,fail-count=INFINITY)"),
+            "{log}"
+        );
+        assert!(
+            log.contains("rsc vm1: FAILED Started node1 -> Started node2"),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn settling_is_bounded() {
+        // Starts fail everywhere, for ever: the plan never empties on its own, but each node is
+        // banned after its INFINITY fail count, so the run ends with vm1 stopped.
+        let log = run(
+            CIB,
+            "fail vm1 node1 start always\nfail vm1 node2 start always\nfail vm1 node1 monitor\n",
+            0,
+        )
+        .expect("runs");
+        assert!(!log.contains("did not settle"), "{log}");
+        assert!(log.contains("fail-count vm1@node2: INFINITY"), "{log}");
+    }
 }

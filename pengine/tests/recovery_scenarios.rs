@@ -122,6 +122,37 @@ fn plans_and_states(log: &str) -> Vec<String> {
 }
 
 #[test]
+fn restart_limit_is_migration_threshold_when_relocations_are_unlimited() {
+    // Scenario 01's claim: recovery-restarts=2 with unlimited relocations plans what
+    // migration-threshold=3 plans (restart twice in place, then move to the best other node).
+    let dir = scenarios()
+        .into_iter()
+        .find(|d| d.ends_with("01-restart-limit"))
+        .expect("scenario 01 exists");
+    let cib = read(&dir.join("cib.xml"));
+    let restarts = r#"name="recovery-restarts" value="2"/>"#;
+    let relocations = r#"name="recovery-relocations" value="1"/>"#;
+    assert!(cib.contains(restarts) && cib.contains(relocations));
+    let policy = cib.replace(
+        relocations,
+        r#"name="recovery-relocations" value="INFINITY"/>"#,
+    );
+    let pacemaker = cib
+        .replace(restarts, r#"name="migration-threshold" value="3"/>"#)
+        .replace(relocations, r#"name="target-role" value="Started"/>"#);
+    let cmdlist = read(&dir.join("cmdlist"));
+    let ours = pengine::scenario::run(&policy, &cmdlist, START).expect("policy runs");
+    let theirs = pengine::scenario::run(&pacemaker, &cmdlist, START).expect("pacemaker runs");
+    assert_eq!(plans_and_states(&ours), plans_and_states(&theirs));
+    assert!(
+        plans_and_states(&ours)
+            .iter()
+            .any(|l| l.ends_with("Recover vm1 ( node1 -> node2 )")),
+        "{ours}"
+    );
+}
+
+#[test]
 fn pacemaker_equivalent_combination() {
     // docs/recovery.md: recovery-restarts=0 with recovery-relocations=INFINITY plans what
     // migration-threshold=1 plans, failure after failure, down to every node banned.
@@ -154,5 +185,33 @@ fn pacemaker_equivalent_combination() {
     assert!(
         limited.is_err(),
         "vm1 no longer runs on node3 when relocations=1"
+    );
+}
+
+#[test]
+fn never_two_copies_except_where_pacemaker_is_asked_to_risk_it() {
+    // The runner models a lost node as cut off, not dead, and logs TWO COPIES when a resource is
+    // started elsewhere before the node is fenced. Only scenario 21's vm2 (Pacemaker's default
+    // with fencing disabled) may do that; its vm1 (requires=fencing) must not.
+    let mut seen = Vec::new();
+    for dir in scenarios() {
+        let log = pengine::scenario::run(
+            &read(&dir.join("cib.xml")),
+            &read(&dir.join("cmdlist")),
+            START,
+        )
+        .expect("runs");
+        for l in log.lines().filter(|l| l.contains("TWO COPIES")) {
+            let name = dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            seen.push(format!("{name}: {}", l.trim()));
+        }
+    }
+    assert_eq!(
+        seen,
+        vec!["21-node-lost-no-fencing: 0s    TWO COPIES of vm2: node1 node2".to_string()]
     );
 }
