@@ -327,9 +327,13 @@ pub fn migrate_to(
         return answer(ctx, target, name, "no migration attempted", deadline);
     }
     // Observed on libvirt 9: a leftover incoming copy being torn down passes through "in
-    // shutdown" and, for a moment, paused for another reason; while the VM runs here with no job,
-    // such a copy is waited on below (if it stays, the answer is "runs on both").
-    let leftover = |t: &DomainState| settling_target(t) || matches!(t, DomainState::Paused(_));
+    // shutdown" and, for a moment, paused for another reason, or paused "for a migration" (the
+    // reason libvirt gives both sides; without a job to ask it reads as outgoing): while the VM
+    // runs here with no job, such a copy never ran and is waited on below (if it stays, the answer
+    // comes from both sides).
+    let leftover = |t: &DomainState| {
+        settling_target(t) || matches!(t, DomainState::Paused(_) | DomainState::MigratingOut)
+    };
     if let Ok(t) = &t {
         if src == DomainState::MigratingOut && *t == DomainState::Running {
             // Completed on the target without its confirm step: answer() cleans up and says 0.
