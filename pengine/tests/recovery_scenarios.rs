@@ -121,25 +121,41 @@ fn plans_and_states(log: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn restart_limit_is_migration_threshold_when_relocations_are_unlimited() {
-    // Scenario 01's claim: recovery-restarts=2 with unlimited relocations plans what
-    // migration-threshold=3 plans (restart twice in place, then move to the best other node).
+/// One scenario's CIB (its `recovery-relocations` must be 1) in two versions: our policy with
+/// `recovery-restarts=restarts` and unlimited relocations, and Pacemaker's knobs alone
+/// (`migration-threshold=threshold`, the policy attributes gone). Returns the directory, the
+/// original CIB and the two versions.
+fn policy_and_pacemaker(
+    scenario: &str,
+    restarts: u32,
+    threshold: u32,
+) -> (PathBuf, String, String, String) {
     let dir = scenarios()
         .into_iter()
-        .find(|d| d.ends_with("01-restart-limit"))
-        .expect("scenario 01 exists");
+        .find(|d| d.ends_with(scenario))
+        .unwrap_or_else(|| panic!("scenario {scenario} exists"));
     let cib = read(&dir.join("cib.xml"));
-    let restarts = r#"name="recovery-restarts" value="2"/>"#;
+    let restarts = format!(r#"name="recovery-restarts" value="{restarts}"/>"#);
     let relocations = r#"name="recovery-relocations" value="1"/>"#;
-    assert!(cib.contains(restarts) && cib.contains(relocations));
+    assert!(cib.contains(&restarts) && cib.contains(relocations));
     let policy = cib.replace(
         relocations,
         r#"name="recovery-relocations" value="INFINITY"/>"#,
     );
     let pacemaker = cib
-        .replace(restarts, r#"name="migration-threshold" value="3"/>"#)
+        .replace(
+            &restarts,
+            &format!(r#"name="migration-threshold" value="{threshold}"/>"#),
+        )
         .replace(relocations, r#"name="target-role" value="Started"/>"#);
+    (dir, cib, policy, pacemaker)
+}
+
+#[test]
+fn restart_limit_is_migration_threshold_when_relocations_are_unlimited() {
+    // Scenario 01's claim: recovery-restarts=2 with unlimited relocations plans what
+    // migration-threshold=3 plans (restart twice in place, then move to the best other node).
+    let (dir, _, policy, pacemaker) = policy_and_pacemaker("01-restart-limit", 2, 3);
     let cmdlist = read(&dir.join("cmdlist"));
     let ours = pengine::scenario::run(&policy, &cmdlist, START).expect("policy runs");
     let theirs = pengine::scenario::run(&pacemaker, &cmdlist, START).expect("pacemaker runs");
@@ -156,21 +172,7 @@ fn restart_limit_is_migration_threshold_when_relocations_are_unlimited() {
 fn pacemaker_equivalent_combination() {
     // docs/recovery.md: recovery-restarts=0 with recovery-relocations=INFINITY plans what
     // migration-threshold=1 plans, failure after failure, down to every node banned.
-    let dir = scenarios()
-        .into_iter()
-        .find(|d| d.ends_with("04-error-and-cleanup"))
-        .expect("scenario 04 exists");
-    let cib = read(&dir.join("cib.xml"));
-    let restarts = r#"name="recovery-restarts" value="0"/>"#;
-    let relocations = r#"name="recovery-relocations" value="1"/>"#;
-    assert!(cib.contains(restarts) && cib.contains(relocations));
-    let policy = cib.replace(
-        relocations,
-        r#"name="recovery-relocations" value="INFINITY"/>"#,
-    );
-    let pacemaker = cib
-        .replace(restarts, r#"name="migration-threshold" value="1"/>"#)
-        .replace(relocations, r#"name="target-role" value="Started"/>"#);
+    let (_, cib, policy, pacemaker) = policy_and_pacemaker("04-error-and-cleanup", 0, 1);
     let cmdlist = "fail vm1 node1 monitor\nfail vm1 node2 monitor\nfail vm1 node3 monitor\n\
                    advance 1h\ncleanup vm1\n";
     let ours = pengine::scenario::run(&policy, cmdlist, START).expect("policy runs");
