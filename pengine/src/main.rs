@@ -117,6 +117,8 @@ fn run(args: SimulateArgs) -> Result<(), String> {
         pengine::cib::parse_xml(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
     let cib = pengine::cib::cib_from_element(&input_xml)
         .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    // The element tree is only needed to write `-O`: free it now otherwise (peak memory).
+    let input_xml = args.save_output.is_some().then_some(input_xml);
     let injections = injections(&args).map_err(|e| e.to_string())?;
     let op_fail = args
         .op_fail
@@ -165,9 +167,9 @@ fn run(args: SimulateArgs) -> Result<(), String> {
     } else {
         std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when).cib)
     };
-    if let Some(path) = &args.save_output {
+    if let (Some(path), Some(input_xml)) = (&args.save_output, &input_xml) {
         let out = result.as_ref().unwrap_or(planned.as_ref());
-        std::fs::write(path, simulate::render_cib_xml(&input_xml, out))
+        std::fs::write(path, simulate::render_cib_xml(input_xml, out))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {

@@ -1,6 +1,6 @@
 //! Where each resource should run: filters then scores, each recording why; deterministic tie-break.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_interval_ms, parse_score};
 use crate::observed::{Observed, Role, Top, natural_cmp};
@@ -344,6 +344,36 @@ struct Ctx<'a> {
     util_used: Vec<BTreeMap<String, i64>>,
     done: Vec<bool>,
     in_progress: Vec<bool>,
+    /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
+    /// each resource looks only at its own constraints.
+    locations_by_rsc: HashMap<&'a str, Vec<usize>>,
+    colocations_by_rsc: HashMap<&'a str, Vec<usize>>,
+    colocations_by_with: HashMap<&'a str, Vec<usize>>,
+}
+
+/// Positions of the items per key, in item order.
+fn positions_by<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> &'a str,
+) -> HashMap<&'a str, Vec<usize>> {
+    let mut map: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        map.entry(key(item)).or_default().push(i);
+    }
+    map
+}
+
+/// The positions listed under any of `ids`, in configuration order, each once.
+fn positions_of(map: &HashMap<&str, Vec<usize>>, ids: &[&str]) -> Vec<usize> {
+    let mut out: Vec<usize> = ids
+        .iter()
+        .filter_map(|id| map.get(id))
+        .flatten()
+        .copied()
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 fn unit_of(obs: &Observed, id: &str) -> Option<Unit> {
@@ -391,11 +421,13 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             scores.insert(ni, 0);
         }
     }
-    let group_id = r.group.map(|g| obs.groups[g].id.clone());
-    for loc in &ctx.cib.locations {
-        if loc.rsc != r.id && Some(&loc.rsc) != group_id.as_ref() {
-            continue;
-        }
+    let cib = ctx.cib;
+    let mut ids = vec![r.id.as_str()];
+    ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+    for loc in positions_of(&ctx.locations_by_rsc, &ids)
+        .into_iter()
+        .map(|i| &cib.locations[i])
+    {
         if let Some(role) = loc.role.as_deref().and_then(Role::parse) {
             if role != Role::Started {
                 continue;
@@ -601,12 +633,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         }
     };
     // Colocations where this unit depends on another: place that one first.
-    let cols: Vec<(usize, Unit, i64)> = ctx
-        .cib
-        .colocations
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| unit_ids.contains(&c.rsc))
+    let cib = ctx.cib;
+    let id_strs: Vec<&str> = unit_ids.iter().map(String::as_str).collect();
+    let cols: Vec<(usize, Unit, i64)> = positions_of(&ctx.colocations_by_rsc, &id_strs)
+        .into_iter()
+        .map(|i| (i, &cib.colocations[i]))
         .filter_map(|(i, c)| {
             unit_of(obs, &c.with_rsc)
                 .filter(|w| *w != u)
@@ -670,11 +701,10 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
     // Dependents pull the primary toward their preferences (positive colocations, scaled by
     // score/INFINITY); a dependent that would leave no node at all is ignored (rolled back).
-    let dependents: Vec<(Unit, i64)> = ctx
-        .cib
-        .colocations
-        .iter()
-        .filter(|c| unit_ids.contains(&c.with_rsc) && c.score > 0)
+    let dependents: Vec<(Unit, i64)> = positions_of(&ctx.colocations_by_with, &id_strs)
+        .into_iter()
+        .map(|i| &cib.colocations[i])
+        .filter(|c| c.score > 0)
         .filter_map(|c| {
             unit_of(obs, &c.rsc)
                 .filter(|d| *d != u)
@@ -932,6 +962,9 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
         util_used: vec![BTreeMap::new(); obs.nodes.len()],
         done: vec![false; n],
         in_progress: vec![false; n],
+        locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
+        colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
+        colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),
     };
     let quorum_ok = obs.have_quorum || obs.no_quorum_policy == crate::observed::NoQuorum::Ignore;
     let order = unit_order(&mut ctx);
