@@ -250,3 +250,99 @@ fn json_disagreeing_with_the_text_is_caught() {
     assert!(check_case("inline", &report("node1", "node2"), expected).is_err());
     assert!(check_case("inline", &report("node2", "node3"), expected).is_err());
 }
+
+#[test]
+fn json_reports_the_injections_the_text_reports() {
+    let Some(dir) = corpus::corpus_dir() else {
+        corpus::skip_without_corpus("json_reports_the_injections_the_text_reports");
+        return;
+    };
+    let xml = dir.join("xml").join("migrate-1.xml");
+    let flags = [
+        "-i",
+        "rsc3_monitor_10000@node1=7",
+        "-F",
+        "rsc3_start_0@node2=1",
+        "-u",
+        "node2",
+    ];
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pengine"))
+            .args(["simulate", "-S", "-x"])
+            .arg(&xml)
+            .args(flags)
+            .args(extra)
+            .env("LC_ALL", "C")
+            .output()
+            .expect("pengine runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let report = run(&[]);
+    let json: Value = serde_json::from_str(&run(&["--output-as", "json"])).expect("JSON");
+    // The modifications are the text's lines of that section, in order (the two runs may stamp
+    // last-failure a second apart: clock values are masked).
+    let mask = |l: &str| -> String {
+        let mut out = String::new();
+        let mut run = String::new();
+        for c in l.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_digit() {
+                run.push(c);
+                continue;
+            }
+            out.push_str(if run.len() > 8 { "<clock>" } else { &run });
+            run.clear();
+            out.push(c);
+        }
+        out.trim_end().to_string()
+    };
+    let modifications: Vec<String> = array(&json, "modifications")
+        .iter()
+        .map(|m| mask(&squash(m.as_str().unwrap_or_default())))
+        .collect();
+    let expected: Vec<String> = section(&report, "Performing Requested Modifications:")
+        .iter()
+        .map(|l| mask(l))
+        .collect();
+    assert!(!expected.is_empty(), "{report}");
+    assert_eq!(modifications, expected, "{report}");
+    // The injections are the flags given, in crm_simulate's order (-u before -i).
+    let injections: Vec<(String, String)> = array(&json, "injections")
+        .iter()
+        .map(|i| (text(i, "kind").to_string(), text(i, "node").to_string()))
+        .collect();
+    assert_eq!(
+        injections,
+        [
+            ("node-up".to_string(), "node2".to_string()),
+            ("op".to_string(), "node1".to_string())
+        ]
+    );
+    let op = &array(&json, "injections")[1];
+    assert_eq!(
+        (
+            text(op, "rsc"),
+            text(op, "task"),
+            &op["interval_ms"],
+            &op["rc"]
+        ),
+        ("rsc3", "monitor", &Value::from(10000), &Value::from(7))
+    );
+    let fail = &array(&json, "op_fail")[0];
+    assert_eq!((text(fail, "rsc"), &fail["rc"]), ("rsc3", &Value::from(1)));
+    // Every "Pretending action N failed with rc=RC" line is one executed action with that rc.
+    let pretended: Vec<i64> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("Pretending action "))
+        .filter_map(|l| {
+            l.rsplit_once("rc=")
+                .and_then(|(_, rc)| rc.trim().parse().ok())
+        })
+        .collect();
+    let failed: Vec<i64> = array(&json, "executed")
+        .iter()
+        .filter_map(|a| a["failed_rc"].as_i64())
+        .collect();
+    assert!(!pretended.is_empty(), "{report}");
+    assert_eq!(failed, pretended, "{report}");
+}
