@@ -3,6 +3,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod cli_node;
 use pengine::simulate::{self, Injection, InjectionError};
 
 #[derive(Parser)]
@@ -16,10 +18,15 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a transition (crm_simulate's flags).
     Simulate(SimulateArgs),
+    /// Node lifecycle requests for a live cluster (evacuate, restore, shutdown, sync): see
+    /// docs/recovery.md.
+    Node(cli_node::NodeArgs),
 }
 
 #[derive(clap::Args)]
@@ -197,6 +204,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pengine: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Node(args) => match cli_node::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pengine node: {e}");
                 ExitCode::from(1)
             }
         },
