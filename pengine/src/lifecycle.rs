@@ -6,7 +6,7 @@
 //! Fencing devices are left to Pacemaker's own rules: they must go wherever they can run.
 //!
 //! Memory: a resource moved off its node by a shutdown or an evacuation records where it came
-//! from in two meta attributes, `origin-node` and `origin-cause` (`shutdown`|`evacuate`), as
+//! from in two meta attributes, `origin-node` and `origin-cause` (`shutdown`|`evacuate`|`loss`), as
 //! LXD's `volatile.evacuate.origin`. The planner only proposes these records (`updates`); whoever
 //! executes the transition writes them (the scenario runner here).
 
@@ -245,6 +245,22 @@ fn decide(cib: &Cib, obs: &Observed) -> Vec<Decision> {
             let back = usable(obs, hn);
             let failback = r.meta_bool(FAILBACK, true);
             match (cause.as_str(), policy) {
+                // Recovered after its node was lost: fails back like a shutdown-policy=migrate
+                // resource, whatever its policy says about shutdowns.
+                ("loss", _) => {
+                    if back && failback {
+                        scores.push(score(hn, INFINITY, format!("failback to {h}")));
+                        note = Some(format!("{h} rejoined after its loss: failing back"));
+                    } else if !back {
+                        note = Some(if failback {
+                            format!(
+                                "{h} lost: recovered elsewhere once fenced, fails back when it rejoins"
+                            )
+                        } else {
+                            format!("{h} lost: recovered elsewhere once fenced ({FAILBACK}=false)")
+                        });
+                    }
+                }
                 ("evacuate", _) => {
                     if back {
                         scores.push(score(hn, INFINITY, format!("restore to origin {h}")));
@@ -406,6 +422,9 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
                         "evacuate"
                     } else if n.shutdown && policy.is_some() {
                         "shutdown"
+                    } else if !n.online && n.unclean && policy.is_some() {
+                        // Lost: recovered elsewhere once the node is fenced.
+                        "loss"
                     } else {
                         continue;
                     };
@@ -435,11 +454,12 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
                         why: format!("back on {h}"),
                     });
                 } else if back
-                    && cause == "shutdown"
-                    && matches!(
-                        policy,
-                        None | Some(ShutdownPolicy::Migrate | ShutdownPolicy::Failover)
-                    )
+                    && (cause == "loss"
+                        || (cause == "shutdown"
+                            && matches!(
+                                policy,
+                                None | Some(ShutdownPolicy::Migrate | ShutdownPolicy::Failover)
+                            )))
                     && !r.meta_bool(FAILBACK, true)
                 {
                     out.push(Update::ClearOrigin {
