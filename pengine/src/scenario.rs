@@ -580,6 +580,42 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_stop_is_infinity_even_when_start_failures_are_not_fatal() {
+        // Pacemaker 2.1.5's controller: failed-stop-offset is always INFINITY; with
+        // start-failure-is-fatal=false a failed start adds one.
+        let cib = CIB.replace(
+            r#"<nvpair id="o1" name="stonith-enabled" value="false"/>"#,
+            r#"<nvpair id="o1" name="stonith-enabled" value="false"/>
+               <nvpair id="o2" name="start-failure-is-fatal" value="false"/>"#,
+        );
+        // (A shutdown attribute of 0 means none: start the clock later.)
+        let log = run(&cib, "fail vm1 node1 stop\nshutdown node1\n", 1000).expect("runs");
+        assert!(
+            log.contains("vm1_stop@node1=FAILED(rc1,fail-count=INFINITY)"),
+            "{log}"
+        );
+        let log = run(&cib, "fail vm1 node1 start\nfail vm1 node1 monitor\n", 0).expect("runs");
+        assert!(
+            log.contains("vm1_start@node1=FAILED(rc1,fail-count=1)"),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn a_failed_migrate_to_is_not_counted() {
+        let cib = CIB.replace(
+            r#"type="Dummy">"#,
+            r#"type="Dummy"><meta_attributes id="m"><nvpair id="m1" name="allow-migrate" value="true"/></meta_attributes>"#,
+        );
+        let log = run(&cib, "fail vm1 node1 migrate\nshutdown node1\n", 1000).expect("runs");
+        assert!(
+            log.contains("vm1_migrate_to@node1=FAILED(rc1,fail-count=none)"),
+            "{log}"
+        );
+        assert!(!log.contains("fail-count vm1@node1"), "{log}");
+    }
+
+    #[test]
     fn settling_is_bounded() {
         // Starts fail everywhere, for ever: the plan never empties on its own, but each node is
         // banned after its INFINITY fail count, so the run ends with vm1 stopped.
