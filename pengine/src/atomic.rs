@@ -1100,7 +1100,7 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
 use crate::actions::{Action, Kind, Plan, Rel};
 use crate::cib::Cib;
 use crate::graph::{EventKind, TransitionGraph};
-use crate::observed::{Observed, Role};
+use crate::observed::{Observed, Role, lrm_histories};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
 
@@ -1153,28 +1153,19 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
         })
         .collect();
     let node_of = |name: &str| obs.nodes.iter().position(|n| n.uname == name);
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
-            .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
-        else {
-            continue;
-        };
-        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
-            for op in &lr.ops {
-                let record = OpRecord {
-                    task: Task::parse(&op.operation),
-                    call_id: op.call_id,
-                    answer: Answer::from_status(op.op_status, op.rc_code),
-                    migrate_source: op.migrate_source.as_deref().and_then(node_of),
-                    migrate_target: op.migrate_target.as_deref().and_then(node_of),
-                    last_rc_change: op.last_rc_change.unwrap_or(0),
-                };
-                // `_last_failure_0` repeats an entry that is already there.
-                if !history[ni].ops.contains(&record) {
-                    history[ni].ops.push(record);
-                }
+    for (ni, lr) in lrm_histories(cib, &obs.nodes).filter(|(_, lr)| lr.id == rsc_id) {
+        for op in &lr.ops {
+            let record = OpRecord {
+                task: Task::parse(&op.operation),
+                call_id: op.call_id,
+                answer: Answer::from_status(op.op_status, op.rc_code),
+                migrate_source: op.migrate_source.as_deref().and_then(node_of),
+                migrate_target: op.migrate_target.as_deref().and_then(node_of),
+                last_rc_change: op.last_rc_change.unwrap_or(0),
+            };
+            // `_last_failure_0` repeats an entry that is already there.
+            if !history[ni].ops.contains(&record) {
+                history[ni].ops.push(record);
             }
         }
     }
@@ -1189,32 +1180,23 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
 pub fn cancelled_monitors(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<(usize, u64)> {
     let key = |call_id: i64| if call_id < 0 { i64::MAX } else { call_id };
     let mut out = Vec::new();
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
+    for (ni, lr) in lrm_histories(cib, &obs.nodes).filter(|(_, lr)| lr.id == rsc_id) {
+        let Some(migrated) = lr
+            .ops
             .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
+            .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
+            .map(|o| key(o.call_id))
+            .max()
         else {
             continue;
         };
-        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
-            let Some(migrated) = lr
-                .ops
-                .iter()
-                .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
-                .map(|o| key(o.call_id))
-                .max()
-            else {
-                continue;
-            };
-            for o in &lr.ops {
-                if o.operation == "monitor"
-                    && o.interval_ms > 0
-                    && key(o.call_id) < migrated
-                    && !out.contains(&(ni, o.interval_ms))
-                {
-                    out.push((ni, o.interval_ms));
-                }
+        for o in &lr.ops {
+            if o.operation == "monitor"
+                && o.interval_ms > 0
+                && key(o.call_id) < migrated
+                && !out.contains(&(ni, o.interval_ms))
+            {
+                out.push((ni, o.interval_ms));
             }
         }
     }
