@@ -1352,6 +1352,18 @@ fn monitor_not_running_after(hist: Hist, ni: usize, reference: &RscOp, same_node
     })
 }
 
+/// A probe or monitor on the same node as `reference`, newer by call id, that the agent answered
+/// (running or not running).
+fn monitor_answer_after(hist: Hist, ni: usize, reference: &RscOp) -> bool {
+    ops_on(hist, ni).iter().any(|op| {
+        !std::ptr::eq(op, reference)
+            && op.operation == "monitor"
+            && op.op_status == 0
+            && matches!(op.rc_code, 0 | 7)
+            && is_newer(op, reference, true)
+    })
+}
+
 /// Whether the node has state newer than the migration (compared with the migration entry on
 /// that node when there is one, since call ids are reliable there).
 fn newer_state_after_migrate(
@@ -1438,7 +1450,21 @@ fn migrate_to_success(
     if nodes[ni].uname != source {
         return;
     }
-    let source_newer_op = non_monitor_after(hist, ni, op, true);
+    // The atomic migration model (atomic.rs) probes a source instead of stopping it when the
+    // VM's location is unknown; that probe's answer is the source's newer state (seed 40045:
+    // read as "no newer state", the resource stayed failed and was recovered every transition).
+    // Two-phase resources keep Pacemaker's reading.
+    let atomic = crate::atomic::model_for(
+        &rsc.id,
+        &rsc.class,
+        rsc.provider.as_deref(),
+        &rsc.kind,
+        rsc.meta
+            .get(crate::atomic::MIGRATION_MODEL_META)
+            .map(String::as_str),
+    ) == Ok(crate::atomic::MigrationModel::Atomic);
+    let source_newer_op =
+        non_monitor_after(hist, ni, op, true) || (atomic && monitor_answer_after(hist, ni, op));
     let target_ni = node_named(nodes, Some(target));
     let migrate_from =
         target_ni.and_then(|t| find_migration_op(hist, t, "migrate_from", source, None));
