@@ -1545,6 +1545,33 @@ pub fn reconcile(
         }
         e.decision = Some(decision);
     }
+    // Fencing is serialised in the order of `rec.fence`: a migration's target comes before its
+    // fragile source (see `amend_graph`), whose fencing erases the record of the move.
+    for e in &view.entries {
+        let (Some(source), Some(target)) = (
+            e.fragile_source,
+            migration_of(&e.location).map(|m| m.target),
+        ) else {
+            continue;
+        };
+        let at = |n: usize| rec.fence.iter().position(|(f, _)| *f == n);
+        if let (Some(si), Some(ti)) = (at(source), at(target)) {
+            if si < ti {
+                let entry = rec.fence.remove(si);
+                rec.fence.insert(ti, entry);
+            }
+        }
+    }
+}
+
+/// The migration a location was read from.
+fn migration_of(location: &Location) -> Option<Migration> {
+    match location {
+        Location::Exact { migration, .. }
+        | Location::Unknown { migration, .. }
+        | Location::Stopped { migration, .. } => Some(*migration),
+        Location::Settled => None,
+    }
 }
 
 /// The stale sources a decision cleans up beyond what its migration's own stop covers.
@@ -1714,6 +1741,19 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
         let Some(source) = e.fragile_source else {
             continue;
         };
+        // A target that must be fenced (lost, or unclean after a failed stop) answers only by its
+        // fencing, which destroys any copy there: the source's fencing and its clean shutdown,
+        // which erase the record of the move, wait for it (soak seeds 1796059824164228 and
+        // 1796059824168492: the source left first, and the next plan started the VM elsewhere
+        // while the unfenced target ran it).
+        let target = migration_of(&e.location).map(|m| m.target);
+        if let Some(fence_target) = target.and_then(|t| cluster_action(g, "stonith", t)) {
+            for task in ["stonith", "do_shutdown"] {
+                if let Some(erases) = cluster_action(g, task, source) {
+                    order_in_graph(g, fence_target, erases);
+                }
+            }
+        }
         for &a in &answers {
             if let Some(sd) = cluster_action(g, "do_shutdown", source) {
                 order_in_graph(g, a, sd);
