@@ -310,8 +310,9 @@ fn own_state(op: &OpRecord) -> Option<Seen> {
     Some(seen)
 }
 
-/// The latest migrate_to of the resource, across nodes: by last-rc-change, a pending entry first,
-/// then the higher call id, then the lower node index (deterministic).
+/// The latest migrate_to of the resource, across nodes: by last-rc-change, then the later
+/// transition, a pending entry first, then the higher call id, then the lower node index
+/// (deterministic).
 fn latest_migrate_to(history: &[NodeHistory]) -> Option<(usize, &OpRecord)> {
     let mut best: Option<(usize, &OpRecord)> = None;
     for (n, h) in history.iter().enumerate() {
@@ -325,9 +326,12 @@ fn latest_migrate_to(history: &[NodeHistory]) -> Option<(usize, &OpRecord)> {
             if t == n || t >= history.len() {
                 continue;
             }
+            // Within one second, the later transition of the DC (soak seed 1796059824171638: a
+            // migration there and back within a second; call ids, per node, picked the older one).
             let key = |o: &OpRecord| {
                 (
                     o.last_rc_change,
+                    o.transition.as_ref().map_or(-1, |t| t.number),
                     o.answer == Answer::Pending,
                     if o.call_id < 0 { i64::MAX } else { o.call_id },
                 )
