@@ -1742,6 +1742,30 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
                 order_in_graph(g, a, sd);
             }
         }
+        // While only lost candidates are in doubt, their fencing is what settles it: the
+        // recurring monitor of the copy that answered waits for it. A broken copy's monitor fails
+        // at once and aborts the transition; fired first (batch-limit 1), it aborted every
+        // transition before the fencing (soak seed 1796059824169465: liveness).
+        if let Some(Decision::Probe { probe, fence, .. }) = &e.decision {
+            if probe.is_empty() {
+                let monitors: Vec<usize> = (0..g.actions.len())
+                    .filter(|&i| {
+                        let a = &g.actions[i];
+                        a.rsc == Some(e.rsc)
+                            && a.event == EventKind::RscOp
+                            && a.task == "monitor"
+                            && a.interval_ms > 0
+                    })
+                    .collect();
+                for &f in fence {
+                    if let Some(fencing) = cluster_action(g, "stonith", f) {
+                        for &m in &monitors {
+                            order_in_graph(g, fencing, m);
+                        }
+                    }
+                }
+            }
+        }
         let Some(source) = e.fragile_source else {
             continue;
         };
