@@ -374,6 +374,16 @@ pub struct Cib {
     pub unsupported: Vec<String>,
 }
 
+impl Cib {
+    /// Every configured primitive, group members included, in configuration order.
+    pub fn primitives(&self) -> impl Iterator<Item = &Primitive> {
+        self.resources.iter().flat_map(|r| match r {
+            ResourceDef::Primitive(p) => std::slice::from_ref(p).iter(),
+            ResourceDef::Group(g) => g.members.iter(),
+        })
+    }
+}
+
 fn diag(diags: &mut Vec<Diagnostic>, el: &Element, message: impl Into<String>) {
     diags.push(Diagnostic {
         element: el.name.clone(),

@@ -88,35 +88,14 @@ fn write(change: &CibChange) -> Result<(), String> {
             .id_only_xml();
             tool(&["cibadmin", "-D", "-o", "constraints", "-X", &xml])
         }
-        CibChange::NodeAttr {
-            node,
-            name,
-            value: Some(v),
-        } => tool(&[
-            "crm_attribute",
-            "-l",
-            "forever",
-            "-N",
-            node,
-            "-n",
-            name,
-            "-v",
-            v,
-        ]),
-        CibChange::NodeAttr {
-            node,
-            name,
-            value: None,
-        } => tool(&[
-            "crm_attribute",
-            "-l",
-            "forever",
-            "-N",
-            node,
-            "-n",
-            name,
-            "-D",
-        ]),
+        CibChange::NodeAttr { node, name, value } => {
+            let mut argv = vec!["crm_attribute", "-l", "forever", "-N", node, "-n", name];
+            match value {
+                Some(v) => argv.extend(["-v", v.as_str()]),
+                None => argv.push("-D"),
+            }
+            tool(&argv)
+        }
     }
     .map(|_| ())
 }

@@ -523,14 +523,7 @@ pub fn release_stop_hold(cib: &mut Cib, rsc: &str) {
 /// The origin records of every primitive, as log keys and values.
 pub fn records(cib: &Cib) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut prims: Vec<&crate::cib::Primitive> = Vec::new();
-    for r in &cib.resources {
-        match r {
-            crate::cib::ResourceDef::Primitive(p) => prims.push(p),
-            crate::cib::ResourceDef::Group(g) => prims.extend(g.members.iter()),
-        }
-    }
-    for p in prims {
+    for p in cib.primitives() {
         let get = |name: &str| {
             p.meta
                 .iter()
@@ -739,14 +732,7 @@ pub fn pins(cib: &Cib, obs: &Observed) -> Vec<Pin> {
 /// The origin record of every primitive: (rsc, attribute) -> value.
 fn record_attrs(cib: &Cib) -> std::collections::BTreeMap<(String, String), String> {
     let mut out = std::collections::BTreeMap::new();
-    let mut prims: Vec<&crate::cib::Primitive> = Vec::new();
-    for r in &cib.resources {
-        match r {
-            crate::cib::ResourceDef::Primitive(p) => prims.push(p),
-            crate::cib::ResourceDef::Group(g) => prims.extend(g.members.iter()),
-        }
-    }
-    for p in prims {
+    for p in cib.primitives() {
         for (k, v) in p.meta.iter().flat_map(|s| s.pairs.iter()) {
             if [ORIGIN_NODE, ORIGIN_CAUSE, ORIGIN_SINCE].contains(&k.as_str()) {
                 out.insert((p.id.clone(), k.clone()), v.clone());

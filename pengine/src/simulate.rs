@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use crate::cib::{Cib, Element, INFINITY, LrmResource, NodeState, ResourceDef, RscOp, parse_score};
+use crate::cib::{Cib, Element, INFINITY, LrmResource, NodeState, RscOp, parse_score};
 use crate::graph::{EventKind, Fired, GraphAction, Outcome, TransitionGraph};
 use crate::observed::Observed;
 
@@ -507,16 +507,9 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
 
 /// Class, provider and type of a configured primitive (group members included).
 fn configured_agent(cib: &Cib, id: &str) -> Option<(String, Option<String>, String)> {
-    cib.resources.iter().find_map(|r| {
-        let prims: Vec<&crate::cib::Primitive> = match r {
-            ResourceDef::Primitive(p) => vec![p],
-            ResourceDef::Group(g) => g.members.iter().collect(),
-        };
-        prims
-            .into_iter()
-            .find(|p| p.id == id)
-            .map(|p| (p.class.clone(), p.provider.clone(), p.kind.clone()))
-    })
+    cib.primitives()
+        .find(|p| p.id == id)
+        .map(|p| (p.class.clone(), p.provider.clone(), p.kind.clone()))
 }
 
 /// Fires the transition (`graph::fire`) with the results `outcome_of` gives and records them
