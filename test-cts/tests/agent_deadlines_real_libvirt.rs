@@ -226,3 +226,81 @@ fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
     assert!(process::wait_gone(&[qemu], Duration::from_secs(5)));
     running.expect("monitor", 7);
 }
+
+/// Monitors fired at once per trial of [`a_hung_libvirtd_waking_as_the_agents_give_up_never_crashes_them`].
+const WAKE_AGENTS: usize = 10;
+
+/// Trials of that test: `$HIGHLANDER_WAKE_TRIALS`, default 8.
+fn wake_trials() -> usize {
+    std::env::var("HIGHLANDER_WAKE_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8)
+}
+
+/// A hung libvirtd (SIGSTOP) that wakes up just as the agents give up on it: the daemon's answers
+/// reach the agents' libvirt threads while the agents answer from `/proc` and exit. An agent must
+/// then end with its answer, never by a signal: it leaves by `_exit` once its output is written,
+/// so no exit handler frees libvirt's state under a thread still inside libvirt (what killed one
+/// monitor in the parallel load test with glibc's "malloc_consolidate(): invalid chunk size").
+/// Per trial, [`WAKE_AGENTS`] monitors at once (a running guest and a stopped one, alternating),
+/// the thaw at a point spread over 2 to 2.9 s, around where a 3 s monitor gives up on libvirt
+/// (2.25 s after it started: its margin and the reserve for the `/proc` check).
+#[test]
+fn a_hung_libvirtd_waking_as_the_agents_give_up_never_crashes_them() {
+    if !real_infra_or_skip(
+        "a_hung_libvirtd_waking_as_the_agents_give_up_never_crashes_them",
+        &[],
+    ) {
+        return;
+    }
+    let _turn = turn();
+    let running = Guest::new("wake-run");
+    let stopped = Guest::new("wake-off");
+    running.start_for_real();
+    let (running, stopped) = (running.recurring(), stopped.recurring());
+    let trials = wake_trials();
+    let mut answered = 0;
+    for trial in 0..trials {
+        let thaw_after = Duration::from_millis(2_000 + (trial % 8) as u64 * 125);
+        daemon().freeze_libvirtd().expect("SIGSTOP libvirtd");
+        let runs: Vec<(i32, Result<AgentRun, ProcessError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..WAKE_AGENTS)
+                .map(|i| {
+                    let (guest, code) = if i % 2 == 0 {
+                        (&running, 0)
+                    } else {
+                        (&stopped, 7)
+                    };
+                    scope.spawn(move || (code, guest.resource.run("monitor")))
+                })
+                .collect();
+            std::thread::sleep(thaw_after);
+            daemon().thaw_libvirtd();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("runner thread"))
+                .collect()
+        });
+        for (code, run) in runs {
+            let run = run.unwrap_or_else(|e| {
+                panic!("trial {trial} (thaw after {thaw_after:?}): monitor overran: {e}")
+            });
+            eprintln!(
+                "timing: trial {trial}, thaw after {thaw_after:?}: {}",
+                run.describe()
+            );
+            assert_eq!(
+                run.code(),
+                Some(code),
+                "trial {trial} (thaw after {thaw_after:?}): {}",
+                run.describe()
+            );
+            answered += 1;
+        }
+    }
+    eprintln!(
+        "{trials} trials, {answered} monitors answered as a hung libvirtd woke up, none died of a signal"
+    );
+    assert_eq!(answered, trials * WAKE_AGENTS);
+}

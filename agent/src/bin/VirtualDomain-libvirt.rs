@@ -3,20 +3,25 @@
 //! libvirt, whose load alone costs tens of milliseconds.
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use ocf_metadata::OcfEnv;
 
-fn main() -> ExitCode {
+fn main() {
     let action = std::env::args().nth(1).unwrap_or_default();
     // Read leniently: a variable that cannot be read refuses every action but stop, which must
     // still stop the domain when it can (the library decides, per variable).
     let reading = OcfEnv::read_os_pairs(std::env::vars_os());
     let env = &reading.env;
     let outcome = highlander_agent::run_reading(&action, &reading);
-    let _ = std::io::stdout().write_all(outcome.stdout.as_bytes());
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(outcome.stdout.as_bytes());
+    let _ = stdout.flush();
+    drop(stdout);
     if let Some(reason) = &outcome.reason {
+        // stderr is unbuffered: the line is written when this returns.
         eprintln!("{}{}", env.exit_reason_prefix, reason);
     }
-    ExitCode::from(outcome.code.code() as u8)
+    // Never through `exit(3)`: a libvirt call abandoned at its timeout (or a connection being
+    // closed) may still run on another thread, and exit handlers would free memory under it.
+    highlander_agent::libvirt::exit_process(outcome.code.code() as u8)
 }
