@@ -114,6 +114,8 @@ struct World {
     migrations: Vec<Migration>,
     /// How long a live migration takes.
     migration_ms: u64,
+    /// What every call costs before it answers (0: nothing); a call given less times out.
+    call_ms: u64,
 }
 
 /// Shared state of all in-memory nodes. Cloning shares it.
@@ -178,6 +180,12 @@ impl MemWorld {
     /// How long each live migration takes from now on.
     pub fn set_migration_ms(&self, ms: u64) {
         self.lock().migration_ms = ms;
+    }
+
+    /// What every call costs from now on (a loaded daemon); a call given less times out having
+    /// used its whole timeout. 0 (the default): calls answer at once, whatever their timeout.
+    pub fn set_call_ms(&self, ms: u64) {
+        self.lock().call_ms = ms;
     }
 
     pub fn put_domain(&self, node: &str, name: &str, domain: MemDomain) {
@@ -303,9 +311,10 @@ impl MemHypervisor {
     /// Records the call, applies daemon health and any scripted fault.
     fn gate(&self, op: Op, name: &str, timeout_ms: u64) -> Result<Gate, HvError> {
         let clock = &self.world.clock;
-        let (daemon, fault) = {
+        let (daemon, fault, call_ms) = {
             let mut w = self.world.lock();
             tick(&mut w, clock.now_ms());
+            let call_ms = w.call_ms;
             let n = w.nodes.entry(self.node.clone()).or_default();
             n.calls.push(format!("{op} {name}"));
             let fault = n
@@ -313,13 +322,22 @@ impl MemHypervisor {
                 .iter()
                 .position(|(o, _)| *o == op)
                 .map(|i| n.faults.remove(i).1);
-            (n.daemon, fault)
+            (n.daemon, fault, call_ms)
         };
         let timeout = || HvError::Timeout {
             op,
             uri: self.uri(),
             timeout_ms,
         };
+        // A hanging call uses its whole timeout, latency included.
+        let hangs = matches!(fault, Some(Fault::Hang | Fault::HangAfterEffect));
+        if call_ms > 0 && daemon == Daemon::Up && !hangs {
+            if timeout_ms < call_ms {
+                clock.sleep_ms(timeout_ms);
+                return Err(timeout());
+            }
+            clock.sleep_ms(call_ms);
+        }
         let down = |message: &str| HvError::Unavailable {
             op,
             uri: self.uri(),

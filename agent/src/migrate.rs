@@ -183,13 +183,20 @@ fn answer(
     libvirt: &str,
     deadline: Deadline,
 ) -> Outcome {
-    // Let transient states settle (an aborted incoming copy being torn down), within the budget.
+    // Let transient states settle (an aborted incoming copy being torn down), for half the time
+    // left at most: the readings the answer is made of start by then, so a state that does not
+    // settle in time is answered as read, never as unreadable for want of time (seen on real
+    // libvirt: a target copy still being torn down kept this loop reading until the deadline,
+    // whose last readings, given 0 ms, made a guest running on the source "source unknown", 7).
+    let settle = Deadline {
+        at_ms: ctx.clock.now_ms() + deadline.remaining_ms(ctx.clock) / 2,
+    };
     let mut sleep_ms = POLL_MS;
     let (s, t) = loop {
         let s = state_of(ctx.hv, ctx, name, deadline);
         let t = state_of(target, ctx, name, deadline);
         let unsettled = s.as_ref().is_ok_and(transient) || t.as_ref().is_ok_and(settling_target);
-        if !unsettled || !deadline.sleep_within(ctx.clock, sleep_ms) {
+        if !unsettled || !settle.sleep_within(ctx.clock, sleep_ms) {
             break (s, t);
         }
         sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
@@ -277,9 +284,20 @@ fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
     }
 }
 
-/// Aborts the source's job and waits for it to end.
-fn abort(ctx: &Ctx, name: &str, deadline: Deadline, journal: Journal) {
-    let t = deadline.remaining_ms(ctx.clock).min(5_000);
+/// One of the two shares of the budget kept after the migration call: the first for aborting a
+/// job still in flight and waiting for it to end, the second, last, for reading both sides for the
+/// answer. A fifth of the budget each (1 s to 10 s, at most a quarter). Separate so that a daemon
+/// slow to answer the abort can never eat the time the answer needs (seen in CI with a 6 s
+/// timeout: the abort took the one shared reserve, both final readings got 0 ms, and the agent
+/// answered 7 "source unknown" while the guest still ran on the source).
+fn reserve_ms(budget_ms: u64) -> u64 {
+    (budget_ms / 5).clamp(1_000, 10_000).min(budget_ms / 4)
+}
+
+/// Aborts the source's job and waits for it to end, both by `until` (which leaves the answer its
+/// share of the budget).
+fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) {
+    let t = until.remaining_ms(ctx.clock).min(5_000);
     let r = ctx.hv.abort_job(name, t);
     let detail = match &r {
         Ok(()) => "aborted".to_owned(),
@@ -288,7 +306,7 @@ fn abort(ctx: &Ctx, name: &str, deadline: Deadline, journal: Journal) {
     ctx.log
         .warn(&format!("aborting the migration job of {name}: {detail}"));
     journal("abort", &detail);
-    wait_for_job(ctx, name, deadline);
+    wait_for_job(ctx, name, until);
 }
 
 /// migrate_to on the source.
@@ -301,9 +319,11 @@ pub fn migrate_to(
     deadline: Deadline,
     journal: Journal,
 ) -> Outcome {
-    // Time kept after the migration call for an abort and the final reading of both sides.
-    let reserve = (budget_ms / 5).clamp(1_000, 10_000).min(budget_ms / 2);
-    let call_deadline = deadline.minus(reserve);
+    // Time kept after the migration call: for an abort, then for the final reading of both sides
+    // (which has the time from `abort_deadline` to `deadline` to itself).
+    let reserve = reserve_ms(budget_ms);
+    let abort_deadline = deadline.minus(reserve);
+    let call_deadline = abort_deadline.minus(reserve);
     let s = state_of(ctx.hv, ctx, name, deadline);
     let t = state_of(target, ctx, name, deadline);
     let (ss, ts) = (show(&s), show(&t));
@@ -358,7 +378,7 @@ pub fn migrate_to(
             ));
             journal("wait-existing-job", &format!("{job:?}"));
             if !wait_for_job(ctx, name, call_deadline) {
-                abort(ctx, name, deadline, journal);
+                abort(ctx, name, abort_deadline, journal);
             }
             return answer(ctx, target, name, "earlier migration job", deadline);
         }
@@ -444,7 +464,7 @@ pub fn migrate_to(
     // Never answer while a job is in flight (the call may have returned early with an error, or
     // timed out): wait for it within the call's time, then abort it.
     if !wait_for_job(ctx, name, call_deadline) {
-        abort(ctx, name, deadline, journal);
+        abort(ctx, name, abort_deadline, journal);
     }
     answer(ctx, target, name, &libvirt, deadline)
 }

@@ -211,6 +211,27 @@ fn deadline_shorter_than_the_migration_aborts_and_stays_on_the_source() {
     assert_eq!(p.code(A, "migrate_to"), Success);
 }
 
+/// The source daemon takes the abort but does not answer it before its timeout (seen in CI under
+/// load): the abort may use its own share of the budget only, and both sides are still read for
+/// the answer, which is 1 with the guest on the source (not 7 "source unknown").
+#[test]
+fn an_abort_that_gets_no_answer_leaves_time_to_read_both_sides() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    // Every call takes a moment (a loaded daemon), so a reading given no time cannot answer.
+    p.world.set_call_ms(50);
+    p.world.inject(A, Op::AbortJob, Fault::HangAfterEffect);
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    assert!(p.world.calls(A).iter().any(|c| c == "abort job vm1"));
+    assert_eq!(out.code, ErrGeneric, "{out:?}");
+    assert!(reason(&out).contains("still runs on the source"), "{out:?}");
+    assert!(!reason(&out).contains("unknown"), "{out:?}");
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+}
+
 #[test]
 fn completed_migration_reported_as_error_is_a_success() {
     let p = Pair::new();

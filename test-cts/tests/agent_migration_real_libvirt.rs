@@ -403,6 +403,12 @@ fn migrations_started(run: &AgentRun) -> usize {
 /// A Pacemaker timeout shorter than the migration (16 MiB of random guest memory at
 /// `migration_speed=1` MiB/s, 6 s timeout): the agent aborts the job before the timeout, answers
 /// 1 with the reason, and the guest keeps running on the source; the answers afterwards match.
+///
+/// The agent keeps a share of its budget for reading both sides after the abort; a daemon too
+/// loaded to answer even within it leaves the agent unable to prove where the guest is, and then
+/// 7 naming the unreadable source is the truthful answer (seen once in CI). The test accepts that
+/// 7 only with that reason, and then itself waits for the aborted migration to be torn down and
+/// checks that the guest runs once, on the source.
 #[test]
 fn a_deadline_shorter_than_the_migration_aborts_it_and_keeps_the_guest_on_the_source() {
     if !real_infra_or_skip(
@@ -421,15 +427,29 @@ fn a_deadline_shorter_than_the_migration_aborts_it_and_keeps_the_guest_on_the_so
         .param("migration_speed", "1")
         .env("OCF_RESKEY_CRM_meta_timeout", &timeout_ms.to_string());
     r.timeout = Duration::from_millis(timeout_ms) + Duration::from_secs(10);
-    let out = expect(&r, "migrate_to", 1);
+    let out = run(&r, "migrate_to");
     assert_eq!(migrations_started(&out), 1, "{}", out.describe());
-    assert!(
-        out.exit_reasons()
-            .iter()
-            .any(|r| r.contains("still runs on the source")),
-        "{}",
-        out.describe()
-    );
+    let has_reason = |text: &str| out.exit_reasons().iter().any(|r| r.contains(text));
+    match out.code() {
+        Some(1) => assert!(has_reason("still runs on the source"), "{}", out.describe()),
+        Some(7) => {
+            assert!(has_reason("source unknown"), "{}", out.describe());
+            eprintln!(
+                "migrate_to answered 7: the source could not be read after the abort; checking where the guest runs"
+            );
+        }
+        other => panic!("migrate_to {other:?}: {}", out.describe()),
+    }
+    // The abort was sent: libvirt tears the target's incoming copy down by itself, and must.
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while nodes()[1]
+        .domstate(&bed.name)
+        .expect("virsh domstate")
+        .is_some()
+        && Instant::now() < give_up
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Answered within Pacemaker's timeout (else Pacemaker would have killed it).
     assert!(
         out.finished.elapsed < Duration::from_millis(timeout_ms),
@@ -437,6 +457,10 @@ fn a_deadline_shorter_than_the_migration_aborts_it_and_keeps_the_guest_on_the_so
         out.describe()
     );
     assert_eq!(bed.runs(), on_only(0), "{:?}", bed.states());
+    assert_eq!(
+        nodes()[1].domstate(&bed.name).expect("virsh domstate"),
+        None
+    );
     expect(&bed.on(0, 0, 1), "monitor", 0);
     expect(&bed.on(1, 0, 1), "migrate_from", 1);
     expect(&bed.on(0, 0, 1), "stop", 0);
