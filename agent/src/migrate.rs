@@ -182,6 +182,7 @@ fn answer(
     name: &str,
     libvirt: &str,
     deadline: Deadline,
+    job_in_flight: bool,
 ) -> Outcome {
     // Let transient states settle (an aborted incoming copy being torn down), for half the time
     // left at most: the readings the answer is made of start by then, so a state that does not
@@ -243,6 +244,15 @@ fn answer(
             OcfExitCode::NotRunning,
             format!("domain {name} runs nowhere (source {ss}, target {ts}); libvirt: {libvirt}"),
         ),
+        // An abort that neither took effect nor answered leaves the source's job running: the
+        // guest runs on the source now but may yet complete its move, so not "still on the
+        // source" (1) but location unknown (7), and the planner probes both.
+        (Ok(s), _) if runs(s) && job_in_flight => Outcome::fail(
+            OcfExitCode::NotRunning,
+            format!(
+                "migration of {name} could not be aborted: its job is still in flight on the source ({ss}, target {ts}), it may yet complete; libvirt: {libvirt}"
+            ),
+        ),
         (Ok(s), _) if runs(s) => Outcome::fail(
             OcfExitCode::ErrGeneric,
             format!(
@@ -284,6 +294,21 @@ fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
     }
 }
 
+/// One reading of the source's job, after an abort whose end was not seen in its share of the
+/// budget (it may have taken effect and not answered): true if a job is in flight, or if that
+/// cannot be read (then the move may yet complete).
+fn job_in_flight(ctx: &Ctx, name: &str, deadline: Deadline) -> bool {
+    let t = deadline.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS) / 2;
+    match ctx.hv.job_info(name, t) {
+        Ok(job) => job.in_flight(),
+        Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => false,
+        Err(e) => {
+            ctx.log.debug(&format!("job info after the abort: {e}"));
+            true
+        }
+    }
+}
+
 /// One of the two shares of the budget kept after the migration call: the first for aborting a
 /// job still in flight and waiting for it to end, the second, last, for reading both sides for the
 /// answer. A fifth of the budget each (1 s to 10 s, at most a quarter). Separate so that a daemon
@@ -295,8 +320,8 @@ fn reserve_ms(budget_ms: u64) -> u64 {
 }
 
 /// Aborts the source's job and waits for it to end, both by `until` (which leaves the answer its
-/// share of the budget).
-fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) {
+/// share of the budget); false if the job is still in flight then.
+fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) -> bool {
     let t = until.remaining_ms(ctx.clock).min(5_000);
     let r = ctx.hv.abort_job(name, t);
     let detail = match &r {
@@ -306,7 +331,7 @@ fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) {
     ctx.log
         .warn(&format!("aborting the migration job of {name}: {detail}"));
     journal("abort", &detail);
-    wait_for_job(ctx, name, until);
+    wait_for_job(ctx, name, until)
 }
 
 /// migrate_to on the source.
@@ -334,7 +359,7 @@ pub fn migrate_to(
             // The source cannot answer; the target may show the migration already happened.
             if let Ok(t) = &t {
                 if runs(t) && e.daemon_unusable() {
-                    return answer(ctx, target, name, "source unreachable", deadline);
+                    return answer(ctx, target, name, "source unreachable", deadline, false);
                 }
             }
             return Outcome::fail(
@@ -344,7 +369,7 @@ pub fn migrate_to(
         }
     };
     if gone(&src) {
-        return answer(ctx, target, name, "no migration attempted", deadline);
+        return answer(ctx, target, name, "no migration attempted", deadline, false);
     }
     // Observed on libvirt 9: a leftover incoming copy being torn down passes through "in
     // shutdown" and, for a moment, paused for another reason, or paused "for a migration" (the
@@ -357,7 +382,14 @@ pub fn migrate_to(
     if let Ok(t) = &t {
         if src == DomainState::MigratingOut && *t == DomainState::Running {
             // Completed on the target without its confirm step: answer() cleans up and says 0.
-            return answer(ctx, target, name, "earlier migration completed", deadline);
+            return answer(
+                ctx,
+                target,
+                name,
+                "earlier migration completed",
+                deadline,
+                false,
+            );
         }
         if runs(t) && !leftover(t) {
             return Outcome::fail(
@@ -377,10 +409,17 @@ pub fn migrate_to(
                 "a migration job of {name} is already in flight; waiting for it"
             ));
             journal("wait-existing-job", &format!("{job:?}"));
-            if !wait_for_job(ctx, name, call_deadline) {
-                abort(ctx, name, abort_deadline, journal);
-            }
-            return answer(ctx, target, name, "earlier migration job", deadline);
+            let in_flight = !wait_for_job(ctx, name, call_deadline)
+                && !abort(ctx, name, abort_deadline, journal)
+                && job_in_flight(ctx, name, deadline);
+            return answer(
+                ctx,
+                target,
+                name,
+                "earlier migration job",
+                deadline,
+                in_flight,
+            );
         }
     }
     let mut tgt = match t {
@@ -406,7 +445,7 @@ pub fn migrate_to(
         }
     }
     if runs(&tgt) {
-        return answer(ctx, target, name, "no migration attempted", deadline);
+        return answer(ctx, target, name, "no migration attempted", deadline, false);
     }
     if transient(&tgt) {
         return Outcome::fail(
@@ -463,10 +502,10 @@ pub fn migrate_to(
     journal("migrate-returned", &libvirt);
     // Never answer while a job is in flight (the call may have returned early with an error, or
     // timed out): wait for it within the call's time, then abort it.
-    if !wait_for_job(ctx, name, call_deadline) {
-        abort(ctx, name, abort_deadline, journal);
-    }
-    answer(ctx, target, name, &libvirt, deadline)
+    let in_flight = !wait_for_job(ctx, name, call_deadline)
+        && !abort(ctx, name, abort_deadline, journal)
+        && job_in_flight(ctx, name, deadline);
+    answer(ctx, target, name, &libvirt, deadline, in_flight)
 }
 
 /// migrate_from on the target. `source` is `None` when its URI cannot be built.

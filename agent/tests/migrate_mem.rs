@@ -232,6 +232,24 @@ fn an_abort_that_gets_no_answer_leaves_time_to_read_both_sides() {
     assert_eq!(p.world.running_on("vm1"), vec![A]);
 }
 
+/// The abort neither takes effect nor answers: the job goes on and may complete after the agent
+/// has answered, so the guest running on the source now is no proof it stays there. Not 1 ("no
+/// migration, still on the source") but 7, and the planner probes both sides.
+#[test]
+fn an_abort_that_never_takes_effect_answers_location_unknown() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    p.world.inject(A, Op::AbortJob, Fault::Hang);
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    assert!(p.world.calls(A).iter().any(|c| c == "abort job vm1"));
+    assert_eq!(out.code, NotRunning, "{out:?}");
+    assert!(reason(&out).contains("still in flight"), "{out:?}");
+    assert_eq!(p.world.running_on("vm1"), vec![A], "it still runs once");
+}
+
 #[test]
 fn completed_migration_reported_as_error_is_a_success() {
     let p = Pair::new();
