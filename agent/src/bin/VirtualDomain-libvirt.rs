@@ -7,6 +7,17 @@ use std::io::Write;
 use ocf_metadata::OcfEnv;
 
 fn main() {
+    // A panic of the main thread (a bug) leaves by the same door as an answer, with 1 and a
+    // reason, never through `exit(3)`'s handlers (see `exit_process`); a worker thread's panic
+    // is its caller's to map.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        if std::thread::current().name() == Some("main") {
+            eprintln!("ocf-exit-reason:internal error: {info}");
+            highlander_agent::libvirt::exit_process(1)
+        }
+    }));
     let action = std::env::args().nth(1).unwrap_or_default();
     // Read leniently: a variable that cannot be read refuses every action but stop, which must
     // still stop the domain when it can (the library decides, per variable).
