@@ -560,11 +560,15 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
     out
 }
 
-struct SummaryLine {
-    verb: String,
-    rsc: String,
-    details: String,
-    reason: String,
+/// One "Transition Summary" line: `* VERB RSC ( DETAILS ) REASON`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryLine {
+    pub verb: String,
+    pub rsc: String,
+    /// The node, or `source -> target`.
+    pub details: String,
+    /// "due to ...", "blocked", or empty.
+    pub reason: String,
 }
 
 /// Renders the "Transition Summary" lines with crm_simulate's growing column widths.
@@ -582,6 +586,40 @@ pub fn render_summary(
             obs.nodes[*ni].uname, reason
         );
     }
+    let lines = summary_lines(obs, plan, rec, g);
+    let mut rsc_width = 5usize;
+    let mut detail_width = 5usize;
+    for l in &lines {
+        if l.rsc.len() > rsc_width {
+            rsc_width = l.rsc.len() + 2;
+        }
+        detail_width = detail_width.max(l.details.len());
+    }
+    for l in &lines {
+        let _ = write!(
+            out,
+            "  * {:<8}   {:<rw$}   ( {:>dw$} )",
+            l.verb,
+            l.rsc,
+            l.details,
+            rw = rsc_width,
+            dw = detail_width
+        );
+        if !l.reason.is_empty() {
+            let _ = write!(out, "  {}", l.reason);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The "Transition Summary" resource lines (after the fencing lines), in placement order.
+pub fn summary_lines(
+    obs: &Observed,
+    plan: &Plan,
+    rec: &Reconciliation,
+    g: &TransitionGraph,
+) -> Vec<SummaryLine> {
     let name = |n: usize| obs.nodes[n].uname.clone();
     let runnable_start = |ri: usize| -> bool {
         g.actions
@@ -681,30 +719,7 @@ pub fn render_summary(
             }
         }
     }
-    let mut rsc_width = 5usize;
-    let mut detail_width = 5usize;
-    for l in &lines {
-        if l.rsc.len() > rsc_width {
-            rsc_width = l.rsc.len() + 2;
-        }
-        detail_width = detail_width.max(l.details.len());
-    }
-    for l in &lines {
-        let _ = write!(
-            out,
-            "  * {:<8}   {:<rw$}   ( {:>dw$} )",
-            l.verb,
-            l.rsc,
-            l.details,
-            rw = rsc_width,
-            dw = detail_width
-        );
-        if !l.reason.is_empty() {
-            let _ = write!(out, "  {}", l.reason);
-        }
-        out.push('\n');
-    }
-    out
+    lines
 }
 
 fn xml_escape(v: &str) -> String {

@@ -8,6 +8,7 @@ pub mod actions;
 pub mod atomic;
 pub mod cib;
 pub mod events;
+pub mod explain;
 pub mod graph;
 pub mod lifecycle;
 pub mod observed;
@@ -17,6 +18,7 @@ pub mod recovery;
 pub mod scenario;
 pub mod simulate;
 pub mod status;
+pub mod summary;
 
 pub use cib::{Cib, CibError, parse_cib};
 
@@ -38,6 +40,16 @@ pub struct Transition {
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
 pub fn schedule(cib: &Cib, now: i64) -> Transition {
+    schedule_traced(cib, now, None).0
+}
+
+/// Runs the pipeline, recording why the resource `explain` (an id) goes where it goes (see
+/// `placement::Trace`; None when no such resource is configured).
+pub fn schedule_traced(
+    cib: &Cib,
+    now: i64,
+    explain: Option<&str>,
+) -> (Transition, Option<placement::Trace>) {
     let mut observed = observed::observe(cib, now);
     // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
     // bans and preferences before placement.
@@ -45,7 +57,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     let lifecycle = lifecycle::apply(cib, &mut observed);
     // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
     let mut atomic = atomic::observe(cib, &mut observed);
-    let desired = placement::place(cib, &observed);
+    let target = explain.and_then(|id| observed.rsc_index(id));
+    let (desired, trace) = placement::place_traced(cib, &observed, target);
     let mut recovery = recovery;
     recovery::after_placement(&observed, &desired, &mut recovery);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);
@@ -58,7 +71,7 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
     atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);
     let mut graph = graph::expand(&observed, &plan);
     atomic::amend_graph(&atomic, &mut graph);
-    Transition {
+    let transition = Transition {
         observed,
         desired,
         reconciliation,
@@ -67,7 +80,8 @@ pub fn schedule(cib: &Cib, now: i64) -> Transition {
         atomic,
         recovery,
         lifecycle,
-    }
+    };
+    (transition, trace)
 }
 
 /// What a `pengine simulate -S` run takes besides the CIB and "now".
@@ -82,6 +96,8 @@ pub struct SimulationInput<'a> {
     /// The time written into injected and executed results and fail counts (crm_simulate uses
     /// the clock); `now` when unset.
     pub inject_time: Option<i64>,
+    /// Also return the summary as data (`Simulation::summary`, for `--output-as json`).
+    pub summary: bool,
 }
 
 /// The text `crm_simulate -S` prints, and the CIB after the transition ran (`-O`).
@@ -91,6 +107,8 @@ pub struct Simulation {
     pub result: Cib,
     /// What crm_simulate reports on stderr (injections naming no configured resource).
     pub errors: Vec<String>,
+    /// The same information as `text`, as data (when `SimulationInput::summary` is set).
+    pub summary: Option<summary::SimulationSummary>,
 }
 
 /// Renders what `crm_simulate -S` prints for this CIB at time `now`.
@@ -213,6 +231,25 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         when,
     ));
     let revised = observed::observe(&next, now);
+    let data = input.summary.then(|| summary::SimulationSummary {
+        execution_date: show_date.map(str::to_string),
+        current: summary::cluster_status(current),
+        injections: input.injections.to_vec(),
+        modifications: injected
+            .as_ref()
+            .map(|i| {
+                i.lines
+                    .lines()
+                    .map(|l| l.trim().trim_start_matches("* ").to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        op_fail: input.op_fail.to_vec(),
+        fencing: summary::fencing_lines(&t.observed, &t.reconciliation),
+        transition: graph::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph),
+        executed: summary::executed_actions(&t.observed, &t.graph, &fired),
+        revised: summary::cluster_status(&revised),
+    });
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
     }
@@ -223,5 +260,6 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         text: out,
         result: next,
         errors: injected.map(|i| i.errors).unwrap_or_default(),
+        summary: data,
     }
 }

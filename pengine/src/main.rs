@@ -20,6 +20,37 @@ struct Cli {
 enum Command {
     /// Simulate a transition (crm_simulate's flags).
     Simulate(SimulateArgs),
+    /// Explain why a resource goes where it goes: per node, every score change and filter.
+    Explain(ExplainArgs),
+}
+
+#[derive(clap::Args)]
+struct ExplainArgs {
+    /// The primitive to explain.
+    resource: String,
+    /// CIB XML file to read.
+    #[arg(short = 'x', long = "xml-file")]
+    xml_file: std::path::PathBuf,
+    /// Evaluate as of this date (ISO 8601).
+    #[arg(short = 't', long = "set-datetime")]
+    set_datetime: Option<String>,
+}
+
+fn explain(args: ExplainArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(&args.xml_file)
+        .map_err(|e| format!("cannot read {}: {e}", args.xml_file.display()))?;
+    let cib = pengine::parse_cib(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    let now = match (&args.set_datetime, cib.execution_date) {
+        (Some(t), _) => {
+            pengine::placement::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?
+        }
+        (None, Some(e)) => e,
+        (None, None) => wall_clock(),
+    };
+    let (transition, trace) =
+        pengine::explain::explain(&cib, now, &args.resource).map_err(|e| e.to_string())?;
+    print!("{}", pengine::explain::render(&transition, &trace));
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -68,6 +99,15 @@ struct SimulateArgs {
     /// Evaluate as of this date (ISO 8601).
     #[arg(short = 't', long = "set-datetime")]
     set_datetime: Option<String>,
+    /// Output format of the -S report: crm_simulate's text, or one JSON document.
+    #[arg(long = "output-as", value_enum, default_value_t = OutputAs::Text)]
+    output_as: OutputAs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OutputAs {
+    Text,
+    Json,
 }
 
 fn format_date(epoch: i64) -> String {
@@ -117,6 +157,8 @@ fn run(args: SimulateArgs) -> Result<(), String> {
         pengine::cib::parse_xml(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
     let cib = pengine::cib::cib_from_element(&input_xml)
         .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    // The element tree is only needed to write `-O`: free it now otherwise (peak memory).
+    let input_xml = args.save_output.is_some().then_some(input_xml);
     let injections = injections(&args).map_err(|e| e.to_string())?;
     let op_fail = args
         .op_fail
@@ -148,12 +190,22 @@ fn run(args: SimulateArgs) -> Result<(), String> {
         injections: &injections,
         op_fail: &op_fail,
         inject_time: Some(when),
+        summary: args.output_as == OutputAs::Json,
     };
+    if args.output_as == OutputAs::Json && !args.simulate {
+        return Err("--output-as json describes a -S run: add -S".into());
+    }
     let mut result: Option<pengine::Cib> = None;
     if args.simulate {
         let sim = pengine::run_simulation(&cib, now, &input);
         if !args.quiet && !args.show_scores {
-            print!("{}", sim.text);
+            match &sim.summary {
+                Some(summary) => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&summary.to_json()).map_err(|e| e.to_string())?
+                ),
+                None => print!("{}", sim.text),
+            }
         }
         for e in &sim.errors {
             eprintln!("{e}");
@@ -165,9 +217,9 @@ fn run(args: SimulateArgs) -> Result<(), String> {
     } else {
         std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when).cib)
     };
-    if let Some(path) = &args.save_output {
+    if let (Some(path), Some(input_xml)) = (&args.save_output, &input_xml) {
         let out = result.as_ref().unwrap_or(planned.as_ref());
-        std::fs::write(path, simulate::render_cib_xml(&input_xml, out))
+        std::fs::write(path, simulate::render_cib_xml(input_xml, out))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {
@@ -192,13 +244,15 @@ fn run(args: SimulateArgs) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Simulate(args) => match run(args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("pengine: {e}");
-                ExitCode::from(1)
-            }
-        },
+    let result = match cli.command {
+        Command::Simulate(args) => run(args),
+        Command::Explain(args) => explain(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pengine: {e}");
+            ExitCode::from(1)
+        }
     }
 }

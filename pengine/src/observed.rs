@@ -1,6 +1,6 @@
 //! Operation history -> one explicit state per resource per node (roles, failures, fail counts, migrations).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::cib::{
     Cib, INFINITY, NvSet, OpDef, Primitive, ResourceDef, RscOp, is_true, parse_interval_ms,
@@ -211,23 +211,78 @@ pub struct Observed {
     pub start_failure_is_fatal: bool,
     pub have_stonith_resource: bool,
     pub orders: Vec<crate::cib::Order>,
+    /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
+    index: IdIndex,
+}
+
+/// Positions by id, built once by `Observed::reindex`. A lookup is checked against the vectors,
+/// and falls back to a scan when they changed since, so a stale index is slow, never wrong.
+#[derive(Debug, Clone, Default)]
+struct IdIndex {
+    node_by_uname: HashMap<String, usize>,
+    node_by_id: HashMap<String, usize>,
+    resources: HashMap<String, usize>,
+    groups: HashMap<String, usize>,
+    /// The vector lengths (nodes, resources, groups) when this was built.
+    lens: (usize, usize, usize),
+}
+
+/// The position of the first element per key (what `Iterator::position` finds).
+fn first_positions<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
+    let mut map = HashMap::new();
+    for (i, k) in keys.enumerate() {
+        map.entry(k.to_string()).or_insert(i);
+    }
+    map
 }
 
 impl Observed {
+    /// Rebuilds the id lookups after nodes, resources or groups were added.
+    pub fn reindex(&mut self) {
+        self.index = IdIndex {
+            node_by_uname: first_positions(self.nodes.iter().map(|n| n.uname.as_str())),
+            node_by_id: first_positions(self.nodes.iter().map(|n| n.id.as_str())),
+            resources: first_positions(self.resources.iter().map(|r| r.id.as_str())),
+            groups: first_positions(self.groups.iter().map(|g| g.id.as_str())),
+            lens: (self.nodes.len(), self.resources.len(), self.groups.len()),
+        };
+    }
     pub fn option(&self, name: &str) -> Option<&str> {
         self.options.get(name).map(String::as_str)
     }
     pub fn node_index(&self, name: &str) -> Option<usize> {
+        let fresh = self.index.lens.0 == self.nodes.len();
+        let by_uname = self.index.node_by_uname.get(name).copied();
+        if fresh && by_uname.is_some_and(|i| self.nodes[i].uname == name) {
+            return by_uname;
+        }
+        let by_id = self.index.node_by_id.get(name).copied();
+        if fresh && by_uname.is_none() {
+            let i = by_id?;
+            if self.nodes[i].id == name {
+                return by_id;
+            }
+        }
         self.nodes
             .iter()
             .position(|n| n.uname == name)
             .or_else(|| self.nodes.iter().position(|n| n.id == name))
     }
     pub fn rsc_index(&self, id: &str) -> Option<usize> {
-        self.resources.iter().position(|r| r.id == id)
+        let fresh = self.index.lens.1 == self.resources.len();
+        match self.index.resources.get(id).copied() {
+            Some(i) if fresh && self.resources[i].id == id => Some(i),
+            None if fresh => None,
+            _ => self.resources.iter().position(|r| r.id == id),
+        }
     }
     pub fn group_index(&self, id: &str) -> Option<usize> {
-        self.groups.iter().position(|g| g.id == id)
+        let fresh = self.index.lens.2 == self.groups.len();
+        match self.index.groups.get(id).copied() {
+            Some(i) if fresh && self.groups[i].id == id => Some(i),
+            None if fresh => None,
+            _ => self.groups.iter().position(|g| g.id == id),
+        }
     }
     /// Can this cluster fence this node?
     pub fn can_fence(&self, ni: usize) -> bool {
@@ -472,6 +527,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         start_failure_is_fatal: flag("start-failure-is-fatal", true),
         have_stonith_resource: false,
         orders: cib.orders.clone(),
+        index: IdIndex::default(),
     };
 
     // Resources.
@@ -515,6 +571,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
         r.managed = managed;
     }
+    obs.reindex();
 
     // Node states.
     for st in &cib.status {
@@ -725,6 +782,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         obs.top.push(Top::Primitive(obs.resources.len()));
         obs.resources.push(o);
     }
+    obs.reindex();
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {

@@ -1,6 +1,6 @@
 //! Where each resource should run: filters then scores, each recording why; deterministic tie-break.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_interval_ms, parse_score};
 use crate::observed::{Observed, Role, Top, natural_cmp};
@@ -27,6 +27,57 @@ pub struct Desired {
     pub unmanaged: Vec<bool>,
     /// Top-level entries in processing order (priority, then score on the current node).
     pub order: Vec<Top>,
+}
+
+/// One change to a node's score while a resource is placed (recorded only when explaining).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub node: usize,
+    pub op: StepOp,
+    pub why: String,
+}
+
+/// How a `Step` changes the score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOp {
+    /// The score becomes this value.
+    Set(i64),
+    /// This value is added (`add_score`; a node without a score counts as 0).
+    Add(i64),
+}
+
+/// Why one resource goes where it goes: every score change of its placement unit in order, what
+/// the filters said per node, and the choice. Filled by `place_traced` for one resource only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// The resource explained.
+    pub rsc: usize,
+    /// Its group, when it is placed with one.
+    pub group: Option<usize>,
+    /// Score changes of the unit, in order: folding them from no score gives the scores of
+    /// `Desired::scores` (a node left without a score is -INFINITY).
+    pub steps: Vec<Step>,
+    /// Each other group member's own score changes (combined into `steps` as one step per node).
+    pub member_steps: Vec<(usize, Vec<Step>)>,
+    /// Per node after scoring: why it is not a candidate (None: it is one).
+    pub filtered: Vec<(usize, Option<String>)>,
+    /// Candidates, best first (score, then the tie-breaks of `assign_unit`).
+    pub ranking: Vec<usize>,
+    /// What overrode the best candidate, or happened to the resource afterwards.
+    pub notes: Vec<String>,
+    /// Where the resource is assigned (None: stopped).
+    pub assigned: Option<usize>,
+}
+
+/// Records a step when a trace is being recorded.
+fn record(steps: &mut Option<Vec<Step>>, node: usize, op: StepOp, why: impl FnOnce() -> String) {
+    if let Some(steps) = steps {
+        steps.push(Step {
+            node,
+            op,
+            why: why(),
+        });
+    }
 }
 
 /// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
@@ -344,6 +395,40 @@ struct Ctx<'a> {
     util_used: Vec<BTreeMap<String, i64>>,
     done: Vec<bool>,
     in_progress: Vec<bool>,
+    /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
+    /// each resource looks only at its own constraints.
+    locations_by_rsc: HashMap<&'a str, Vec<usize>>,
+    colocations_by_rsc: HashMap<&'a str, Vec<usize>>,
+    colocations_by_with: HashMap<&'a str, Vec<usize>>,
+    /// The resource to explain, and the steps `base_scores` records while one is wanted.
+    explain: Option<usize>,
+    recording: Option<Vec<Step>>,
+    trace: Option<Trace>,
+}
+
+/// Positions of the items per key, in item order.
+fn positions_by<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> &'a str,
+) -> HashMap<&'a str, Vec<usize>> {
+    let mut map: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        map.entry(key(item)).or_default().push(i);
+    }
+    map
+}
+
+/// The positions listed under any of `ids`, in configuration order, each once.
+fn positions_of(map: &HashMap<&str, Vec<usize>>, ids: &[&str]) -> Vec<usize> {
+    let mut out: Vec<usize> = ids
+        .iter()
+        .filter_map(|id| map.get(id))
+        .flatten()
+        .copied()
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 fn unit_of(obs: &Observed, id: &str) -> Option<Unit> {
@@ -389,13 +474,18 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
     if obs.symmetric {
         for ni in 0..obs.nodes.len() {
             scores.insert(ni, 0);
+            record(&mut ctx.recording, ni, StepOp::Set(0), || {
+                "symmetric-cluster: every node starts at 0".into()
+            });
         }
     }
-    let group_id = r.group.map(|g| obs.groups[g].id.clone());
-    for loc in &ctx.cib.locations {
-        if loc.rsc != r.id && Some(&loc.rsc) != group_id.as_ref() {
-            continue;
-        }
+    let cib = ctx.cib;
+    let mut ids = vec![r.id.as_str()];
+    ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+    for loc in positions_of(&ctx.locations_by_rsc, &ids)
+        .into_iter()
+        .map(|i| &cib.locations[i])
+    {
         if let Some(role) = loc.role.as_deref().and_then(Role::parse) {
             if role != Role::Started {
                 continue;
@@ -408,6 +498,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             let score = loc.score.as_deref().and_then(parse_score).unwrap_or(0);
             let cur = scores.get(&ni).copied().unwrap_or(0);
             scores.insert(ni, add_score(cur, score));
+            record(&mut ctx.recording, ni, StepOp::Add(score), || {
+                format!("location {} ({} on {})", loc.id, loc.rsc, node)
+            });
             notes.push(ScoreNote {
                 node: ni,
                 delta: score,
@@ -429,6 +522,16 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
                     };
                     let cur = scores.get(&ni).copied().unwrap_or(0);
                     scores.insert(ni, add_score(cur, score));
+                    record(&mut ctx.recording, ni, StepOp::Add(score), || {
+                        let rule_id = rule.attr("id").unwrap_or("");
+                        match score_attr.filter(|_| score_text.is_none()) {
+                            Some(a) => format!(
+                                "location {} rule {rule_id} matches (score from attribute {a})",
+                                loc.id
+                            ),
+                            None => format!("location {} rule {rule_id} matches", loc.id),
+                        }
+                    });
                     notes.push(ScoreNote {
                         node: ni,
                         delta: score,
@@ -444,6 +547,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             Some(ni) => {
                 let cur = scores.get(ni).copied().unwrap_or(0);
                 scores.insert(*ni, add_score(cur, *score));
+                record(&mut ctx.recording, *ni, StepOp::Add(*score), || {
+                    format!("history: {why}")
+                });
                 notes.push(ScoreNote {
                     node: *ni,
                     delta: *score,
@@ -453,6 +559,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             None => {
                 for ni in 0..obs.nodes.len() {
                     scores.insert(ni, -INFINITY);
+                    record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+                        format!("history, banned everywhere: {why}")
+                    });
                 }
             }
         }
@@ -477,6 +586,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
                     .unwrap_or(false);
             if count >= threshold && !expired {
                 scores.insert(ni, -INFINITY);
+                record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+                    format!("fail count {count} reached migration-threshold={threshold}")
+                });
                 notes.push(ScoreNote {
                     node: ni,
                     delta: -INFINITY,
@@ -496,6 +608,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
         let ni = r.running_on[0];
         if let Some(cur) = scores.get(&ni).copied() {
             scores.insert(ni, add_score(cur, stickiness));
+            record(&mut ctx.recording, ni, StepOp::Add(stickiness), || {
+                "resource-stickiness (it runs here)".into()
+            });
             notes.push(ScoreNote {
                 node: ni,
                 delta: stickiness,
@@ -503,6 +618,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             });
         } else if obs.symmetric {
             scores.insert(ni, stickiness);
+            record(&mut ctx.recording, ni, StepOp::Set(stickiness), || {
+                "resource-stickiness (it runs here)".into()
+            });
         }
     }
     // Node health.
@@ -516,6 +634,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             if s != 0 {
                 if let Some(cur) = scores.get(&ni).copied() {
                     scores.insert(ni, add_score(cur, s));
+                    record(&mut ctx.recording, ni, StepOp::Add(s), || {
+                        format!("node-health-strategy={strategy}")
+                    });
                 }
             }
         }
@@ -601,12 +722,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         }
     };
     // Colocations where this unit depends on another: place that one first.
-    let cols: Vec<(usize, Unit, i64)> = ctx
-        .cib
-        .colocations
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| unit_ids.contains(&c.rsc))
+    let cib = ctx.cib;
+    let id_strs: Vec<&str> = unit_ids.iter().map(String::as_str).collect();
+    let cols: Vec<(usize, Unit, i64)> = positions_of(&ctx.colocations_by_rsc, &id_strs)
+        .into_iter()
+        .map(|i| (i, &cib.colocations[i]))
         .filter_map(|(i, c)| {
             unit_of(obs, &c.with_rsc)
                 .filter(|w| *w != u)
@@ -616,48 +736,99 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     for (_, w, _) in &cols {
         assign_unit(ctx, *w);
     }
+    // Explaining one of these members: record every score change (see `Trace`).
+    let recording = ctx.explain.is_some_and(|t| members.contains(&t));
+    let mut member_steps: Vec<(usize, Vec<Step>)> = Vec::new();
     // Member scores.
-    let member_scores: Vec<BTreeMap<usize, i64>> =
-        members.iter().map(|&ri| base_scores(ctx, ri)).collect();
+    let mut member_scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
+    for &ri in &members {
+        ctx.recording = recording.then(Vec::new);
+        member_scores.push(base_scores(ctx, ri));
+        if let Some(steps) = ctx.recording.take() {
+            member_steps.push((ri, steps));
+        }
+    }
+    let mut steps: Option<Vec<Step>> = recording.then(|| {
+        member_steps
+            .first()
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default()
+    });
+    let mut notes: Vec<String> = Vec::new();
     let nn = obs.nodes.len();
     let mut scores: BTreeMap<usize, i64> = member_scores.first().cloned().unwrap_or_default();
-    for ms in member_scores.iter().skip(1) {
+    for (k, ms) in member_scores.iter().enumerate().skip(1) {
         let mut combined = scores.clone();
+        let mut combine_steps = recording.then(Vec::new);
+        let member_id = &obs.resources[members[k]].id;
         for (&ni, v) in combined.iter_mut() {
-            *v = add_score(
-                *v,
-                ms.get(&ni)
-                    .copied()
-                    .unwrap_or(if obs.symmetric { 0 } else { -INFINITY }),
-            );
+            let add = ms
+                .get(&ni)
+                .copied()
+                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY });
+            *v = add_score(*v, add);
+            record(&mut combine_steps, ni, StepOp::Add(add), || {
+                format!("group member {member_id}'s score here")
+            });
         }
         // Roll back when the later member would leave nowhere to run.
         if combined.values().any(|&v| v > -INFINITY) || scores.values().all(|&v| v <= -INFINITY) {
             scores = combined;
+            if let (Some(st), Some(c)) = (steps.as_mut(), combine_steps) {
+                st.extend(c);
+            }
+        } else if recording {
+            notes.push(format!(
+                "group member {member_id} is left out of the group's scores: it can run nowhere"
+            ));
         }
     }
     // Apply colocations with already-placed units.
     for (ci, w, score) in &cols {
         let wkey = unit_key(obs, *w);
         // A colocation loop: the primary is still being placed, so it cannot constrain us yet.
+        let c = &ctx.cib.colocations[*ci];
         if wkey != usize::MAX && ctx.in_progress[wkey] && !ctx.done[wkey] {
+            if recording {
+                notes.push(format!(
+                    "colocation {} is ignored: {} is still being placed (a colocation loop)",
+                    c.id, c.with_rsc
+                ));
+            }
             continue;
         }
         let placed = ctx.desired.assigned.get(wkey).copied().flatten();
-        let c = &ctx.cib.colocations[*ci];
+        let with_node = placed
+            .map(|p| obs.nodes[p].uname.as_str())
+            .unwrap_or("no node");
         if *score >= INFINITY {
             for ni in 0..nn {
                 if Some(ni) != placed {
                     scores.insert(ni, -INFINITY);
+                    record(&mut steps, ni, StepOp::Set(-INFINITY), || {
+                        format!(
+                            "colocation {} (INFINITY with {}): not where it runs ({with_node})",
+                            c.id, c.with_rsc
+                        )
+                    });
                 }
             }
         } else if *score <= -INFINITY {
             if let Some(p) = placed {
                 scores.insert(p, -INFINITY);
+                record(&mut steps, p, StepOp::Set(-INFINITY), || {
+                    format!(
+                        "colocation {} (-INFINITY with {}): it runs here",
+                        c.id, c.with_rsc
+                    )
+                });
             }
         } else if let Some(p) = placed {
             if let Some(cur) = scores.get(&p).copied() {
                 scores.insert(p, add_score(cur, *score));
+                record(&mut steps, p, StepOp::Add(*score), || {
+                    format!("colocation {} with {}: it runs here", c.id, c.with_rsc)
+                });
             }
         }
         for &ri in &members {
@@ -670,18 +841,17 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
     // Dependents pull the primary toward their preferences (positive colocations, scaled by
     // score/INFINITY); a dependent that would leave no node at all is ignored (rolled back).
-    let dependents: Vec<(Unit, i64)> = ctx
-        .cib
-        .colocations
-        .iter()
-        .filter(|c| unit_ids.contains(&c.with_rsc) && c.score > 0)
+    let dependents: Vec<(Unit, i64, &str)> = positions_of(&ctx.colocations_by_with, &id_strs)
+        .into_iter()
+        .map(|i| &cib.colocations[i])
+        .filter(|c| c.score > 0)
         .filter_map(|c| {
             unit_of(obs, &c.rsc)
                 .filter(|d| *d != u)
-                .map(|d| (d, c.score))
+                .map(|d| (d, c.score, c.id.as_str()))
         })
         .collect();
-    for (d, score) in dependents {
+    for (d, score, colocation_id) in dependents {
         let dkey = unit_key(obs, d);
         if dkey == usize::MAX || ctx.done[dkey] {
             continue;
@@ -689,6 +859,8 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         let dscores = base_scores(ctx, dkey);
         ctx.desired.trace[dkey].clear();
         let mut combined = scores.clone();
+        let mut pull_steps = recording.then(Vec::new);
+        let dependent_id = &obs.resources[dkey].id;
         for (ni, v) in combined.iter_mut() {
             let dv = dscores
                 .get(ni)
@@ -700,24 +872,65 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 dv * score / INFINITY
             };
             *v = add_score(*v, scaled);
+            record(&mut pull_steps, *ni, StepOp::Add(scaled), || {
+                format!(
+                    "colocation {colocation_id}: dependent {dependent_id} scores {} here, times {score}/INFINITY",
+                    score_text(dv)
+                )
+            });
         }
         let any_left = combined
             .iter()
             .any(|(&ni, &v)| v > -INFINITY && node_available(obs, ni));
         if any_left {
             scores = combined;
+            if let (Some(st), Some(p)) = (steps.as_mut(), pull_steps) {
+                st.extend(p);
+            }
+        } else if recording {
+            notes.push(format!(
+                "colocation {colocation_id}: dependent {dependent_id}'s preferences are ignored: they would leave no node"
+            ));
         }
     }
     // Filters: availability and utilization.
     let running: Vec<usize> = obs.resources[members[0]].running_on.clone();
     let mut candidates: Vec<(usize, i64)> = Vec::new();
+    let mut filtered: Vec<(usize, Option<String>)> = Vec::new();
     for ni in 0..nn {
-        let Some(&s) = scores.get(&ni) else { continue };
+        let Some(&s) = scores.get(&ni) else {
+            if recording {
+                filtered.push((
+                    ni,
+                    Some("no score here (not allowed by any location)".into()),
+                ));
+            }
+            continue;
+        };
         if !node_available(obs, ni) || s < 0 {
+            if recording {
+                let why = match unavailable_reason(obs, ni) {
+                    Some(r) => format!("node is {r}"),
+                    None => format!("score {} is negative", score_text(s)),
+                };
+                filtered.push((ni, Some(why)));
+            }
             continue;
         }
         if obs.placement_strategy != "default" && !fits(ctx, &members, ni) {
+            if recording {
+                filtered.push((
+                    ni,
+                    Some(format!(
+                        "utilization: not enough free capacity (placement-strategy={})",
+                        obs.placement_strategy
+                    )),
+                ));
+            }
             continue;
+        }
+        if recording {
+            filtered.push((ni, None));
         }
         candidates.push((ni, s));
     }
@@ -753,6 +966,13 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         } else {
             None
         };
+        if recording {
+            notes.push(if no_fencing_device(obs) {
+                "fencing is enabled but nothing can fence: resources stay where they are".into()
+            } else {
+                "unmanaged (or blocked): it stays where it is".into()
+            });
+        }
     }
     // Members: each member runs on the chosen node unless it is stopped by target-role;
     // later members of a group stop when an earlier one cannot run.
@@ -796,6 +1016,59 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         ctx.done[ri] = true;
     }
     ctx.in_progress[key] = false;
+    if let (Some(target), Some(steps)) = (ctx.explain.filter(|_| recording), steps) {
+        let assigned = ctx.desired.assigned[target];
+        if assigned != choice {
+            notes.push(match assigned {
+                None if target_stopped(obs, target) => {
+                    "it is to be stopped (target-role, orphan or stop-all-resources)".into()
+                }
+                None => "it cannot run: an earlier group member cannot, or it is banned from the group's node".into(),
+                Some(ni) => format!("it stays on {}", obs.nodes[ni].uname),
+            });
+        }
+        ctx.trace = Some(Trace {
+            rsc: target,
+            group: obs.resources[target].group,
+            steps,
+            member_steps: member_steps.into_iter().skip(1).collect(),
+            filtered,
+            ranking: candidates.iter().map(|c| c.0).collect(),
+            notes,
+            assigned,
+        });
+    }
+}
+
+/// Why a node cannot host resources at all (None: it can).
+pub fn unavailable_reason(obs: &Observed, ni: usize) -> Option<&'static str> {
+    let n = &obs.nodes[ni];
+    if !n.online {
+        Some("offline")
+    } else if n.unclean {
+        Some("unclean")
+    } else if n.standby {
+        Some("in standby")
+    } else if n.maintenance {
+        Some("in maintenance")
+    } else if n.shutdown {
+        Some("shutting down")
+    } else if n.pending {
+        Some("pending")
+    } else {
+        None
+    }
+}
+
+/// A score as Pacemaker prints it.
+pub fn score_text(v: i64) -> String {
+    if v >= INFINITY {
+        "INFINITY".into()
+    } else if v <= -INFINITY {
+        "-INFINITY".into()
+    } else {
+        v.to_string()
+    }
 }
 
 fn fits(ctx: &Ctx, members: &[usize], ni: usize) -> bool {
@@ -912,6 +1185,11 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
 
 /// Places every resource.
 pub fn place(cib: &Cib, obs: &Observed) -> Desired {
+    place_traced(cib, obs, None).0
+}
+
+/// Places every resource, recording why `explain` (a resource index) goes where it goes.
+pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desired, Option<Trace>) {
     let n = obs.resources.len();
     let mut ctx = Ctx {
         obs,
@@ -932,6 +1210,12 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
         util_used: vec![BTreeMap::new(); obs.nodes.len()],
         done: vec![false; n],
         in_progress: vec![false; n],
+        locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
+        colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
+        colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),
+        explain,
+        recording: None,
+        trace: None,
     };
     let quorum_ok = obs.have_quorum || obs.no_quorum_policy == crate::observed::NoQuorum::Ignore;
     let order = unit_order(&mut ctx);
@@ -966,7 +1250,21 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
             }
         }
     }
-    ctx.desired
+    if let Some(trace) = ctx.trace.as_mut() {
+        let assigned = ctx.desired.assigned[trace.rsc];
+        if assigned != trace.assigned {
+            trace.notes.push(format!(
+                "no quorum (no-quorum-policy={:?}): {}",
+                obs.no_quorum_policy,
+                match assigned {
+                    Some(ni) => format!("it stays on {}", obs.nodes[ni].uname),
+                    None => "it does not run".into(),
+                }
+            ));
+            trace.assigned = assigned;
+        }
+    }
+    (ctx.desired, ctx.trace)
 }
 
 #[cfg(test)]

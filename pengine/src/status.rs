@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use crate::observed::{Observed, Resource, Role, Top};
 
-fn node_text_status(obs: &Observed, ni: usize) -> String {
+/// A node's state as the node list prints it ("online", "standby", "UNCLEAN (offline)", ...).
+pub fn node_text_status(obs: &Observed, ni: usize) -> String {
     let n = &obs.nodes[ni];
     let running = obs.resources.iter().any(|r| r.running_on.contains(&ni));
     if n.unclean {

@@ -1,0 +1,274 @@
+//! The simulation summary as data (`--output-as json`): what `simulate -S` prints as text.
+//!
+//! Built from the same pipeline results the text renderers read (`Observed`, the transition
+//! summary lines, the fired graph actions), then turned into one JSON document with serde_json.
+
+use serde_json::{Value, json};
+
+use crate::graph::{EventKind, Fired, SummaryLine, TransitionGraph};
+use crate::observed::{Observed, Role, Top};
+use crate::simulate::{Injection, OpSpec};
+
+/// One node of a status block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub name: String,
+    pub id: String,
+    /// As the node list prints it: "online", "OFFLINE", "standby", "UNCLEAN (offline)", ...
+    pub status: String,
+    /// "red", "yellow" or "green", from the `#health-*` attributes.
+    pub health: &'static str,
+}
+
+/// One primitive of a status block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceStatus {
+    pub id: String,
+    /// `class:provider:type`.
+    pub agent: String,
+    pub group: Option<String>,
+    /// As the resource list prints it: "Started", "Stopped", "FAILED", "Migrating", ...
+    pub state: String,
+    /// Where it is active, by node name.
+    pub nodes: Vec<String>,
+    pub failed: bool,
+    pub managed: bool,
+    pub blocked: bool,
+    pub orphan: bool,
+}
+
+/// A status block ("Current cluster status", "Revised Cluster Status").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterStatus {
+    pub nodes: Vec<NodeStatus>,
+    pub resources: Vec<ResourceStatus>,
+}
+
+/// One action of "Executing Cluster Transition".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutedAction {
+    /// "resource", "pseudo", "fence" or "cluster".
+    pub kind: &'static str,
+    pub task: String,
+    pub rsc: Option<String>,
+    pub node: Option<String>,
+    pub interval_ms: u64,
+    /// The graph's operation key (pseudo actions are printed by it).
+    pub key: String,
+    /// Set when the action failed (`-F`): its rc.
+    pub failed_rc: Option<i32>,
+}
+
+/// Everything `simulate -S` reports, as data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimulationSummary {
+    pub execution_date: Option<String>,
+    pub current: ClusterStatus,
+    /// `-q -u -d -f -i`, in the order they were applied.
+    pub injections: Vec<Injection>,
+    /// The "Performing Requested Modifications" lines, as printed.
+    pub modifications: Vec<String>,
+    /// `-F`: actions made to fail when the transition runs.
+    pub op_fail: Vec<OpSpec>,
+    /// "Fence (reboot)" lines: node and reason.
+    pub fencing: Vec<(String, String)>,
+    pub transition: Vec<SummaryLine>,
+    pub executed: Vec<ExecutedAction>,
+    pub revised: ClusterStatus,
+}
+
+fn resource_state(r: &crate::observed::Resource) -> String {
+    if r.failed {
+        return "FAILED".into();
+    }
+    let pending = r.pending_task.as_ref().and_then(|(t, _)| match t.as_str() {
+        "start" => Some("Starting"),
+        "stop" => Some("Stopping"),
+        "migrate_to" | "migrate_from" => Some("Migrating"),
+        "promote" => Some("Promoting"),
+        "demote" => Some("Demoting"),
+        _ => None,
+    });
+    let role = if r.role == Role::Unknown {
+        Role::Stopped
+    } else {
+        r.role
+    };
+    pending.unwrap_or(role.text()).to_string()
+}
+
+/// The status block of `obs`: nodes in name order, primitives in the order they are listed.
+pub fn cluster_status(obs: &Observed) -> ClusterStatus {
+    let nodes = obs
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(ni, n)| NodeStatus {
+            name: n.uname.clone(),
+            id: n.id.clone(),
+            status: crate::status::node_text_status(obs, ni),
+            health: match n.health {
+                h if h < 0 => "red",
+                0 => "yellow",
+                _ => "green",
+            },
+        })
+        .collect();
+    let mut listed = Vec::new();
+    for t in &obs.top {
+        match *t {
+            Top::Primitive(ri) => {
+                let r = &obs.resources[ri];
+                if !(r.orphan && r.running_on.is_empty()) {
+                    listed.push(ri);
+                }
+            }
+            Top::Group(gi) => listed.extend(obs.groups[gi].members.iter().copied()),
+        }
+    }
+    let resources = listed
+        .into_iter()
+        .map(|ri| {
+            let r = &obs.resources[ri];
+            ResourceStatus {
+                id: r.id.clone(),
+                agent: r.agent(),
+                group: r.group.map(|gi| obs.groups[gi].id.clone()),
+                state: resource_state(r),
+                nodes: r
+                    .running_on
+                    .iter()
+                    .map(|&ni| obs.nodes[ni].uname.clone())
+                    .collect(),
+                failed: r.failed,
+                managed: r.managed,
+                blocked: r.blocked,
+                orphan: r.orphan,
+            }
+        })
+        .collect();
+    ClusterStatus { nodes, resources }
+}
+
+/// The executed actions, in firing order.
+pub fn executed_actions(
+    obs: &Observed,
+    g: &TransitionGraph,
+    fired: &[Fired],
+) -> Vec<ExecutedAction> {
+    fired
+        .iter()
+        .map(|f| {
+            let ga = &g.actions[f.action];
+            ExecutedAction {
+                kind: match ga.event {
+                    EventKind::RscOp => "resource",
+                    EventKind::Pseudo => "pseudo",
+                    EventKind::Fence => "fence",
+                    EventKind::Cluster => "cluster",
+                },
+                task: ga.task.clone(),
+                rsc: ga.rsc.map(|ri| obs.resources[ri].id.clone()),
+                node: ga.node.map(|ni| obs.nodes[ni].uname.clone()),
+                interval_ms: ga.interval_ms,
+                key: ga.key.clone(),
+                failed_rc: f.failed_rc(g),
+            }
+        })
+        .collect()
+}
+
+fn status_json(s: &ClusterStatus) -> Value {
+    json!({
+        "nodes": s.nodes.iter().map(|n| json!({
+            "name": n.name,
+            "id": n.id,
+            "status": n.status,
+            "health": n.health,
+        })).collect::<Vec<_>>(),
+        "resources": s.resources.iter().map(|r| json!({
+            "id": r.id,
+            "agent": r.agent,
+            "group": r.group,
+            "state": r.state,
+            "nodes": r.nodes,
+            "failed": r.failed,
+            "managed": r.managed,
+            "blocked": r.blocked,
+            "orphan": r.orphan,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn op_spec_json(s: &OpSpec) -> Value {
+    json!({
+        "rsc": s.rsc,
+        "task": s.task,
+        "interval_ms": s.interval_ms,
+        "node": s.node,
+        "rc": s.rc,
+    })
+}
+
+fn injection_json(i: &Injection) -> Value {
+    match i {
+        Injection::Quorum { quorum, .. } => json!({ "kind": "quorum", "quorum": quorum }),
+        Injection::NodeUp(n) => json!({ "kind": "node-up", "node": n }),
+        Injection::NodeDown(n) => json!({ "kind": "node-down", "node": n }),
+        Injection::NodeFail(n) => json!({ "kind": "node-fail", "node": n }),
+        Injection::Op(s) => {
+            let mut v = op_spec_json(s);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("kind".into(), json!("op"));
+            }
+            v
+        }
+    }
+}
+
+impl SimulationSummary {
+    /// The JSON document `pengine simulate -S --output-as json` prints.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "execution_date": self.execution_date,
+            "current": status_json(&self.current),
+            "injections": self.injections.iter().map(injection_json).collect::<Vec<_>>(),
+            "modifications": self.modifications,
+            "op_fail": self.op_fail.iter().map(op_spec_json).collect::<Vec<_>>(),
+            "transition": {
+                "fencing": self.fencing.iter().map(|(node, reason)| json!({
+                    "node": node,
+                    "reason": reason,
+                })).collect::<Vec<_>>(),
+                "actions": self.transition.iter().map(|l| json!({
+                    "verb": l.verb,
+                    "rsc": l.rsc,
+                    "details": l.details,
+                    "reason": l.reason,
+                })).collect::<Vec<_>>(),
+            },
+            "executed": self.executed.iter().map(|a| json!({
+                "kind": a.kind,
+                "task": a.task,
+                "rsc": a.rsc,
+                "node": a.node,
+                "interval_ms": a.interval_ms,
+                "key": a.key,
+                "failed_rc": a.failed_rc,
+            })).collect::<Vec<_>>(),
+            "revised": status_json(&self.revised),
+        })
+    }
+}
+
+/// The fencing lines of the transition summary, as printed (latest decision first).
+pub fn fencing_lines(
+    obs: &Observed,
+    rec: &crate::reconcile::Reconciliation,
+) -> Vec<(String, String)> {
+    rec.fence
+        .iter()
+        .rev()
+        .map(|(ni, reason)| (obs.nodes[*ni].uname.clone(), reason.clone()))
+        .collect()
+}

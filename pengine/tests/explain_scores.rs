@@ -1,0 +1,215 @@
+//! `pengine explain`: the score changes it records add up, node by node, to crm_simulate's own
+//! allocation scores (the corpus `.scores` files, from `crm_simulate -s`) on every corpus case
+//! whose scores pengine passes; and the explanation names the constraints behind them.
+
+#[allow(dead_code)]
+#[path = "conformance/mod.rs"]
+mod conformance;
+
+use std::collections::BTreeMap;
+
+use conformance::corpus;
+use conformance::passing;
+use conformance::run::Check;
+use pengine::cib::INFINITY;
+
+/// `pcmk__primitive_assign: RSC allocation score on NODE: SCORE` lines: (rsc, node) -> score.
+fn primitive_scores(text: &str) -> BTreeMap<(String, String), i64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("pcmk__primitive_assign: ") else {
+            continue;
+        };
+        let Some((rsc, rest)) = rest.split_once(" allocation score on ") else {
+            continue;
+        };
+        let Some((node, score)) = rest.rsplit_once(": ") else {
+            continue;
+        };
+        let score = match score.trim() {
+            "INFINITY" | "+INFINITY" => INFINITY,
+            "-INFINITY" => -INFINITY,
+            s => s
+                .parse()
+                .unwrap_or_else(|_| panic!("bad score in '{line}'")),
+        };
+        out.insert((rsc.to_string(), node.to_string()), score);
+    }
+    out
+}
+
+fn wall_clock() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[test]
+fn explained_totals_are_crm_simulates_allocation_scores() {
+    let Some(dir) = corpus::corpus_dir() else {
+        corpus::skip_without_corpus("explained_totals_are_crm_simulates_allocation_scores");
+        return;
+    };
+    let tsv = std::fs::read_to_string(dir.join("tests.tsv")).expect("tests.tsv");
+    let cases = corpus::parse_cases(&tsv).expect("a well-formed tests.tsv");
+    let list_text = std::fs::read_to_string(passing::list_path()).expect("the passing list");
+    let list = passing::parse(&list_text).expect("a well-formed passing list");
+    let (mut cases_checked, mut scores_checked) = (0, 0);
+    let mut failures = Vec::new();
+    for (name, checks) in &list.cases {
+        if !checks.contains(&Check::Scores) {
+            continue;
+        }
+        let case = cases.iter().find(|c| &c.name == name);
+        let date = case.and_then(|c| {
+            let i = c.extra_args.iter().position(|a| a == "-t")?;
+            c.extra_args.get(i + 1).cloned()
+        });
+        let text = std::fs::read_to_string(dir.join("xml").join(format!("{name}.xml")))
+            .expect("the corpus CIB");
+        let cib = pengine::parse_cib(&text).expect("a CIB pengine passes");
+        let now = match (date, cib.execution_date) {
+            (Some(t), _) => pengine::placement::parse_iso_date(&t).expect("a valid -t date"),
+            (None, Some(e)) => e,
+            (None, None) => wall_clock(),
+        };
+        let expected = primitive_scores(
+            &std::fs::read_to_string(dir.join("scores").join(format!("{name}.scores")))
+                .expect("the corpus scores"),
+        );
+        let observed = pengine::observed::observe(&cib, now);
+        for r in observed.resources.iter().filter(|r| !r.orphan) {
+            let (t, trace) = match pengine::explain::explain(&cib, now, &r.id) {
+                Ok(x) => x,
+                Err(e) => {
+                    failures.push(format!("{name}: {}: {e}", r.id));
+                    continue;
+                }
+            };
+            let totals = pengine::explain::fold(&trace.steps);
+            for (ni, node) in t.observed.nodes.iter().enumerate() {
+                let Some(&want) = expected.get(&(r.id.clone(), node.uname.clone())) else {
+                    continue;
+                };
+                let got = totals.get(&ni).copied().unwrap_or(-INFINITY);
+                if got != want {
+                    failures.push(format!(
+                        "{name}: {} on {}: explained {got}, crm_simulate {want}",
+                        r.id, node.uname
+                    ));
+                }
+                scores_checked += 1;
+            }
+        }
+        cases_checked += 1;
+    }
+    eprintln!("explain: {scores_checked} scores on {cases_checked} corpus cases");
+    assert!(
+        cases_checked >= 50,
+        "only {cases_checked} cases with passing scores"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Four nodes, `vm` running on node1 with stickiness 100, preferring node2 by 50 and banned
+/// from node3; node4 is in standby. Scores worked out by hand from Pacemaker's rules.
+const CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uuid="n1" have-quorum="1" validate-with="pacemaker-3.0">
+  <configuration>
+    <crm_config><cluster_property_set id="o"><nvpair id="o1" name="stonith-enabled" value="false"/></cluster_property_set></crm_config>
+    <nodes><node id="n1" uname="node1"/><node id="n2" uname="node2"/><node id="n3" uname="node3"/>
+      <node id="n4" uname="node4"><instance_attributes id="n4a"><nvpair id="n4s" name="standby" value="on"/></instance_attributes></node></nodes>
+    <resources>
+      <primitive id="vm" class="ocf" provider="heartbeat" type="Dummy">
+        <meta_attributes id="vm-m"><nvpair id="vm-s" name="resource-stickiness" value="100"/></meta_attributes>
+      </primitive>
+    </resources>
+    <constraints>
+      <rsc_location id="prefer-node2" rsc="vm" node="node2" score="50"/>
+      <rsc_location id="ban-node3" rsc="vm" node="node3" score="-INFINITY"/>
+    </constraints>
+  </configuration>
+  <status>
+    <node_state id="n1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member">
+      <lrm id="n1"><lrm_resources>
+        <lrm_resource id="vm" class="ocf" provider="heartbeat" type="Dummy">
+          <lrm_rsc_op id="vm_last_0" operation="start" call-id="2" rc-code="0" op-status="0" interval="0" transition-key="1:0:0:00000000-0000-0000-0000-000000000000"/>
+        </lrm_resource>
+      </lrm_resources></lrm>
+    </node_state>
+    <node_state id="n2" uname="node2" in_ccm="true" crmd="online" join="member" expected="member"/>
+    <node_state id="n3" uname="node3" in_ccm="true" crmd="online" join="member" expected="member"/>
+    <node_state id="n4" uname="node4" in_ccm="true" crmd="online" join="member" expected="member"/>
+  </status>
+</cib>"#;
+
+#[test]
+fn explanation_names_each_contribution_and_the_choice() {
+    let cib = pengine::parse_cib(CIB).expect("valid CIB");
+    let (t, trace) = pengine::explain::explain(&cib, 0, "vm").expect("vm is configured");
+    let totals = pengine::explain::fold(&trace.steps);
+    let by_name: BTreeMap<&str, i64> = t
+        .observed
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(ni, n)| {
+            (
+                n.uname.as_str(),
+                totals.get(&ni).copied().unwrap_or(-INFINITY),
+            )
+        })
+        .collect();
+    let want: BTreeMap<&str, i64> = [
+        ("node1", 100),
+        ("node2", 50),
+        ("node3", -INFINITY),
+        ("node4", 0),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(by_name, want);
+    let text = pengine::explain::render(&t, &trace);
+    let block = |node: &str| -> String {
+        text.split("\n\n")
+            .find(|b| b.starts_with(&format!("{node}:")))
+            .unwrap_or_else(|| panic!("no block for {node} in\n{text}"))
+            .to_string()
+    };
+    assert!(
+        text.starts_with("vm (ocf:heartbeat:Dummy): stays on node1\n"),
+        "{text}"
+    );
+    assert!(
+        block("node1").starts_with("node1: 100, chosen, ranked 1 of 2"),
+        "{text}"
+    );
+    let has_step = |node: &str, op: &str, why: &str| {
+        block(node)
+            .lines()
+            .any(|l| l.trim_start().starts_with(op) && l.contains(why))
+    };
+    assert!(has_step("node1", "+ 100 ", "resource-stickiness"), "{text}");
+    assert!(
+        has_step("node2", "+ 50 ", "location prefer-node2"),
+        "{text}"
+    );
+    assert!(
+        has_step("node3", "- INFINITY ", "location ban-node3"),
+        "{text}"
+    );
+    assert!(block("node2").contains("location prefer-node2"), "{text}");
+    assert!(
+        block("node3").contains("filtered: score -INFINITY is negative"),
+        "{text}"
+    );
+    assert!(block("node3").contains("location ban-node3"), "{text}");
+    assert!(
+        block("node4").contains("filtered: node is in standby"),
+        "{text}"
+    );
+    assert_eq!(
+        pengine::explain::explain(&cib, 0, "nope").map(|_| ()),
+        Err(pengine::explain::ExplainError::UnknownResource { rsc: "nope".into() })
+    );
+}
