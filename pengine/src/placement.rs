@@ -838,8 +838,10 @@ fn capacity_cmp(ctx: &Ctx, a: usize, b: usize) -> std::cmp::Ordering {
     result.cmp(&0)
 }
 
-/// The order in which units are placed: priority (descending), then score where they run,
-/// then scores node by node, then configuration order.
+/// The order in which units are placed. Pacemaker 2.1.5 keeps the configuration order, stably
+/// sorted by priority (descending); only with a placement strategy other than `default` does it
+/// re-sort: priority, then the score on the current node, then scores node by node (nodes in
+/// their own sort order), configuration order breaking ties.
 fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
     let obs = ctx.obs;
     let units: Vec<(i64, usize, Unit)> = obs
@@ -868,30 +870,51 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             (prio, pos, u)
         })
         .collect();
-    // Pacemaker sorts before location constraints apply: only the symmetric default score
-    // on the current node counts, so running resources come first.
+    let mut idx: Vec<usize> = (0..units.len()).collect();
+    if obs.placement_strategy == "default" {
+        idx.sort_by(|&a, &b| {
+            units[b]
+                .0
+                .cmp(&units[a].0)
+                .then(units[a].1.cmp(&units[b].1))
+        });
+        return idx.into_iter().map(|i| units[i].2).collect();
+    }
+    // Nodes in Pacemaker's node order with nothing assigned yet: available first, then (for
+    // `balanced`) free capacity, then name.
+    let mut nodes: Vec<usize> = (0..obs.nodes.len()).collect();
+    nodes.sort_by(|&a, &b| {
+        node_available(obs, b)
+            .cmp(&node_available(obs, a))
+            .then_with(|| {
+                if obs.placement_strategy == "balanced" {
+                    capacity_cmp(ctx, a, b)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .then_with(|| obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
+    });
+    // Each unit's scores (locations, stickiness, failures) and its score where it runs.
     let keys: Vec<(i64, Vec<i64>)> = units
         .iter()
         .map(|(_, _, u)| {
             let first = unit_key(obs, *u);
-            let running = first != usize::MAX
-                && obs.resources[first]
-                    .running_on
-                    .first()
-                    .map(|&ni| obs.nodes[ni].online && !obs.nodes[ni].shutdown)
-                    .unwrap_or(false);
-            (
-                if running && obs.symmetric {
-                    0
-                } else {
-                    -INFINITY
-                },
-                vec![],
-            )
+            if first == usize::MAX {
+                return (-INFINITY, vec![-INFINITY; nodes.len()]);
+            }
+            let kept = ctx.desired.trace[first].len();
+            let scores = base_scores(ctx, first);
+            ctx.desired.trace[first].truncate(kept);
+            let at = |ni: usize| scores.get(&ni).copied().unwrap_or(-INFINITY);
+            let current = obs.resources[first]
+                .running_on
+                .first()
+                .map(|&ni| at(ni))
+                .unwrap_or(-INFINITY);
+            (current, nodes.iter().map(|&ni| at(ni)).collect())
         })
         .collect();
-    let _ = &mut ctx.desired;
-    let mut idx: Vec<usize> = (0..units.len()).collect();
     idx.sort_by(|&a, &b| {
         units[b]
             .0
