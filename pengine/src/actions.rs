@@ -1,5 +1,7 @@
 //! Reconciliation sets -> actions and ordering edges (probes first, stop before start, groups, constraints, fencing).
 
+use std::collections::BTreeMap;
+
 use crate::observed::{Observed, Top};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
@@ -233,6 +235,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    // The stop of a failed copy that recovers is created while the history is unpacked
+    // (before the probes); the resource's own actions below reuse it.
+    let mut unpack_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.unpack_stops {
+            if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
+                unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
+                if r.clear_failcount_changed.contains(&ni) {
+                    plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+                }
+            }
+        }
+    }
     // Probes, node-major.
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
@@ -276,6 +291,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // Nothing runs on a node that is down and will not be fenced (no quorum,
                     // no fencing device): the stop is blocked.
                     a.runnable = false;
+                }
+                if let Some(&id) = unpack_stops.get(&(ri, ni)) {
+                    plan.actions[id] = a;
+                    return id;
                 }
                 let id = plan.add(a);
                 if r.clear_failcount_changed.contains(&ni) {
@@ -605,6 +624,29 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
     }
     // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.
     let _ = plan.find_group(gi, &Kind::GroupStart);
+    // Each "X stop then Y" ordering of the group (member i+1 stop then member i stop; member
+    // stop then group stopped) also orders X's probes before Y.
+    for (i, &m) in members.iter().enumerate() {
+        if let Some(gd) = ids[3] {
+            probes_before(plan, m, &[gd]);
+        }
+        if i > 0 {
+            let previous_stops = plan.stops(members[i - 1]);
+            probes_before(plan, m, &previous_stops);
+        }
+    }
+}
+
+/// Orders every probe of `rsc` before each of `thens` (Pacemaker does so for each ordering
+/// whose first action is a stop of `rsc`: the "then" side must not act on a stale picture).
+fn probes_before(plan: &mut Plan, rsc: usize, thens: &[usize]) {
+    for p in plan.find(rsc, &Kind::Probe) {
+        for &t in thens {
+            if t != p && !matches!(plan.actions[t].kind, Kind::Shutdown) {
+                plan.edge(p, t);
+            }
+        }
+    }
 }
 
 /// An ordering constraint resolved against the model.
@@ -663,6 +705,11 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
+    if o.first_action == "stop" && o.first != o.then {
+        if let Some(ri) = obs.rsc_index(&o.first) {
+            probes_before(plan, ri, &thens);
+        }
+    }
     if o.symmetrical {
         let inv = |a: &str| {
             match a {
@@ -680,6 +727,11 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         for &f in &firsts {
             for &t in &thens {
                 plan.edge_rel(f, t, r);
+            }
+        }
+        if inv(&o.then_action) == "stop" && o.first != o.then {
+            if let Some(ri) = obs.rsc_index(&o.then) {
+                probes_before(plan, ri, &thens);
             }
         }
     }
