@@ -208,15 +208,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
-    // With a placement strategy, every node gets a load_stopped pseudo action.
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
-    if obs.placement_strategy != "default" {
-        for ni in (0..obs.nodes.len()).rev() {
-            let mut a = act(Kind::LoadStopped, None, Some(ni));
-            a.pseudo = true;
-            load_stopped[ni] = Some(plan.add(a));
-        }
-    }
     // Fail-count clears found while unpacking. A clear for changed parameters on a node where
     // the resource stops follows that stop (Pacemaker creates the stop first).
     let stops_on = |ri: usize, ni: usize| match &rec.changes[ri] {
@@ -244,6 +236,51 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
                 if r.clear_failcount_changed.contains(&ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+                }
+            }
+        }
+    }
+    // With a placement strategy, each resource orders its stops before a load_stopped pseudo
+    // action on the nodes it runs on, and that action before its starts on every node it may
+    // run on (by name): each is created when first needed, by Pacemaker's internal
+    // constraints, before any probe and in configuration order sorted by priority.
+    if obs.placement_strategy != "default" {
+        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
+        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
+        let priority = |meta: &BTreeMap<String, String>| {
+            meta.get("priority")
+                .and_then(|v| crate::cib::parse_score(v))
+                .unwrap_or(0)
+        };
+        let mut tops: Vec<(i64, Vec<usize>)> = obs
+            .top
+            .iter()
+            .map(|t| match *t {
+                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
+                Top::Group(gi) => (
+                    priority(&obs.groups[gi].meta),
+                    obs.groups[gi].members.clone(),
+                ),
+            })
+            .collect();
+        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
+        let ris: Vec<usize> = tops.into_iter().flat_map(|(_, m)| m).collect();
+        for ri in ris {
+            let allowed = by_name
+                .iter()
+                .copied()
+                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
+            let nodes: Vec<usize> = obs.resources[ri]
+                .running_on
+                .iter()
+                .copied()
+                .chain(allowed)
+                .collect();
+            for ni in nodes {
+                if load_stopped[ni].is_none() {
+                    let mut a = act(Kind::LoadStopped, None, Some(ni));
+                    a.pseudo = true;
+                    load_stopped[ni] = Some(plan.add(a));
                 }
             }
         }

@@ -904,8 +904,37 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 return (-INFINITY, vec![-INFINITY; nodes.len()]);
             }
             let kept = ctx.desired.trace[first].len();
-            let scores = base_scores(ctx, first);
+            let mut scores = base_scores(ctx, first);
             ctx.desired.trace[first].truncate(kept);
+            // Scores of what this unit is colocated with (positive colocations, scaled).
+            let own_id = match *u {
+                Unit::Primitive(ri) => obs.resources[ri].id.as_str(),
+                Unit::Group(gi) => obs.groups[gi].id.as_str(),
+            };
+            for c in &ctx.cib.colocations {
+                if c.rsc != own_id || c.score <= 0 {
+                    continue;
+                }
+                let Some(with) = unit_of(obs, &c.with_rsc) else {
+                    continue;
+                };
+                let with_first = unit_key(obs, with);
+                if with_first == usize::MAX || with_first == first {
+                    continue;
+                }
+                let kept = ctx.desired.trace[with_first].len();
+                let theirs = base_scores(ctx, with_first);
+                ctx.desired.trace[with_first].truncate(kept);
+                for (ni, v) in scores.iter_mut() {
+                    let other = theirs.get(ni).copied().unwrap_or(-INFINITY);
+                    let weight = if other <= -INFINITY && c.score >= INFINITY {
+                        -INFINITY
+                    } else {
+                        ((other as f64) * (c.score.min(INFINITY) as f64) / (INFINITY as f64)) as i64
+                    };
+                    *v = add_score(*v, weight);
+                }
+            }
             let at = |ni: usize| scores.get(&ni).copied().unwrap_or(-INFINITY);
             let current = obs.resources[first]
                 .running_on
