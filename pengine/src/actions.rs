@@ -670,6 +670,24 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
         if i > 0 {
             let previous_stops = plan.stops(members[i - 1]);
             probes_before(plan, m, &previous_stops);
+            // "member stop then previous member stop" is a restart ordering: a member frozen
+            // by a failure blocks the stop of the member before it.
+            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops);
+        }
+    }
+}
+
+/// A mandatory ordering whose first action is the stop of a resource frozen by a failure
+/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders.
+fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) {
+    let frozen = |ri: usize| obs.resources[ri].blocked && !obs.resources[ri].managed;
+    let is_frozen = match obs.group_index(first) {
+        Some(gi) => obs.groups[gi].members.iter().any(|&m| frozen(m)),
+        None => obs.rsc_index(first).is_some_and(frozen),
+    };
+    if is_frozen {
+        for &t in thens {
+            plan.actions[t].runnable = false;
         }
     }
 }
@@ -693,6 +711,7 @@ struct OrderRef {
     first_action: String,
     then_action: String,
     symmetrical: bool,
+    mandatory: bool,
 }
 
 fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
@@ -704,6 +723,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             first_action: o.first_action.clone(),
             then_action: o.then_action.clone(),
             symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
+            mandatory: o.kind == "mandatory",
         })
         .collect()
 }
@@ -746,6 +766,9 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         if let Some(ri) = obs.rsc_index(&o.first) {
             probes_before(plan, ri, &thens);
         }
+        if o.mandatory {
+            block_after_blocked_stop(obs, plan, &o.first, &thens);
+        }
     }
     if o.symmetrical {
         let inv = |a: &str| {
@@ -769,6 +792,9 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
                 probes_before(plan, ri, &thens);
+            }
+            if o.mandatory {
+                block_after_blocked_stop(obs, plan, &o.then, &thens);
             }
         }
     }

@@ -773,7 +773,9 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 a = None;
             }
         }
-        if !obs.resources[ri].managed || unmanaged {
+        // An unmanaged member stays where it runs; the group's other members follow the
+        // group's choice (pinned where an unmanaged member runs) unless they are stopped.
+        if !obs.resources[ri].managed || (unmanaged && a.is_some()) {
             a = if obs.resources[ri].running_on.len() == 1 {
                 Some(obs.resources[ri].running_on[0])
             } else {
