@@ -987,7 +987,6 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
         done: vec![false; n],
         in_progress: vec![false; n],
     };
-    let quorum_ok = obs.have_quorum || obs.no_quorum_policy == crate::observed::NoQuorum::Ignore;
     let order = unit_order(&mut ctx);
     for u in &order {
         assign_unit(&mut ctx, *u);
@@ -999,27 +998,6 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
             Unit::Group(gi) => Top::Group(gi),
         })
         .collect();
-    if !quorum_ok {
-        for ri in 0..n {
-            let r = &obs.resources[ri];
-            match obs.no_quorum_policy {
-                crate::observed::NoQuorum::Freeze => {
-                    // Keep running resources where they are; start nothing new.
-                    if r.running_on.is_empty() {
-                        ctx.desired.assigned[ri] = None;
-                    } else if ctx.desired.assigned[ri].is_some() && r.running_on.len() == 1 {
-                        ctx.desired.assigned[ri] = Some(r.running_on[0]);
-                    }
-                }
-                _ => {
-                    if r.managed {
-                        ctx.desired.assigned[ri] = None;
-                        ctx.desired.unplaced_reason[ri] = Some("no quorum".into());
-                    }
-                }
-            }
-        }
-    }
     ctx.desired
 }
 
