@@ -646,7 +646,7 @@ pub fn render_summary(
                     lines.push(line(
                         "Move",
                         format!("{} -> {}", name(*source), name(*target)),
-                        None,
+                        rec.move_reasons.get(&ri).cloned(),
                         false,
                     ));
                 } else {
