@@ -148,6 +148,9 @@ pub struct Resource {
     pub clear_failcount_changed: Vec<usize>,
     /// Recurring monitors (node, interval) rescheduled for the same reason.
     pub rescheduled: Vec<(usize, u64)>,
+    /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
+    /// Pacemaker create the stop while it unpacks the history, before any probe.
+    pub unpack_stops: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
 }
@@ -1199,6 +1202,9 @@ fn unpack_lrm_resource(
             if role != Role::Stopped && role != Role::Unknown {
                 rsc.failed = true;
                 rsc.stop_flag = true;
+                if !rsc.unpack_stops.contains(&ni) {
+                    rsc.unpack_stops.push(ni);
+                }
             }
         }
     }
