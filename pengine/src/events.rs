@@ -37,6 +37,23 @@ pub enum FailOp {
     Monitor,
     /// The next `count` starts on the node fail (`None`: every start, until `repair`).
     Start { count: Option<u32> },
+    /// The next `count` stops on the node fail (rc 1): the resource goes on running there.
+    Stop { count: Option<u32> },
+    /// The next `count` live migrations away from the node fail (`migrate_to` rc 1): the
+    /// resource goes on running on the node.
+    Migrate { count: Option<u32> },
+}
+
+impl FailOp {
+    /// The armed operation's task and count (`None` for a monitor failure, which happens now).
+    pub fn armed(&self) -> Option<(&'static str, Option<u32>)> {
+        match *self {
+            FailOp::Monitor => None,
+            FailOp::Start { count } => Some(("start", count)),
+            FailOp::Stop { count } => Some(("stop", count)),
+            FailOp::Migrate { count } => Some(("migrate_to", count)),
+        }
+    }
 }
 
 /// One event of a scenario's command list.
@@ -47,8 +64,10 @@ pub enum Event {
         node: String,
         op: FailOp,
     },
-    /// Cancels armed start failures of a resource on a node.
+    /// Cancels armed start, stop and migration failures of a resource on a node.
     Repair { rsc: String, node: String },
+    /// The next `count` fencing actions against the node fail (`None`: all of them).
+    FailFence { node: String, count: Option<u32> },
     /// A clean shutdown request (Pacemaker's `shutdown` node attribute).
     Shutdown { node: String },
     /// The node leaves the membership without shutting down (power loss, kernel panic, partition).
@@ -70,11 +89,23 @@ pub enum Event {
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Event::Fail { rsc, node, op } => match op {
-                FailOp::Monitor => write!(f, "fail {rsc} {node} monitor"),
-                FailOp::Start { count: None } => write!(f, "fail {rsc} {node} start always"),
-                FailOp::Start { count: Some(n) } => write!(f, "fail {rsc} {node} start {n}"),
-            },
+            Event::Fail { rsc, node, op } => {
+                let word = match op {
+                    FailOp::Monitor => return write!(f, "fail {rsc} {node} monitor"),
+                    FailOp::Start { .. } => "start",
+                    FailOp::Stop { .. } => "stop",
+                    FailOp::Migrate { .. } => "migrate",
+                };
+                match op.armed().and_then(|(_, c)| c) {
+                    None => write!(f, "fail {rsc} {node} {word} always"),
+                    Some(n) => write!(f, "fail {rsc} {node} {word} {n}"),
+                }
+            }
+            Event::FailFence { node, count: None } => write!(f, "fail-fence {node} always"),
+            Event::FailFence {
+                node,
+                count: Some(n),
+            } => write!(f, "fail-fence {node} {n}"),
             Event::Repair { rsc, node } => write!(f, "repair {rsc} {node}"),
             Event::Shutdown { node } => write!(f, "shutdown {node}"),
             Event::Crash { node } => write!(f, "crash {node}"),
@@ -125,22 +156,57 @@ pub fn parse_event(line: usize, text: &str) -> Result<Option<Event>, EventError>
     };
     match words[0] {
         "fail" => {
+            let count = |k: Option<&&str>| -> Result<Option<u32>, EventError> {
+                match k {
+                    None => Ok(Some(1)),
+                    Some(&"always") => Ok(None),
+                    Some(k) => k
+                        .parse()
+                        .map(Some)
+                        .map_err(|_| err("failures: a count or 'always'")),
+                }
+            };
             let (rsc, node, op) = match words.as_slice() {
                 [_, r, n, "monitor"] => (r, n, FailOp::Monitor),
-                [_, r, n, "start"] => (r, n, FailOp::Start { count: Some(1) }),
-                [_, r, n, "start", "always"] => (r, n, FailOp::Start { count: None }),
-                [_, r, n, "start", k] => {
-                    let count: u32 = k
-                        .parse()
-                        .map_err(|_| err("start failures: a count or 'always'"))?;
-                    (r, n, FailOp::Start { count: Some(count) })
+                [_, r, n, task, rest @ ..] if rest.len() <= 1 => {
+                    let count = count(rest.first())?;
+                    let op = match *task {
+                        "start" => FailOp::Start { count },
+                        "stop" => FailOp::Stop { count },
+                        "migrate" => FailOp::Migrate { count },
+                        _ => {
+                            return Err(err(
+                                "expected: fail RSC NODE monitor|start|stop|migrate [N|always]",
+                            ));
+                        }
+                    };
+                    (r, n, op)
                 }
-                _ => return Err(err("expected: fail RSC NODE monitor|start [N|always]")),
+                _ => {
+                    return Err(err(
+                        "expected: fail RSC NODE monitor|start|stop|migrate [N|always]",
+                    ));
+                }
             };
             Ok(Some(Event::Fail {
                 rsc: rsc.to_string(),
                 node: node.to_string(),
                 op,
+            }))
+        }
+        "fail-fence" => {
+            let count = match words.as_slice() {
+                [_, _] => Some(1),
+                [_, _, "always"] => None,
+                [_, _, k] => Some(
+                    k.parse()
+                        .map_err(|_| err("fencing failures: a count or 'always'"))?,
+                ),
+                _ => return Err(err("expected: fail-fence NODE [N|always]")),
+            };
+            Ok(Some(Event::FailFence {
+                node: words[1].to_string(),
+                count,
             }))
         }
         "repair" => match words.as_slice() {
@@ -312,7 +378,7 @@ pub fn monitor_interval_ms(p: &Primitive) -> Option<u64> {
         .next()
 }
 
-/// Applies an event's CIB part; returns log lines. Start failures and repairs change no CIB
+/// Applies an event's CIB part; returns log lines. Armed failures and repairs change no CIB
 /// (the runner arms them), and neither does time.
 pub fn apply_event(cib: &mut Cib, event: &Event, now: i64) -> Result<Vec<String>, EventError> {
     let mut log = Vec::new();
@@ -360,6 +426,9 @@ pub fn apply_event(cib: &mut Cib, event: &Event, now: i64) -> Result<Vec<String>
         Event::Fail { rsc, node, .. } | Event::Repair { rsc, node } => {
             node_ids(cib, event, node)?;
             primitive(cib, rsc).ok_or_else(|| unknown_rsc(rsc))?;
+        }
+        Event::FailFence { node, .. } => {
+            node_ids(cib, event, node)?;
         }
         Event::Shutdown { node } => {
             let ids = node_ids(cib, event, node)?;
@@ -431,9 +500,18 @@ mod tests {
         let text = "fail vm1 node1 monitor\nfail vm1 node2 start always # comment\n\
                     fail vm1 node3 start 2\nrepair vm1 node2\nshutdown node2\ncrash node3\n\
                     fence node3\njoin node2\nadvance 10m\nevacuate node1\nrestore node1\n\
-                    cleanup vm1\ncleanup vm1 node1\n\n# only a comment\n";
+                    cleanup vm1\ncleanup vm1 node1\n\n# only a comment\n\
+                    fail vm1 node1 stop\nfail vm1 node2 migrate always\nfail-fence node3 2\n\
+                    fail-fence node3 always\n";
         let events = parse_cmdlist(text).expect("parses");
-        assert_eq!(events.len(), 13);
+        assert_eq!(events.len(), 17);
+        assert_eq!(
+            events[16],
+            Event::FailFence {
+                node: "node3".into(),
+                count: None
+            }
+        );
         assert_eq!(events[8], Event::Advance { seconds: 600 });
         let printed: Vec<String> = events.iter().map(|e| e.to_string()).collect();
         assert_eq!(printed[1], "fail vm1 node2 start always");
@@ -447,7 +525,9 @@ mod tests {
         let e = parse_cmdlist("join node1\nexplode node2\n").unwrap_err();
         assert!(e.to_string().starts_with("line 2:"), "{e}");
         assert!(parse_cmdlist("advance 10parsecs").is_err());
-        assert!(parse_cmdlist("fail vm1 node1 stop").is_err());
+        assert!(parse_cmdlist("fail vm1 node1 promote").is_err());
+        assert!(parse_cmdlist("fail vm1 node1 stop twice").is_err());
+        assert!(parse_cmdlist("fail-fence node1 2 3").is_err());
         assert!(parse_cmdlist("shutdown").is_err());
     }
 

@@ -6,13 +6,13 @@
 //! Fencing devices are left to Pacemaker's own rules: they must go wherever they can run.
 //!
 //! Memory: a resource moved off its node by a shutdown or an evacuation records where it came
-//! from in two meta attributes, `origin-node` and `origin-cause` (`shutdown`|`evacuate`), as
+//! from in two meta attributes, `origin-node` and `origin-cause` (`shutdown`|`evacuate`|`loss`), as
 //! LXD's `volatile.evacuate.origin`. The planner only proposes these records (`updates`); whoever
 //! executes the transition writes them (the scenario runner here).
 
 use std::fmt;
 
-use crate::cib::{Cib, INFINITY, is_true};
+use crate::cib::{Cib, INFINITY, is_true, parse_interval_ms};
 use crate::observed::{Node, Observed, Role};
 use crate::placement::node_available;
 
@@ -25,6 +25,11 @@ pub const EVACUATE_ATTR: &str = "evacuate";
 /// Resource meta attributes holding the record of where it came from and why.
 pub const ORIGIN_NODE: &str = "origin-node";
 pub const ORIGIN_CAUSE: &str = "origin-cause";
+/// Resource meta attribute: when the record was written (seconds since the epoch).
+pub const ORIGIN_SINCE: &str = "origin-since";
+/// Resource meta attribute or cluster property: how long `freeze` holds a resource on a node
+/// that is down (Pacemaker's `shutdown-lock-limit`); unset or 0: until the node rejoins.
+pub const FREEZE_LIMIT: &str = "shutdown-lock-limit";
 
 /// What a clean shutdown of its node does to a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +81,8 @@ pub enum Update {
         rsc: String,
         node: String,
         cause: String,
+        /// When (seconds since the epoch); not shown in the log line.
+        since: i64,
     },
     ClearOrigin {
         rsc: String,
@@ -86,7 +93,9 @@ pub enum Update {
 impl fmt::Display for Update {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Update::SetOrigin { rsc, node, cause } => {
+            Update::SetOrigin {
+                rsc, node, cause, ..
+            } => {
                 write!(f, "{rsc} {ORIGIN_NODE}={node} {ORIGIN_CAUSE}={cause}")
             }
             Update::ClearOrigin { rsc, why } => write!(f, "{rsc} origin cleared ({why})"),
@@ -143,22 +152,59 @@ fn lost_with(cib: &Cib, rsc: &str) -> Vec<String> {
     out
 }
 
-/// Applies shutdown policies, origin records, evacuation and the lost-node guard to `obs`.
-pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
-    let mut notes = Vec::new();
+/// What the lifecycle rules decide for one resource: scores on nodes (each with its reason, and
+/// whether Pacemaker's own scheduler must see it too, see `pins`), no live migration, a note.
+struct Decision {
+    ri: usize,
+    scores: Vec<Score>,
+    no_live: bool,
+    note: Option<String>,
+}
+
+struct Score {
+    ni: usize,
+    score: i64,
+    why: String,
+    /// Mirrored into Pacemaker's configuration by `pengine node` (`pins`): the rules that exist
+    /// only here (evacuation, shutdown holds, failback). The lost-node guards are not: Pacemaker
+    /// has its own.
+    pinned: bool,
+}
+
+fn score(ni: usize, score: i64, why: String) -> Score {
+    Score {
+        ni,
+        score,
+        why,
+        pinned: true,
+    }
+}
+
+/// The freeze limit in seconds (`shutdown-lock-limit`, resource meta or cluster property; 0 or
+/// unset: no limit), as Pacemaker's `shutdown-lock` has.
+fn freeze_limit_s(obs: &Observed, meta: &std::collections::BTreeMap<String, String>) -> i64 {
+    meta.get(FREEZE_LIMIT)
+        .map(String::as_str)
+        .or_else(|| obs.option(FREEZE_LIMIT))
+        .map(|v| (parse_interval_ms(v) / 1000) as i64)
+        .unwrap_or(0)
+}
+
+/// The lifecycle rules for every resource.
+fn decide(cib: &Cib, obs: &Observed) -> Vec<Decision> {
+    let mut out = Vec::new();
     let evacuated: Vec<usize> = (0..obs.nodes.len())
         .filter(|&ni| evacuating(&obs.nodes[ni]))
         .collect();
-    for ri in 0..obs.resources.len() {
-        let r = &obs.resources[ri];
+    for (ri, r) in obs.resources.iter().enumerate() {
         if !r.managed || r.orphan || r.is_stonith() {
             continue;
         }
-        let mut scores: Vec<(usize, i64, String)> = Vec::new();
+        let mut scores: Vec<Score> = Vec::new();
         let mut no_live = false;
         let mut note = None;
         for &ni in &evacuated {
-            scores.push((
+            scores.push(score(
                 ni,
                 -INFINITY,
                 format!("evacuate request on {}", obs.nodes[ni].uname),
@@ -178,7 +224,7 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
                     Some(ShutdownPolicy::Failover) => no_live = true,
                     Some(p @ (ShutdownPolicy::Freeze | ShutdownPolicy::Stop)) => {
                         for m in all.clone().filter(|&m| m != ni) {
-                            scores.push((
+                            scores.push(score(
                                 m,
                                 -INFINITY,
                                 format!("{SHUTDOWN_POLICY}={p} holds it on {}", n.uname),
@@ -199,9 +245,25 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
             let back = usable(obs, hn);
             let failback = r.meta_bool(FAILBACK, true);
             match (cause.as_str(), policy) {
+                // Recovered after its node was lost: fails back like a shutdown-policy=migrate
+                // resource, whatever its policy says about shutdowns.
+                ("loss", _) => {
+                    if back && failback {
+                        scores.push(score(hn, INFINITY, format!("failback to {h}")));
+                        note = Some(format!("{h} rejoined after its loss: failing back"));
+                    } else if !back {
+                        note = Some(if failback {
+                            format!(
+                                "{h} lost: recovered elsewhere once fenced, fails back when it rejoins"
+                            )
+                        } else {
+                            format!("{h} lost: recovered elsewhere once fenced ({FAILBACK}=false)")
+                        });
+                    }
+                }
                 ("evacuate", _) => {
                     if back {
-                        scores.push((hn, INFINITY, format!("restore to origin {h}")));
+                        scores.push(score(hn, INFINITY, format!("restore to origin {h}")));
                         note = Some(format!("{h} restored: moving back"));
                     } else {
                         note = Some(format!("evacuated from {h}"));
@@ -209,7 +271,7 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
                 }
                 (_, Some(p @ ShutdownPolicy::Stop)) => {
                     for m in all.clone() {
-                        scores.push((m, -INFINITY, format!("{SHUTDOWN_POLICY}={p} hold")));
+                        scores.push(score(m, -INFINITY, format!("{SHUTDOWN_POLICY}={p} hold")));
                     }
                     note = Some(format!(
                         "held stopped since {h} shut down ({SHUTDOWN_POLICY}=stop); crm_resource --cleanup -r {} releases it",
@@ -217,25 +279,45 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
                     ));
                 }
                 (_, Some(p @ ShutdownPolicy::Freeze)) => {
+                    let limit_s = freeze_limit_s(obs, &r.meta);
+                    let since = r.meta.get(ORIGIN_SINCE).and_then(|v| v.parse::<i64>().ok());
+                    let expired =
+                        limit_s > 0 && since.is_some_and(|t| obs.now >= t.saturating_add(limit_s));
                     if back {
-                        scores.push((hn, INFINITY, format!("{SHUTDOWN_POLICY}={p}: back on {h}")));
-                        note = Some(format!("{h} rejoined: starting it there"));
+                        scores.push(score(
+                            hn,
+                            INFINITY,
+                            format!("{SHUTDOWN_POLICY}={p}: back on {h}"),
+                        ));
+                        note = Some(if expired {
+                            format!("{h} rejoined: moving back ({SHUTDOWN_POLICY}=freeze)")
+                        } else {
+                            format!("{h} rejoined: starting it there")
+                        });
+                    } else if expired {
+                        note = Some(format!(
+                            "freeze on {h} ended after {FREEZE_LIMIT}={limit_s}s: recovered elsewhere until {h} rejoins"
+                        ));
                     } else {
                         for m in all.clone().filter(|&m| m != hn) {
-                            scores.push((
+                            scores.push(score(
                                 m,
                                 -INFINITY,
                                 format!("{SHUTDOWN_POLICY}={p} holds it on {h}"),
                             ));
                         }
-                        note = Some(format!(
-                            "frozen until {h} rejoins ({SHUTDOWN_POLICY}=freeze)"
-                        ));
+                        note = Some(if limit_s > 0 {
+                            format!(
+                                "frozen until {h} rejoins or {FREEZE_LIMIT}={limit_s}s pass ({SHUTDOWN_POLICY}=freeze)"
+                            )
+                        } else {
+                            format!("frozen until {h} rejoins ({SHUTDOWN_POLICY}=freeze)")
+                        });
                     }
                 }
                 _ => {
                     if back && failback {
-                        scores.push((hn, INFINITY, format!("failback to {h}")));
+                        scores.push(score(hn, INFINITY, format!("failback to {h}")));
                         note = Some(format!("{h} rejoined: failing back"));
                     } else if !back {
                         note = Some(format!("away from {h} until it rejoins"));
@@ -265,11 +347,12 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
             let lost = lost_with(cib, &r.id);
             if !lost.is_empty() {
                 for m in all.clone() {
-                    scores.push((
-                        m,
-                        -INFINITY,
-                        format!("requires=fencing: {} lost", lost.join(", ")),
-                    ));
+                    scores.push(Score {
+                        ni: m,
+                        score: -INFINITY,
+                        why: format!("requires=fencing: {} lost", lost.join(", ")),
+                        pinned: false,
+                    });
                 }
                 note = Some(format!(
                     "blocked: it was active on lost {} and stonith-enabled=false (requires=fencing); confirm the node is down with stonith_admin --confirm {}",
@@ -278,14 +361,28 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
                 ));
             }
         }
-        let r = &mut obs.resources[ri];
-        if no_live {
+        out.push(Decision {
+            ri,
+            scores,
+            no_live,
+            note,
+        });
+    }
+    out
+}
+
+/// Applies shutdown policies, origin records, evacuation and the lost-node guard to `obs`.
+pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for d in decide(cib, obs) {
+        let r = &mut obs.resources[d.ri];
+        if d.no_live {
             r.meta.insert("allow-migrate".into(), "false".into());
         }
-        for (ni, score, why) in scores {
-            r.history_bans.push((Some(ni), score, why));
+        for s in d.scores {
+            r.history_bans.push((Some(s.ni), s.score, s.why));
         }
-        if let Some(text) = note {
+        if let Some(text) = d.note {
             notes.push(Note {
                 rsc: r.id.clone(),
                 text,
@@ -325,6 +422,9 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
                         "evacuate"
                     } else if n.shutdown && policy.is_some() {
                         "shutdown"
+                    } else if !n.online && n.unclean && policy.is_some() {
+                        // Lost: recovered elsewhere once the node is fenced.
+                        "loss"
                     } else {
                         continue;
                     };
@@ -332,6 +432,7 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
                         rsc: r.id.clone(),
                         node: n.uname.clone(),
                         cause: cause.into(),
+                        since: obs.now,
                     });
                     break;
                 }
@@ -353,11 +454,12 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
                         why: format!("back on {h}"),
                     });
                 } else if back
-                    && cause == "shutdown"
-                    && matches!(
-                        policy,
-                        None | Some(ShutdownPolicy::Migrate | ShutdownPolicy::Failover)
-                    )
+                    && (cause == "loss"
+                        || (cause == "shutdown"
+                            && matches!(
+                                policy,
+                                None | Some(ShutdownPolicy::Migrate | ShutdownPolicy::Failover)
+                            )))
                     && !r.meta_bool(FAILBACK, true)
                 {
                     out.push(Update::ClearOrigin {
@@ -374,13 +476,20 @@ pub fn updates(cib: &Cib, obs: &Observed) -> Vec<Update> {
 /// Writes one record into the configuration (as `crm_resource --meta` would).
 pub fn apply_update(cib: &mut Cib, u: &Update) {
     match u {
-        Update::SetOrigin { rsc, node, cause } => {
+        Update::SetOrigin {
+            rsc,
+            node,
+            cause,
+            since,
+        } => {
             crate::events::set_meta(cib, rsc, ORIGIN_NODE, Some(node));
             crate::events::set_meta(cib, rsc, ORIGIN_CAUSE, Some(cause));
+            crate::events::set_meta(cib, rsc, ORIGIN_SINCE, Some(&since.to_string()));
         }
         Update::ClearOrigin { rsc, .. } => {
             crate::events::set_meta(cib, rsc, ORIGIN_NODE, None);
             crate::events::set_meta(cib, rsc, ORIGIN_CAUSE, None);
+            crate::events::set_meta(cib, rsc, ORIGIN_SINCE, None);
         }
     }
 }
@@ -447,4 +556,305 @@ pub fn render_notes(notes: &[Note]) -> String {
         s.push_str(&format!("  * {}: {}\n", n.rsc, n.text));
     }
     s
+}
+
+// ---- Mirroring the rules into a real cluster (`pengine node`) ----
+//
+// Pacemaker's own scheduler knows neither `evacuate`, `shutdown-policy` nor the origin records.
+// `sync` turns what the rules above decide into plain Pacemaker configuration: the records as
+// resource meta attributes, and every pinned score as a `rsc_location` whose id starts with
+// `PIN_PREFIX` (one per resource and node). The `pengine node` command reads the live CIB, calls
+// `sync` and writes the changes with crm_resource, crm_attribute and cibadmin.
+
+/// Id prefix of the location constraints `sync` owns: it adds and removes only these.
+pub const PIN_PREFIX: &str = "hl-lifecycle-";
+
+/// A node-level request made through `pengine node`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeRequest {
+    /// Move everything away from the node (live where allowed), remembering where it was.
+    Evacuate(String),
+    /// Withdraw the evacuation: what came from the node goes back.
+    Restore(String),
+    /// Pacemaker is about to be stopped cleanly on the node: record where its resources run
+    /// (and hold `freeze`/`stop` ones) before the controller moves them.
+    Shutdown(String),
+    /// No new request: bring records and constraints up to date (a node rejoined, a resource
+    /// came home, a freeze limit passed).
+    Sync,
+}
+
+impl fmt::Display for NodeRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeRequest::Evacuate(n) => write!(f, "evacuate {n}"),
+            NodeRequest::Restore(n) => write!(f, "restore {n}"),
+            NodeRequest::Shutdown(n) => write!(f, "shutdown {n}"),
+            NodeRequest::Sync => f.write_str("sync"),
+        }
+    }
+}
+
+/// A location score a lifecycle rule needs Pacemaker's scheduler to see.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pin {
+    pub id: String,
+    pub rsc: String,
+    pub node: String,
+    pub score: i64,
+}
+
+impl Pin {
+    /// The `rsc_location` element, for `cibadmin -C -o constraints -X`.
+    pub fn xml(&self) -> String {
+        format!(
+            "<rsc_location id=\"{}\" rsc=\"{}\" node=\"{}\" score=\"{}\"/>",
+            xml_attr(&self.id),
+            xml_attr(&self.rsc),
+            xml_attr(&self.node),
+            score_word(self.score)
+        )
+    }
+}
+
+impl Pin {
+    /// The element naming only its id, for `cibadmin -D -o constraints -X`.
+    pub fn id_only_xml(&self) -> String {
+        format!("<rsc_location id=\"{}\"/>", xml_attr(&self.id))
+    }
+}
+
+fn score_word(score: i64) -> String {
+    if score >= INFINITY {
+        "INFINITY".into()
+    } else if score <= -INFINITY {
+        "-INFINITY".into()
+    } else {
+        score.to_string()
+    }
+}
+
+fn xml_attr(v: &str) -> String {
+    v.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+/// One change to the live CIB, in the order `sync` returns them (records first, so they exist
+/// before any constraint makes Pacemaker move a resource).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CibChange {
+    /// `crm_resource -r RSC --meta -p NAME -v VALUE` (`None`: `--meta -d NAME`).
+    Meta {
+        rsc: String,
+        name: String,
+        value: Option<String>,
+    },
+    /// `cibadmin -C -o constraints -X <rsc_location .../>`.
+    AddPin(Pin),
+    /// `cibadmin -D -o constraints -X <rsc_location id=ID/>`.
+    RemovePin { id: String },
+    /// `crm_attribute -l forever -N NODE -n NAME -v VALUE` (`None`: `-D`).
+    NodeAttr {
+        node: String,
+        name: String,
+        value: Option<String>,
+    },
+}
+
+impl fmt::Display for CibChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CibChange::Meta {
+                rsc,
+                name,
+                value: Some(v),
+            } => write!(f, "{rsc}: meta {name}={v}"),
+            CibChange::Meta {
+                rsc,
+                name,
+                value: None,
+            } => write!(f, "{rsc}: meta {name} deleted"),
+            CibChange::AddPin(p) => write!(
+                f,
+                "{}: location {} {} on {} ({})",
+                p.rsc,
+                p.id,
+                score_word(p.score),
+                p.node,
+                if p.score > 0 { "prefer" } else { "ban" }
+            ),
+            CibChange::RemovePin { id } => write!(f, "location {id} removed"),
+            CibChange::NodeAttr {
+                node,
+                name,
+                value: Some(v),
+            } => write!(f, "{node}: node attribute {name}={v}"),
+            CibChange::NodeAttr {
+                node,
+                name,
+                value: None,
+            } => write!(f, "{node}: node attribute {name} deleted"),
+        }
+    }
+}
+
+/// Why `sync` refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("{request}: no node named '{node}' in the CIB")]
+    UnknownNode { request: String, node: String },
+}
+
+/// The constraints the rules need for `obs` (one per resource and node: the pinned scores
+/// summed, as placement sums them), sorted by id.
+pub fn pins(cib: &Cib, obs: &Observed) -> Vec<Pin> {
+    let mut sums: std::collections::BTreeMap<(usize, usize), i64> = Default::default();
+    for d in decide(cib, obs) {
+        for s in d.scores.iter().filter(|s| s.pinned) {
+            let e = sums.entry((d.ri, s.ni)).or_insert(0);
+            *e = e.saturating_add(s.score).clamp(-INFINITY, INFINITY);
+        }
+    }
+    let mut out: Vec<Pin> = sums
+        .into_iter()
+        .filter(|&(_, score)| score != 0)
+        .map(|((ri, ni), score)| {
+            let rsc = obs.resources[ri].id.clone();
+            let node = obs.nodes[ni].uname.clone();
+            Pin {
+                id: format!("{PIN_PREFIX}{rsc}-{node}"),
+                rsc,
+                node,
+                score,
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The origin record of every primitive: (rsc, attribute) -> value.
+fn record_attrs(cib: &Cib) -> std::collections::BTreeMap<(String, String), String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut prims: Vec<&crate::cib::Primitive> = Vec::new();
+    for r in &cib.resources {
+        match r {
+            crate::cib::ResourceDef::Primitive(p) => prims.push(p),
+            crate::cib::ResourceDef::Group(g) => prims.extend(g.members.iter()),
+        }
+    }
+    for p in prims {
+        for (k, v) in p.meta.iter().flat_map(|s| s.pairs.iter()) {
+            if [ORIGIN_NODE, ORIGIN_CAUSE, ORIGIN_SINCE].contains(&k.as_str()) {
+                out.insert((p.id.clone(), k.clone()), v.clone());
+            }
+        }
+    }
+    out
+}
+
+fn evacuate_attr(cib: &Cib, node: &str) -> Option<String> {
+    cib.nodes
+        .iter()
+        .find(|n| n.uname == node)
+        .and_then(|n| {
+            n.attrs
+                .iter()
+                .flat_map(|s| s.pairs.iter())
+                .find(|(k, _)| k == EVACUATE_ATTR)
+        })
+        .map(|(_, v)| v.clone())
+}
+
+/// What to write into the live CIB for `request` at time `now`: the origin records the rules
+/// propose, the evacuation attribute, and the pins added or removed. Empty when all is up to date.
+pub fn sync(cib: &Cib, now: i64, request: &NodeRequest) -> Result<Vec<CibChange>, LifecycleError> {
+    let mut next = cib.clone();
+    next.locations.retain(|l| !l.id.starts_with(PIN_PREFIX));
+    let known = |node: &str| -> Result<(String, String), LifecycleError> {
+        cib.nodes
+            .iter()
+            .find(|n| n.uname == node)
+            .map(|n| (n.id.clone(), n.uname.clone()))
+            .ok_or_else(|| LifecycleError::UnknownNode {
+                request: request.to_string(),
+                node: node.to_string(),
+            })
+    };
+    let mut node_attr = None;
+    match request {
+        NodeRequest::Evacuate(node) => {
+            known(node)?;
+            crate::events::set_node_attr(&mut next, node, EVACUATE_ATTR, Some("true"));
+            node_attr = Some(node.clone());
+        }
+        NodeRequest::Restore(node) => {
+            known(node)?;
+            crate::events::set_node_attr(&mut next, node, EVACUATE_ATTR, None);
+            node_attr = Some(node.clone());
+        }
+        NodeRequest::Shutdown(node) => {
+            // Only in this copy: pacemakerd sets the real attribute when it is stopped.
+            let (id, uname) = known(node)?;
+            crate::simulate::node_state(&mut next, &id, &uname)
+                .attrs
+                .insert("shutdown".into(), now.to_string());
+        }
+        NodeRequest::Sync => {}
+    }
+    let obs = crate::observed::observe(&next, now);
+    for u in updates(&next, &obs) {
+        apply_update(&mut next, &u);
+    }
+    let mut out = Vec::new();
+    let (before, after) = (record_attrs(cib), record_attrs(&next));
+    let keys: std::collections::BTreeSet<&(String, String)> =
+        before.keys().chain(after.keys()).collect();
+    for k in keys {
+        if before.get(k) != after.get(k) {
+            out.push(CibChange::Meta {
+                rsc: k.0.clone(),
+                name: k.1.clone(),
+                value: after.get(k).cloned(),
+            });
+        }
+    }
+    let obs = crate::observed::observe(&next, now);
+    let wanted = pins(&next, &obs);
+    let existing: Vec<&crate::cib::Location> = cib
+        .locations
+        .iter()
+        .filter(|l| l.id.starts_with(PIN_PREFIX))
+        .collect();
+    let same = |l: &crate::cib::Location, p: &Pin| {
+        l.id == p.id
+            && l.rsc == p.rsc
+            && l.node.as_deref() == Some(p.node.as_str())
+            && l.rules.is_empty()
+            && l.score.as_deref().and_then(crate::cib::parse_score) == Some(p.score)
+    };
+    for l in &existing {
+        if !wanted.iter().any(|p| same(l, p)) {
+            out.push(CibChange::RemovePin { id: l.id.clone() });
+        }
+    }
+    for p in &wanted {
+        if !existing.iter().any(|l| same(l, p)) {
+            out.push(CibChange::AddPin(p.clone()));
+        }
+    }
+    if let Some(node) = node_attr {
+        let (was, now_attr) = (evacuate_attr(cib, &node), evacuate_attr(&next, &node));
+        if was != now_attr {
+            out.push(CibChange::NodeAttr {
+                node,
+                name: EVACUATE_ATTR.into(),
+                value: now_attr,
+            });
+        }
+    }
+    Ok(out)
 }

@@ -3,6 +3,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod cli_node;
 use pengine::simulate::{self, Injection, InjectionError};
 
 #[derive(Parser)]
@@ -16,12 +18,17 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a transition (crm_simulate's flags).
     Simulate(SimulateArgs),
     /// Explain why a resource goes where it goes: per node, every score change and filter.
     Explain(ExplainArgs),
+    /// Node lifecycle requests for a live cluster (evacuate, restore, shutdown, sync): see
+    /// docs/recovery.md.
+    Node(cli_node::NodeArgs),
 }
 
 #[derive(clap::Args)]
@@ -244,14 +251,19 @@ fn run(args: SimulateArgs) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Simulate(args) => run(args),
-        Command::Explain(args) => explain(args),
-    };
+    match cli.command {
+        Command::Simulate(args) => report("pengine", run(args)),
+        Command::Explain(args) => report("pengine", explain(args)),
+        Command::Node(args) => report("pengine node", cli_node::run(args)),
+    }
+}
+
+/// Maps a subcommand's result to the exit code, with its error on stderr.
+fn report<E: std::fmt::Display>(who: &str, result: Result<(), E>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("pengine: {e}");
+            eprintln!("{who}: {e}");
             ExitCode::from(1)
         }
     }

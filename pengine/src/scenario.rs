@@ -26,8 +26,12 @@ pub struct World {
     pub start: i64,
     /// Where each resource really runs (resource -> nodes).
     truth: BTreeMap<String, BTreeSet<String>>,
-    /// Armed start failures: (resource, node) -> remaining count (`None`: until repaired).
-    start_faults: BTreeMap<(String, String), Option<u32>>,
+    /// Armed failures: (task, resource, node) -> remaining count (`None`: until repaired).
+    faults: BTreeMap<(String, String, String), Option<u32>>,
+    /// Armed fencing failures: node -> remaining count (`None`: every attempt).
+    fence_faults: BTreeMap<String, Option<u32>>,
+    /// Failed fencing attempts per node, as the controller counts them for `stonith-max-attempts`.
+    fence_failures: BTreeMap<String, u32>,
     /// When each lost node left the membership (for watchdog self-fencing).
     lost_at: BTreeMap<String, i64>,
     transitions: usize,
@@ -56,7 +60,9 @@ impl World {
             now,
             start: now,
             truth,
-            start_faults: BTreeMap::new(),
+            faults: BTreeMap::new(),
+            fence_faults: BTreeMap::new(),
+            fence_failures: BTreeMap::new(),
             lost_at: BTreeMap::new(),
             transitions: 0,
             log: Vec::new(),
@@ -89,16 +95,17 @@ impl World {
         let before = snapshot(&self.cib, self.now);
         match event {
             Event::Advance { seconds } => self.now = self.now.saturating_add(*seconds),
-            Event::Fail {
-                rsc,
-                node,
-                op: FailOp::Start { count },
-            } => {
-                self.start_faults
-                    .insert((rsc.clone(), node.clone()), *count);
+            Event::Fail { rsc, node, op } if op.armed().is_some() => {
+                if let Some((task, count)) = op.armed() {
+                    self.faults
+                        .insert((task.to_string(), rsc.clone(), node.clone()), count);
+                }
             }
             Event::Repair { rsc, node } => {
-                self.start_faults.remove(&(rsc.clone(), node.clone()));
+                self.faults.retain(|(_, r, n), _| !(r == rsc && n == node));
+            }
+            Event::FailFence { node, count } => {
+                self.fence_faults.insert(node.clone(), *count);
             }
             Event::Fail {
                 rsc,
@@ -123,6 +130,7 @@ impl World {
                 self.lost_at.insert(node.clone(), self.now);
             }
             Event::Fence { node } | Event::Join { node } => {
+                self.fence_failures.remove(node);
                 self.lost_at.remove(node);
                 self.forget_node(node);
             }
@@ -252,6 +260,16 @@ impl World {
                     return Outcome::Pending;
                 }
             }
+            // The controller gives up on a node after `stonith-max-attempts` failures: the
+            // action is not run again (its resources stay blocked).
+            if self.fence_failures.get(&node).copied().unwrap_or(0) >= fence_attempts_max(obs) {
+                return Outcome::Pending;
+            }
+            if take_fault(&mut self.fence_faults, node.clone()) {
+                *self.fence_failures.entry(node).or_insert(0) += 1;
+                return Outcome::Rc(1);
+            }
+            self.fence_failures.remove(&node);
             self.lost_at.remove(&node);
             self.forget_node(&node);
             return Outcome::Rc(0);
@@ -263,20 +281,16 @@ impl World {
         let here = self.runs(&rsc, &node);
         match ga.task.as_str() {
             "monitor" => Outcome::Rc(if here { 0 } else { 7 }),
+            "start" | "stop" | "migrate_to"
+                if take_fault(
+                    &mut self.faults,
+                    (ga.task.clone(), rsc.clone(), node.clone()),
+                ) =>
+            {
+                // The action fails: what ran there goes on running there.
+                Outcome::Rc(1)
+            }
             "start" => {
-                let key = (rsc.clone(), node.clone());
-                match self.start_faults.get(&key).copied() {
-                    Some(None) => return Outcome::Rc(1),
-                    Some(Some(n)) if n > 0 => {
-                        if n == 1 {
-                            self.start_faults.remove(&key);
-                        } else {
-                            self.start_faults.insert(key, Some(n - 1));
-                        }
-                        return Outcome::Rc(1);
-                    }
-                    _ => {}
-                }
                 self.truth.entry(rsc).or_default().insert(node);
                 Outcome::Rc(0)
             }
@@ -330,10 +344,24 @@ impl World {
             match (ga.event, e.outcome) {
                 (EventKind::Pseudo, _) => {}
                 (EventKind::Fence, Outcome::Pending) => {
-                    let until = self.watchdog_wait_until(obs, &uname).unwrap_or(self.now);
+                    let failures = self.fence_failures.get(&uname).copied().unwrap_or(0);
+                    if failures >= fence_attempts_max(obs) {
+                        ran.push(format!(
+                            "fence:{uname}=GIVEN-UP(after-{failures}-failures,stonith-max-attempts;its-resources-stay-blocked-until-stonith_admin--confirm-{uname})"
+                        ));
+                    } else {
+                        let until = self.watchdog_wait_until(obs, &uname).unwrap_or(self.now);
+                        ran.push(format!(
+                            "fence:{uname}=waiting-for-watchdog-until-{}s",
+                            until - self.start
+                        ));
+                    }
+                }
+                (EventKind::Fence, Outcome::Rc(rc) | Outcome::Failed(rc)) if rc != 0 => {
+                    let failures = self.fence_failures.get(&uname).copied().unwrap_or(0);
                     ran.push(format!(
-                        "fence:{uname}=waiting-for-watchdog-until-{}s",
-                        until - self.start
+                        "fence:{uname}=FAILED({failures}/{})",
+                        fence_attempts_max(obs)
                     ));
                 }
                 (EventKind::Fence, _) => ran.push(format!("fence:{uname}")),
@@ -380,6 +408,31 @@ impl World {
             .find(|s| s.uname == node)
             .and_then(|s| s.attrs.get(&key).cloned())
     }
+}
+
+/// Takes one armed failure for `key`: true when the action must fail.
+fn take_fault<K: Ord>(faults: &mut BTreeMap<K, Option<u32>>, key: K) -> bool {
+    match faults.get(&key).copied() {
+        Some(None) => true,
+        Some(Some(n)) if n > 0 => {
+            if n == 1 {
+                faults.remove(&key);
+            } else {
+                faults.insert(key, Some(n - 1));
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `stonith-max-attempts` (Pacemaker's default 10): failed fencing attempts against one node
+/// before the controller stops trying.
+fn fence_attempts_max(obs: &Observed) -> u32 {
+    obs.option("stonith-max-attempts")
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(10)
 }
 
 /// Collapses runs of spaces (crm_simulate's column padding) into one.
@@ -524,6 +577,42 @@ mod tests {
             log.contains("rsc vm1: FAILED Started node1 -> Started node2"),
             "{log}"
         );
+    }
+
+    #[test]
+    fn a_failed_stop_is_infinity_even_when_start_failures_are_not_fatal() {
+        // Pacemaker 2.1.5's controller: failed-stop-offset is always INFINITY; with
+        // start-failure-is-fatal=false a failed start adds one.
+        let cib = CIB.replace(
+            r#"<nvpair id="o1" name="stonith-enabled" value="false"/>"#,
+            r#"<nvpair id="o1" name="stonith-enabled" value="false"/>
+               <nvpair id="o2" name="start-failure-is-fatal" value="false"/>"#,
+        );
+        // (A shutdown attribute of 0 means none: start the clock later.)
+        let log = run(&cib, "fail vm1 node1 stop\nshutdown node1\n", 1000).expect("runs");
+        assert!(
+            log.contains("vm1_stop@node1=FAILED(rc1,fail-count=INFINITY)"),
+            "{log}"
+        );
+        let log = run(&cib, "fail vm1 node1 start\nfail vm1 node1 monitor\n", 0).expect("runs");
+        assert!(
+            log.contains("vm1_start@node1=FAILED(rc1,fail-count=1)"),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn a_failed_migrate_to_is_not_counted() {
+        let cib = CIB.replace(
+            r#"type="Dummy">"#,
+            r#"type="Dummy"><meta_attributes id="m"><nvpair id="m1" name="allow-migrate" value="true"/></meta_attributes>"#,
+        );
+        let log = run(&cib, "fail vm1 node1 migrate\nshutdown node1\n", 1000).expect("runs");
+        assert!(
+            log.contains("vm1_migrate_to@node1=FAILED(rc1,fail-count=none)"),
+            "{log}"
+        );
+        assert!(!log.contains("fail-count vm1@node1"), "{log}");
     }
 
     #[test]

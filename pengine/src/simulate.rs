@@ -237,8 +237,9 @@ pub enum FailCounting {
     /// crm_simulate's injection (`-i`, `-F`): one more, unless the result is a success (rc 0) or
     /// a probe's "not running" (rc 7).
     Simulator,
-    /// The controller's: a probe is not counted; a failed start makes the count INFINITY when
-    /// `start-failure-is-fatal` (default true); any other failure adds one.
+    /// The controller's: a failed stop makes the count INFINITY; a failed start too when
+    /// `start-failure-is-fatal` (default true), else it adds one, as a failed recurring monitor,
+    /// promote or demote does; other actions (probes, migrations, notifications) are not counted.
     Controller,
 }
 
@@ -255,8 +256,20 @@ fn count_failure(
     let fatal = match counting {
         FailCounting::Simulator if rc == 0 || (rc == 7 && interval_ms == 0) => return None,
         FailCounting::Simulator => false,
-        FailCounting::Controller if task == "monitor" && interval_ms == 0 => return None,
-        FailCounting::Controller => start_failure_is_fatal && task == "start",
+        // Pacemaker 2.1.5's controller (daemons/controld/controld_te_events.c,
+        // update_failcount(), with the graph's failed-stop-offset="INFINITY" and
+        // failed-start-offset "INFINITY" or "1" from lib/pacemaker/pcmk_graph_producer.c): a failed
+        // stop sets the count to INFINITY, whatever start-failure-is-fatal says; a failed start
+        // sets INFINITY when start-failure-is-fatal, else adds one; a recurring operation,
+        // promote or demote adds one; any other action of the transition (probe, migrate_to,
+        // migrate_from, notify) writes neither the count nor the last-failure time.
+        FailCounting::Controller => match task {
+            "stop" => true,
+            "start" => start_failure_is_fatal,
+            "promote" | "demote" => false,
+            _ if interval_ms > 0 => false,
+            _ => return None,
+        },
     };
     let count = format!("fail-count-{rsc}#{task}_{interval_ms}");
     let last = format!("last-failure-{rsc}#{task}_{interval_ms}");

@@ -696,3 +696,151 @@ fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
         run.how
     );
 }
+
+/// The `pengine` command line of this workspace (`<target>/<profile>/pengine`), built with the
+/// running test's profile and target directory when needed (as `test_cts::ocf` builds the agent).
+fn pengine_cli() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // <target>/<profile>/deps/<test-exe>
+    let profile_dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("profile dir");
+    let target = profile_dir.parent().expect("target dir");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("profile");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .args(["build", "--quiet", "-p", "pengine", "--bin", "pengine"])
+        .arg("--target-dir")
+        .arg(target);
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.status().expect("cargo build -p pengine");
+    assert!(status.success(), "cargo build -p pengine failed");
+    profile_dir.join("pengine")
+}
+
+/// The node lifecycle in a real cluster: `pengine node evacuate` records the VM's origin and
+/// bans its node, Pacemaker's own scheduler live-migrates it away; `pengine node restore`
+/// brings exactly it back (live), clears the record and removes its constraints.
+#[test]
+fn pengine_node_evacuate_and_restore_move_the_vm_live_and_back() {
+    let _serial = lock();
+    let scenario = "pengine_node_evacuate_restore";
+    let pengine = pengine_cli();
+    let pengine = pengine.to_str().expect("utf-8 path");
+    let Some(c) = cluster(scenario, 2) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let source_pid = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    let before = migration_counts(&c);
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    let out = c
+        .cli(&[pengine, "node", "evacuate", "node1", "--wait", "90"])
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    print!(
+        "{}",
+        out.lines()
+            .map(|l| format!("[{scenario}] evacuate: {l}\n"))
+            .collect::<String>()
+    );
+    let evacuated = t.elapsed();
+    assert!(
+        c.status().expect("status").started_only_on(VM, "node2"),
+        "{scenario}: {VM} not on node2 after the evacuation\n{}",
+        c.diagnostics()
+    );
+    assert_migrated(scenario, &c, "node1", "node2", source_pid, &before);
+    // crm_resource prints a value, or says on stderr that there is none.
+    let meta = |name: &str| {
+        c.cli(&["crm_resource", "-r", VM, "--meta", "-g", name])
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty() && !v.contains("not found"))
+    };
+    assert_eq!(
+        meta("origin-node").as_deref(),
+        Some("node1"),
+        "{scenario}: no origin record"
+    );
+    assert_eq!(meta("origin-cause").as_deref(), Some("evacuate"));
+    let node2_pid = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let before = migration_counts(&c);
+    let back_mark_ms = w.now_ms();
+    let t = Instant::now();
+    let out = c
+        .cli(&[pengine, "node", "restore", "node1", "--wait", "90"])
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    print!(
+        "{}",
+        out.lines()
+            .map(|l| format!("[{scenario}] restore: {l}\n"))
+            .collect::<String>()
+    );
+    let restored = t.elapsed();
+    assert!(
+        out.contains("settled"),
+        "{scenario}: restore did not settle: {out}"
+    );
+    assert!(
+        c.status().expect("status").started_only_on(VM, "node1"),
+        "{scenario}: {VM} did not come back to node1\n{}",
+        c.diagnostics()
+    );
+    assert_migrated(scenario, &c, "node2", "node1", node2_pid, &before);
+    assert_eq!(
+        meta("origin-node"),
+        None,
+        "{scenario}: the origin record was not cleared"
+    );
+    let constraints = c
+        .cli(&["cibadmin", "-Q", "-o", "constraints"])
+        .expect("cibadmin");
+    assert!(
+        !constraints.contains("hl-lifecycle-") && !constraints.contains("evacuate"),
+        "{scenario}: lifecycle constraints left behind: {constraints}"
+    );
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    let timeline = assert_never_twice(scenario, &c, w);
+    println!(
+        "[{scenario}] evacuate -> node2 in {}, restore -> node1 in {} (pengine node --wait, both live)",
+        secs(evacuated),
+        secs(restored)
+    );
+    report_moves(
+        scenario,
+        &timeline,
+        &[
+            Move {
+                label: "evacuate node1 -> node2".into(),
+                mark_ms,
+            },
+            Move {
+                label: "restore node2 -> node1".into(),
+                mark_ms: back_mark_ms,
+            },
+        ],
+        u64::MAX,
+    );
+}

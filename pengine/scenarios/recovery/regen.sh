@@ -41,7 +41,8 @@ settle() {
         args=(-x "$cur" -S -t "$(iso "$now")" -O "$scratch/next.xml")
         ((i == 0)) && args+=("${first[@]}")
         for key in "${!armed[@]}"; do
-            args+=(-F "${key% *}_start_0@${key#* }=1")
+            read -r r n t <<<"$key"
+            args+=(-F "${r}_${t}_0@${n}=1")
         done
         crm_simulate "${args[@]}" >"$scratch/step" 2>&1 || { echo "crm_simulate failed"; cat "$scratch/step"; return 1; }
         actions=$(awk '/^Executing Cluster Transition:/{on=1;next} on&&/^$/{exit} on&&/^  \*/{print}' "$scratch/step")
@@ -54,7 +55,8 @@ settle() {
         mv "$scratch/next.xml" "$cur"
         for node in $(grep -o 'do_shutdown on [^ ]*' <<<"$actions" | awk '{print $3}'); do node_down "$node"; done
         for key in "${!armed[@]}"; do
-            if grep -q "${key% *} *start on ${key#* }\$" <<<"$actions" && [[ ${armed[$key]} != always ]]; then
+            read -r r n t <<<"$key"
+            if grep -q "$r *$t on $n\$" <<<"$actions" && [[ ${armed[$key]} != always ]]; then
                 armed[$key]=$((armed[$key] - 1)); ((armed[$key] > 0)) || unset "armed[$key]"
             fi
         done
@@ -80,8 +82,9 @@ replay() {
         printf '%6ss  > %s\n' $((now - start)) "${w[*]}"
         case ${w[0]} in
             fail) if [[ ${w[3]} == monitor ]]; then settle -i "${w[1]}_monitor_${monitor_ms}@${w[2]}=7"; continue
-                  else armed["${w[1]} ${w[2]}"]=${w[4]:-1}; fi ;;
-            repair) unset "armed[${w[1]} ${w[2]}]" ;;
+                  else t=${w[3]}; [[ $t == migrate ]] && t=migrate_to; armed["${w[1]} ${w[2]} $t"]=${w[4]:-1}; fi ;;
+            repair) for t in start stop migrate_to; do unset "armed[${w[1]} ${w[2]} $t]"; done ;;
+            fail-fence) printf '%6ss    (not replayed: crm_simulate cannot fail a fencing action)\n' $((now - start)) ;;
             shutdown) CIB_file=$cur crm_attribute -N "${w[1]}" -n shutdown -v "$now" -l reboot >/dev/null ;;
             crash) settle -f "${w[1]}"; continue ;;
             fence) node_down "${w[1]}" ;;
