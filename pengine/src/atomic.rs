@@ -153,6 +153,33 @@ impl Answer {
     }
 }
 
+/// The transition that ordered an entry, from its `transition-key` (`action:number:rc:te-uuid`).
+/// One DC numbers its transitions in order and plans each only after the previous one ended, so
+/// between entries of the same DC (same uuid) the higher number was ordered later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransitionId {
+    pub te_uuid: String,
+    pub number: i64,
+}
+
+impl TransitionId {
+    /// From a `transition-key` attribute; None when it is not one.
+    pub fn parse(key: &str) -> Option<TransitionId> {
+        let mut parts = key.split(':');
+        let _action = parts.next()?;
+        let number = parts.next()?.parse().ok()?;
+        let _rc = parts.next()?;
+        let te_uuid = parts.next()?;
+        if te_uuid.is_empty() {
+            return None;
+        }
+        Some(TransitionId {
+            te_uuid: te_uuid.to_string(),
+            number,
+        })
+    }
+}
+
 /// One history entry, as the model needs it. Node fields are indices into the history slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpRecord {
@@ -164,6 +191,8 @@ pub struct OpRecord {
     pub migrate_target: Option<usize>,
     /// Seconds since the epoch; compares entries of different nodes.
     pub last_rc_change: i64,
+    /// Breaks a tie of `last_rc_change` between entries of different nodes (see [`TransitionId`]).
+    pub transition: Option<TransitionId>,
 }
 
 /// Whether a node can act and what its loss means.
@@ -243,6 +272,11 @@ pub enum Location {
         migration: Migration,
         candidates: Vec<usize>,
         doubt: Doubt,
+        /// Candidates whose newest entry, recorded after the migrate_to, is a sure word of their
+        /// own (running, or a probe that found the domain there but broken): probing them again
+        /// tells nothing new (seeds 40033, 40147 probed such a node forever, each probe aborting
+        /// the transition before the other candidate's).
+        answered: Vec<usize>,
     },
     /// It runs nowhere.
     Stopped {
@@ -276,8 +310,9 @@ fn own_state(op: &OpRecord) -> Option<Seen> {
     Some(seen)
 }
 
-/// The latest migrate_to of the resource, across nodes: by last-rc-change, a pending entry first,
-/// then the higher call id, then the lower node index (deterministic).
+/// The latest migrate_to of the resource, across nodes: by last-rc-change, then the later
+/// transition, a pending entry first, then the higher call id, then the lower node index
+/// (deterministic).
 fn latest_migrate_to(history: &[NodeHistory]) -> Option<(usize, &OpRecord)> {
     let mut best: Option<(usize, &OpRecord)> = None;
     for (n, h) in history.iter().enumerate() {
@@ -291,9 +326,12 @@ fn latest_migrate_to(history: &[NodeHistory]) -> Option<(usize, &OpRecord)> {
             if t == n || t >= history.len() {
                 continue;
             }
+            // Within one second, the later transition of the DC (soak seed 1796059824171638: a
+            // migration there and back within a second; call ids, per node, picked the older one).
             let key = |o: &OpRecord| {
                 (
                     o.last_rc_change,
+                    o.transition.as_ref().map_or(-1, |t| t.number),
                     o.answer == Answer::Pending,
                     if o.call_id < 0 { i64::MAX } else { o.call_id },
                 )
@@ -330,6 +368,17 @@ fn recorded_at(history: &[NodeHistory], node: usize, op: &OpRecord) -> i64 {
         .unwrap_or(0)
 }
 
+/// Whether `o` (on another node than `m`) was recorded after `m`, which was recorded at `m_time`:
+/// a later second, or the same second and a later transition of the same DC. Last-rc-change
+/// counts seconds, and a probe ordered because of `m`'s answer often lands in the same second
+/// (seed 41422 probed the target once per transition until the clock turned).
+fn recorded_after(o: &OpRecord, m: &OpRecord, m_time: i64) -> bool {
+    o.last_rc_change > m_time
+        || (o.last_rc_change == m_time
+            && matches!((&o.transition, &m.transition),
+                (Some(a), Some(b)) if a.te_uuid == b.te_uuid && a.number > b.number))
+}
+
 /// Reads where the resource runs after its last migration.
 pub fn locate(history: &[NodeHistory]) -> Location {
     let Some((source, m)) = latest_migrate_to(history) else {
@@ -363,7 +412,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             // a migrate_from follows its migrate_to; old inputs do not record when
             o.last_rc_change == 0 || o.last_rc_change >= m_time
         } else {
-            o.last_rc_change > m_time
+            recorded_after(o, m, m_time)
         }
     };
     // Same node: whatever follows such an entry (by call id) follows the migrate_to too.
@@ -511,6 +560,22 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         }
     }
     let target_seen = seen[target];
+    // Whether a node has answered for itself since the migrate_to: its newest entry is recorded
+    // after it and is a sure word (see `sure`).
+    let newest = |n: usize| history[n].ops.iter().max_by_key(|o| call_key(o));
+    let answered_since = |n: usize| {
+        newest(n).is_some_and(|o| {
+            let after = if n == source {
+                m.answer != Answer::Pending && call_key(o) > call_key(m)
+            } else if n == target {
+                first_after.is_some_and(|k| call_key(o) >= k)
+                    && !(o.task == Task::MigrateFrom && o.answer != Answer::Ok)
+            } else {
+                recorded_after(o, m, m_time) || recorded_at(history, n, o) > m_time
+            };
+            after && sure(o)
+        })
+    };
 
     let mut running = Vec::new();
     let mut unsure = Vec::new();
@@ -531,13 +596,27 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             }
         }
     }
+    let unknown = |candidates: Vec<usize>, doubt: Doubt| {
+        let answered: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&n| answered_since(n))
+            .collect();
+        if answered.len() == candidates.len() {
+            // Every node that may hold it has spoken since: the ordinary reading of the history
+            // is the truth (a copy found broken is recovered as Pacemaker recovers it).
+            return Location::Settled;
+        }
+        Location::Unknown {
+            migration,
+            candidates,
+            doubt,
+            answered,
+        }
+    };
     if let Some(doubt) = doubt {
         let candidates: BTreeSet<usize> = running.iter().chain(unsure.iter()).copied().collect();
-        return Location::Unknown {
-            migration,
-            candidates: candidates.into_iter().collect(),
-            doubt,
-        };
+        return unknown(candidates.into_iter().collect(), doubt);
     }
     match running.as_slice() {
         [] => Location::Stopped { migration, cleanup },
@@ -547,11 +626,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             confirm: *node == target && target_seen == Seen::Running { confirmed: false },
             cleanup,
         },
-        _ => Location::Unknown {
-            migration,
-            candidates: running,
-            doubt: Doubt::SeveralRunning,
-        },
+        _ => unknown(running, Doubt::SeveralRunning),
     }
 }
 
@@ -572,7 +647,7 @@ pub fn fragile_evidence(history: &[NodeHistory]) -> Option<usize> {
     let answered_since = history[target].ops.iter().any(|o| {
         o.task != Task::Other
             && (o.answer == Answer::Pending
-                || o.last_rc_change > m_time
+                || recorded_after(o, m, m_time)
                 || (o.task == Task::MigrateFrom
                     && o.migrate_source == Some(source)
                     && (o.last_rc_change == 0 || o.last_rc_change >= m_time)))
@@ -806,12 +881,19 @@ pub fn decide_with(
             migration,
             candidates,
             doubt,
+            answered,
         } => {
+            // Online candidates that have not answered since the migration: the ones to probe.
             let live: Vec<usize> = candidates
                 .iter()
                 .copied()
-                .filter(|&c| is(c, Presence::Online))
+                .filter(|&c| is(c, Presence::Online) && !answered.contains(&c))
                 .collect();
+            // Online candidates that have answered: a copy is there (running or broken), so
+            // nothing may start elsewhere.
+            let held = candidates
+                .iter()
+                .any(|&c| is(c, Presence::Online) && answered.contains(&c));
             let lost: Vec<usize> = candidates
                 .iter()
                 .copied()
@@ -822,13 +904,19 @@ pub fn decide_with(
                 lost: lost.clone(),
             };
             match (live.as_slice(), desired) {
+                // Only lost nodes are in doubt: fence them, keep the copy that answered.
+                ([], _) if held => Decision::Probe {
+                    probe: Vec::new(),
+                    fence: lost,
+                    doubt: *doubt,
+                },
                 ([], _) => Decision::Reboot {
                     fence: lost,
                     target: desired,
                     cleanup: Vec::new(),
                     cause,
                 },
-                ([only], Some(target)) if !lost.is_empty() => Decision::ProbeThenStart {
+                ([only], Some(target)) if !lost.is_empty() && !held => Decision::ProbeThenStart {
                     probe: *only,
                     fence: lost,
                     target,
@@ -1100,7 +1188,7 @@ pub fn describe_location(location: &Location, names: &[String]) -> String {
 use crate::actions::{Action, Kind, Plan, Rel};
 use crate::cib::Cib;
 use crate::graph::{EventKind, TransitionGraph};
-use crate::observed::{Observed, Role};
+use crate::observed::{Observed, Role, lrm_histories};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
 
@@ -1153,28 +1241,20 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
         })
         .collect();
     let node_of = |name: &str| obs.nodes.iter().position(|n| n.uname == name);
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
-            .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
-        else {
-            continue;
-        };
-        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
-            for op in &lr.ops {
-                let record = OpRecord {
-                    task: Task::parse(&op.operation),
-                    call_id: op.call_id,
-                    answer: Answer::from_status(op.op_status, op.rc_code),
-                    migrate_source: op.migrate_source.as_deref().and_then(node_of),
-                    migrate_target: op.migrate_target.as_deref().and_then(node_of),
-                    last_rc_change: op.last_rc_change.unwrap_or(0),
-                };
-                // `_last_failure_0` repeats an entry that is already there.
-                if !history[ni].ops.contains(&record) {
-                    history[ni].ops.push(record);
-                }
+    for (ni, lr) in lrm_histories(cib, &obs.nodes).filter(|(_, lr)| lr.id == rsc_id) {
+        for op in &lr.ops {
+            let record = OpRecord {
+                task: Task::parse(&op.operation),
+                call_id: op.call_id,
+                answer: Answer::from_status(op.op_status, op.rc_code),
+                migrate_source: op.migrate_source.as_deref().and_then(node_of),
+                migrate_target: op.migrate_target.as_deref().and_then(node_of),
+                last_rc_change: op.last_rc_change.unwrap_or(0),
+                transition: op.transition_key.as_deref().and_then(TransitionId::parse),
+            };
+            // `_last_failure_0` repeats an entry that is already there.
+            if !history[ni].ops.contains(&record) {
+                history[ni].ops.push(record);
             }
         }
     }
@@ -1189,32 +1269,23 @@ pub fn history_for(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<NodeHistory> 
 pub fn cancelled_monitors(cib: &Cib, obs: &Observed, rsc_id: &str) -> Vec<(usize, u64)> {
     let key = |call_id: i64| if call_id < 0 { i64::MAX } else { call_id };
     let mut out = Vec::new();
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
+    for (ni, lr) in lrm_histories(cib, &obs.nodes).filter(|(_, lr)| lr.id == rsc_id) {
+        let Some(migrated) = lr
+            .ops
             .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
+            .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
+            .map(|o| key(o.call_id))
+            .max()
         else {
             continue;
         };
-        for lr in st.lrm.iter().filter(|lr| lr.id == rsc_id) {
-            let Some(migrated) = lr
-                .ops
-                .iter()
-                .filter(|o| o.operation == "migrate_to" || o.operation == "migrate_from")
-                .map(|o| key(o.call_id))
-                .max()
-            else {
-                continue;
-            };
-            for o in &lr.ops {
-                if o.operation == "monitor"
-                    && o.interval_ms > 0
-                    && key(o.call_id) < migrated
-                    && !out.contains(&(ni, o.interval_ms))
-                {
-                    out.push((ni, o.interval_ms));
-                }
+        for o in &lr.ops {
+            if o.operation == "monitor"
+                && o.interval_ms > 0
+                && key(o.call_id) < migrated
+                && !out.contains(&(ni, o.interval_ms))
+            {
+                out.push((ni, o.interval_ms));
             }
         }
     }
@@ -1287,13 +1358,18 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
                     r.partial_migration = Some((migration.source, *node));
                 }
             }
-            Location::Unknown { candidates, .. } => {
-                // A copy on a lost node dies with the fencing (an implied stop); the live
-                // candidates are probed before anything else.
+            Location::Unknown {
+                candidates,
+                answered,
+                ..
+            } => {
+                // A copy on a lost node dies with the fencing (an implied stop), a copy that
+                // answered is where it said; the other live candidates are probed before
+                // anything else.
                 r.running_on = candidates
                     .iter()
                     .copied()
-                    .filter(|&c| presence.get(c) == Some(&Presence::Lost))
+                    .filter(|&c| presence.get(c) == Some(&Presence::Lost) || answered.contains(&c))
                     .collect();
                 r.role = if r.running_on.is_empty() {
                     Role::Stopped
@@ -1301,7 +1377,7 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
                     Role::Started
                 };
                 for c in candidates {
-                    if presence.get(*c) == Some(&Presence::Online) {
+                    if presence.get(*c) == Some(&Presence::Online) && !answered.contains(c) {
                         r.known_on.remove(c);
                     }
                 }
@@ -1463,7 +1539,42 @@ pub fn reconcile(
                 rec.probes.push((ri, n));
             }
         }
+        // While the other candidates are probed, a copy that answered stays where it is: its node
+        // may not shut down under it (seed 40509); a later plan moves it first.
+        if let (Decision::Probe { .. }, Location::Unknown { answered, .. }) =
+            (&decision, &e.location)
+        {
+            rec.shutdown
+                .retain(|n| !(answered.contains(n) && presence.get(*n) == Some(&Presence::Online)));
+        }
         e.decision = Some(decision);
+    }
+    // Fencing is serialised in the order of `rec.fence`: a migration's target comes before its
+    // fragile source (see `amend_graph`), whose fencing erases the record of the move.
+    for e in &view.entries {
+        let (Some(source), Some(target)) = (
+            e.fragile_source,
+            migration_of(&e.location).map(|m| m.target),
+        ) else {
+            continue;
+        };
+        let at = |n: usize| rec.fence.iter().position(|(f, _)| *f == n);
+        if let (Some(si), Some(ti)) = (at(source), at(target)) {
+            if si < ti {
+                let entry = rec.fence.remove(si);
+                rec.fence.insert(ti, entry);
+            }
+        }
+    }
+}
+
+/// The migration a location was read from.
+fn migration_of(location: &Location) -> Option<Migration> {
+    match location {
+        Location::Exact { migration, .. }
+        | Location::Unknown { migration, .. }
+        | Location::Stopped { migration, .. } => Some(*migration),
+        Location::Settled => None,
     }
 }
 
@@ -1634,6 +1745,19 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
         let Some(source) = e.fragile_source else {
             continue;
         };
+        // A target that must be fenced (lost, or unclean after a failed stop) answers only by its
+        // fencing, which destroys any copy there: the source's fencing and its clean shutdown,
+        // which erase the record of the move, wait for it (soak seeds 1796059824164228 and
+        // 1796059824168492: the source left first, and the next plan started the VM elsewhere
+        // while the unfenced target ran it).
+        let target = migration_of(&e.location).map(|m| m.target);
+        if let Some(fence_target) = target.and_then(|t| cluster_action(g, "stonith", t)) {
+            for task in ["stonith", "do_shutdown"] {
+                if let Some(erases) = cluster_action(g, task, source) {
+                    order_in_graph(g, fence_target, erases);
+                }
+            }
+        }
         for &a in &answers {
             if let Some(sd) = cluster_action(g, "do_shutdown", source) {
                 order_in_graph(g, a, sd);
@@ -1795,6 +1919,7 @@ mod tests {
             migrate_source: None,
             migrate_target: None,
             last_rc_change: t,
+            transition: None,
         }
     }
 
@@ -1915,7 +2040,8 @@ mod tests {
                 Location::Unknown {
                     migration: M01,
                     candidates: vec![0, 1],
-                    doubt
+                    doubt,
+                    answered: vec![],
                 }
             );
         }
@@ -1931,7 +2057,8 @@ mod tests {
             Location::Unknown {
                 migration: M01,
                 candidates: vec![0, 1],
-                doubt: Doubt::Contradiction
+                doubt: Doubt::Contradiction,
+                answered: vec![],
             }
         );
     }
@@ -2075,7 +2202,8 @@ mod tests {
             Location::Unknown {
                 migration: M01,
                 candidates: vec![0, 1],
-                doubt: Doubt::NotOnSource
+                doubt: Doubt::NotOnSource,
+                answered: vec![],
             }
         );
         let presence = [Presence::Online, Presence::Online];
@@ -2139,7 +2267,8 @@ mod tests {
             Location::Unknown {
                 migration: M01,
                 candidates: vec![0],
-                doubt: Doubt::Pending
+                doubt: Doubt::Pending,
+                answered: vec![],
             }
         );
     }
@@ -2420,7 +2549,8 @@ mod tests {
             Location::Unknown {
                 migration: M01,
                 candidates: vec![1],
-                doubt: Doubt::Contradiction
+                doubt: Doubt::Contradiction,
+                answered: vec![],
             }
         );
     }
@@ -2437,9 +2567,84 @@ mod tests {
             Location::Unknown {
                 migration: M01,
                 candidates: vec![0],
-                doubt: Doubt::Contradiction
+                doubt: Doubt::Contradiction,
+                answered: vec![],
             }
         );
+    }
+
+    #[test]
+    fn a_candidate_that_answered_is_not_probed_again() {
+        // Seed 40033: migrate_to answered 7 (probe both); the source's probe found the domain
+        // crashed (rc 1, the agent's own answer) and aborted the transition before the target's
+        // probe ran. The source has answered: only the target is probed.
+        let mut h = two_nodes(Answer::NotRunning, Presence::Online, Presence::Online);
+        h[0].ops
+            .push(op(Task::Monitor, 13, Answer::Failed, T0 + 401));
+        let location = locate(&h);
+        assert_eq!(
+            location,
+            Location::Unknown {
+                migration: M01,
+                candidates: vec![0, 1],
+                doubt: Doubt::UnsureResult,
+                answered: vec![0],
+            }
+        );
+        let presence = [Presence::Online, Presence::Online];
+        assert_eq!(
+            decide(&location, &presence, Some(1), true),
+            Decision::Probe {
+                probe: vec![1],
+                fence: vec![],
+                doubt: Doubt::UnsureResult
+            }
+        );
+        // With the other candidate lost, the copy that answered keeps it from starting elsewhere.
+        let lost = [Presence::Online, Presence::Lost];
+        assert_eq!(
+            decide(&location, &lost, Some(0), true),
+            Decision::Probe {
+                probe: vec![],
+                fence: vec![1],
+                doubt: Doubt::UnsureResult
+            }
+        );
+        // Once the target has answered too, the ordinary reading takes over.
+        h[1].ops
+            .push(op(Task::Monitor, 7, Answer::NotRunning, T0 + 402));
+        assert_eq!(locate(&h), Location::Settled);
+    }
+
+    #[test]
+    fn a_later_transition_in_the_same_second_is_after_the_migrate_to() {
+        // Seed 41422: the target's probe landed in the same second as migrate_to's answer; by
+        // last-rc-change alone it is not "after", so it was ordered again in every transition.
+        let key = |n: i64, uuid: &str| {
+            Some(TransitionId {
+                te_uuid: uuid.to_string(),
+                number: n,
+            })
+        };
+        let with = |probe_transition| {
+            let mut h = two_nodes(Answer::NotRunning, Presence::Online, Presence::Online);
+            h[0].ops[1].transition = key(5, "dc-a");
+            h[0].ops
+                .push(op(Task::Monitor, 13, Answer::NotRunning, T0 + 400));
+            h[1].ops.push(OpRecord {
+                transition: probe_transition,
+                ..op(Task::Monitor, 7, Answer::NotRunning, T0 + 400)
+            });
+            locate(&h)
+        };
+        assert_eq!(with(key(6, "dc-a")), Location::Settled);
+        // An earlier transition, another DC's numbering, or no key: not known to be after.
+        for t in [key(4, "dc-a"), key(6, "dc-b"), None] {
+            assert!(matches!(with(t), Location::Unknown { .. }));
+        }
+        assert_eq!(TransitionId::parse("3:35:7:dc-a"), key(35, "dc-a"));
+        assert_eq!(TransitionId::parse("3:x:7:dc-a"), None);
+        assert_eq!(TransitionId::parse("3:35:7:"), None);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::cib::{
-    Cib, INFINITY, NvSet, OpDef, Primitive, ResourceDef, RscOp, is_true, parse_interval_ms,
-    parse_score,
+    Cib, INFINITY, LrmResource, NodeState, NvSet, OpDef, Primitive, ResourceDef, RscOp, is_true,
+    parse_interval_ms, parse_score,
 };
 
 /// Resource roles, ordered as Pacemaker orders them.
@@ -456,6 +456,26 @@ impl Resource {
     }
 }
 
+/// The index of a `node_state`'s node in `nodes` (matched by id, else by uname); None for a
+/// node the configuration does not know.
+pub fn node_of_state(nodes: &[Node], st: &NodeState) -> Option<usize> {
+    nodes
+        .iter()
+        .position(|n| n.id == st.id || n.uname == st.uname)
+}
+
+/// Every resource history (`lrm_resource`) in the status, with the index of its node, in status
+/// order; histories on unknown nodes are skipped. Every reader of the history starts here.
+pub fn lrm_histories<'a>(
+    cib: &'a Cib,
+    nodes: &'a [Node],
+) -> impl Iterator<Item = (usize, &'a LrmResource)> + 'a {
+    cib.status.iter().flat_map(move |st| {
+        let ni = node_of_state(nodes, st);
+        st.lrm.iter().filter_map(move |lr| ni.map(|ni| (ni, lr)))
+    })
+}
+
 /// Unpacks the typed CIB into an `Observed` state. `now` is seconds since the epoch.
 pub fn observe(cib: &Cib, now: i64) -> Observed {
     let opt = |n: &str| cib.options.get(n).map(String::as_str);
@@ -577,14 +597,12 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     obs.reindex();
 
     // Node states.
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
-            .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
-        else {
-            continue;
-        };
+    let states: Vec<(usize, &NodeState)> = cib
+        .status
+        .iter()
+        .filter_map(|st| node_of_state(&obs.nodes, st).map(|ni| (ni, st)))
+        .collect();
+    for (ni, st) in states {
         let node = &mut obs.nodes[ni];
         for (k, v) in &st.attrs {
             node.attrs.insert(k.clone(), v.clone());
@@ -694,79 +712,58 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
 
     // Resource history. Every node's history of each resource, for migrations.
     let mut histories: BTreeMap<&str, Vec<(usize, &[RscOp])>> = BTreeMap::new();
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
-            .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
-        else {
-            continue;
-        };
-        for lr in &st.lrm {
-            histories
-                .entry(lr.id.as_str())
-                .or_default()
-                .push((ni, lr.ops.as_slice()));
-        }
+    for (ni, lr) in lrm_histories(cib, &obs.nodes) {
+        histories
+            .entry(lr.id.as_str())
+            .or_default()
+            .push((ni, lr.ops.as_slice()));
     }
     let mut orphans: Vec<Resource> = Vec::new();
-    for st in &cib.status {
-        let Some(ni) = obs
-            .nodes
-            .iter()
-            .position(|n| n.id == st.id || n.uname == st.uname)
-        else {
-            continue;
-        };
-        if !stonith_enabled && !obs.nodes[ni].online {
+    for (ni, lr) in lrm_histories(cib, &obs.nodes) {
+        if (!stonith_enabled && !obs.nodes[ni].online) || lr.ops.is_empty() {
             continue;
         }
-        for lr in &st.lrm {
-            if lr.ops.is_empty() {
-                continue;
+        let ri = match obs.rsc_index(&lr.id) {
+            Some(ri) => ri,
+            None => {
+                let oi = match orphans.iter().position(|o| o.id == lr.id) {
+                    Some(oi) => oi,
+                    None => {
+                        orphans.push(Resource {
+                            id: lr.id.clone(),
+                            class: lr.class.clone(),
+                            provider: lr.provider.clone(),
+                            kind: lr.kind.clone(),
+                            orphan: true,
+                            managed: flag("stop-orphan-resources", true) && !maintenance_mode,
+                            role: Role::Stopped,
+                            ..Default::default()
+                        });
+                        orphans.len() - 1
+                    }
+                };
+                // orphans live after configured resources
+                obs.resources.len() + oi
             }
-            let ri = match obs.rsc_index(&lr.id) {
-                Some(ri) => ri,
-                None => {
-                    let oi = match orphans.iter().position(|o| o.id == lr.id) {
-                        Some(oi) => oi,
-                        None => {
-                            orphans.push(Resource {
-                                id: lr.id.clone(),
-                                class: lr.class.clone(),
-                                provider: lr.provider.clone(),
-                                kind: lr.kind.clone(),
-                                orphan: true,
-                                managed: flag("stop-orphan-resources", true) && !maintenance_mode,
-                                role: Role::Stopped,
-                                ..Default::default()
-                            });
-                            orphans.len() - 1
-                        }
-                    };
-                    // orphans live after configured resources
-                    obs.resources.len() + oi
-                }
-            };
-            let nres = obs.resources.len();
-            let rsc = if ri < nres {
-                &mut obs.resources[ri]
-            } else {
-                &mut orphans[ri - nres]
-            };
-            unpack_lrm_resource(
-                rsc,
-                ni,
-                &lr.ops,
-                &obs.nodes,
-                stonith_enabled,
-                now,
-                histories
-                    .get(lr.id.as_str())
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-            );
-        }
+        };
+        let nres = obs.resources.len();
+        let rsc = if ri < nres {
+            &mut obs.resources[ri]
+        } else {
+            &mut orphans[ri - nres]
+        };
+        unpack_lrm_resource(
+            rsc,
+            ni,
+            &lr.ops,
+            &obs.nodes,
+            stonith_enabled,
+            now,
+            histories
+                .get(lr.id.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]),
+        );
     }
     // Resources are listed by priority (highest first), configuration order otherwise.
     let prio = |obs: &Observed, t: &Top| -> i64 {
@@ -1419,6 +1416,18 @@ fn monitor_not_running_after(hist: Hist, ni: usize, reference: &RscOp, same_node
     })
 }
 
+/// A probe or monitor on the same node as `reference`, newer by call id, that the agent answered
+/// (running or not running).
+fn monitor_answer_after(hist: Hist, ni: usize, reference: &RscOp) -> bool {
+    ops_on(hist, ni).iter().any(|op| {
+        !std::ptr::eq(op, reference)
+            && op.operation == "monitor"
+            && op.op_status == 0
+            && matches!(op.rc_code, 0 | 7)
+            && is_newer(op, reference, true)
+    })
+}
+
 /// Whether the node has state newer than the migration (compared with the migration entry on
 /// that node when there is one, since call ids are reliable there).
 fn newer_state_after_migrate(
@@ -1505,7 +1514,21 @@ fn migrate_to_success(
     if nodes[ni].uname != source {
         return;
     }
-    let source_newer_op = non_monitor_after(hist, ni, op, true);
+    // The atomic migration model (atomic.rs) probes a source instead of stopping it when the
+    // VM's location is unknown; that probe's answer is the source's newer state (seed 40045:
+    // read as "no newer state", the resource stayed failed and was recovered every transition).
+    // Two-phase resources keep Pacemaker's reading.
+    let atomic = crate::atomic::model_for(
+        &rsc.id,
+        &rsc.class,
+        rsc.provider.as_deref(),
+        &rsc.kind,
+        rsc.meta
+            .get(crate::atomic::MIGRATION_MODEL_META)
+            .map(String::as_str),
+    ) == Ok(crate::atomic::MigrationModel::Atomic);
+    let source_newer_op =
+        non_monitor_after(hist, ni, op, true) || (atomic && monitor_answer_after(hist, ni, op));
     let target_ni = node_named(nodes, Some(target));
     let migrate_from =
         target_ni.and_then(|t| find_migration_op(hist, t, "migrate_from", source, None));

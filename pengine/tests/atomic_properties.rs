@@ -155,6 +155,7 @@ fn build(nodes: usize, presence: &[Presence], raw: &[Vec<RawOp>]) -> Vec<NodeHis
                         migrate_source: source,
                         migrate_target: target,
                         last_rc_change: t,
+                        transition: None,
                     }
                 })
                 .collect();
@@ -272,6 +273,7 @@ fn oracle_rejects_a_start_next_to_a_running_copy() {
                 migrate_source: Some(0),
                 migrate_target: Some(1),
                 last_rc_change: T0,
+                transition: None,
             }],
         },
         NodeHistory {

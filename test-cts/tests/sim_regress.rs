@@ -244,6 +244,32 @@ fn random_seeds_without_migration_show_only_known_gaps() {
     only_known_gaps(&run_random(base, 200, Profile::NoMigrate), "no-migrate");
 }
 
+/// The default profile (the cluster as Highlander runs it): no violation at all, labelled or not.
+#[test]
+fn random_seeds_in_the_atomic_model_are_clean() {
+    let base = seed_base() + 250_000_000;
+    eprintln!(
+        "random seeds (atomic): {base}..{} (rerun with CTS_SIM_SEED_BASE={})",
+        base + 149,
+        base - 250_000_000
+    );
+    let reports = run_random(base, 150, Profile::Atomic);
+    let events: u64 = reports.iter().map(|r| r.stats.events).sum();
+    eprintln!("seeds={} events={events}", reports.len());
+    let bad: Vec<String> = reports
+        .iter()
+        .filter(|r| r.violation.is_some())
+        .map(|r| {
+            format!(
+                "{}\nadd `{} atomic pengine clean` to test-cts/seeds.regress once fixed",
+                r.render_failure(),
+                r.options.seed
+            )
+        })
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
 #[test]
 fn random_seeds_with_migration_show_only_known_gaps() {
     let base = seed_base() + 500_000_000;

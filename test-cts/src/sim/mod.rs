@@ -39,7 +39,7 @@ impl Report {
             PlannerKind::Pengine => String::new(),
             p => format!(" --planner {}", p.name()),
         };
-        if self.options.profile != Profile::Full {
+        if self.options.profile != Profile::Atomic {
             planner.push_str(&format!(" --profile {}", self.options.profile.name()));
         }
         let what = if self.options.seed == 2013 && self.options.faults_max == 0 {

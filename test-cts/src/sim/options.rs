@@ -30,11 +30,11 @@ impl PlannerKind {
     }
 }
 
-/// What a run may do. `NoMigrate` keeps every VM at `allow-migrate=false`: the degraded profile
-/// for as long as pengine does not unpack interrupted migrations (see the report); `Full` lets the
-/// seed decide. Both plan the VMs in pengine's `two-phase` model (Pacemaker's), which the
-/// known-gap labels were written for. `Atomic` is `Full` with the VMs in pengine's `atomic`
-/// migration model (the default for `ocf:highlander:VirtualDomain`).
+/// What a run may do. `Atomic` (cts-sim's default) is the cluster as Highlander runs it: the VMs
+/// are `ocf:highlander:VirtualDomain` in pengine's `atomic` migration model (that agent's
+/// default), `allow-migrate` drawn by the seed. `Full` is the same with the VMs in the
+/// `two-phase` model (Pacemaker's own reading of interrupted migrations, which the known-gap
+/// labels were written for), and `NoMigrate` keeps every VM at `allow-migrate=false` in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     Full,
