@@ -310,6 +310,28 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    // Maintenance cancels the recurring operations of an active resource: the resource's own
+    // maintenance (or the cluster's), or its node's. Pacemaker checks only nodes that can run
+    // resources or are in maintenance.
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.orphan {
+            continue;
+        }
+        let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
+        for a in &r.recurring {
+            let n = &obs.nodes[a.node];
+            let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
+            if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
+                plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+            }
+        }
+    }
     // Resource actions in processing order.
     let order = desired.order.clone();
     for t in &order {

@@ -421,7 +421,8 @@ impl Resource {
         let configured = self
             .ops
             .iter()
-            .find(|o| o.name == task && o.interval_ms == interval_ms && o.enabled)
+            // A disabled operation's on-fail still governs how its recorded failures unpack.
+            .find(|o| o.name == task && o.interval_ms == interval_ms)
             .and_then(|o| o.attrs.get("on-fail").cloned())
             .or_else(|| self.op_defaults.get("on-fail").cloned());
         if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
@@ -783,6 +784,13 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         obs.resources.push(o);
     }
     obs.reindex();
+    // A primitive found active on a node in maintenance is unmanaged (Pacemaker clears the
+    // managed flag when it records the resource as running there).
+    for r in &mut obs.resources {
+        if r.running_on.iter().any(|&ni| obs.nodes[ni].maintenance) {
+            r.managed = false;
+        }
+    }
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
@@ -901,10 +909,14 @@ fn unpack_lrm_resource(
     hist: Hist,
 ) {
     let mut sorted: Vec<&RscOp> = ops.iter().collect();
-    sorted.sort_by(|a, b| {
-        let ka = if a.call_id < 0 { i64::MAX } else { a.call_id };
-        let kb = if b.call_id < 0 { i64::MAX } else { b.call_id };
-        ka.cmp(&kb)
+    // By call id, pending entries last; two entries with the same call id (an operation and its
+    // last_failure record) by last-rc-change, as Pacemaker orders a resource's history.
+    sorted.sort_by_key(|op| {
+        if op.call_id < 0 {
+            (i64::MAX, 0)
+        } else {
+            (op.call_id, op.last_rc_change.unwrap_or(-1))
+        }
     });
     let saved_role = rsc.role;
     let mut role = Role::Unknown;
@@ -1061,6 +1073,12 @@ fn unpack_lrm_resource(
                 continue;
             }
             7 => {
+                // A missing agent cannot be ignored: such a failure bans the resource from the
+                // node and shows it FAILED even under on-fail=ignore.
+                if rsc.on_fail_for(&op.operation, op.interval_ms, stonith_enabled) == OnFail::Ignore
+                {
+                    on_fail = OnFail::Ban;
+                }
                 rsc.history_bans
                     .push((Some(ni), -INFINITY, "hard-error".into()));
                 unpack_failure(
