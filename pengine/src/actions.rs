@@ -209,6 +209,42 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    // Created first (crm_simulate numbers them before the history's stops and fail-count
+    // clears): maintenance cancels the recurring operations of an active resource: the resource's own
+    // maintenance (or the cluster's), or its node's; so does their absence from the configuration
+    // (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
+    // resources or are in maintenance.
+    // These cancels come after the resource's stops (ordered once the stops exist).
+    let mut after_stops: Vec<(usize, usize)> = Vec::new();
+    let stop_orphan_actions = obs
+        .option("stop-orphan-actions")
+        .map(crate::cib::is_true)
+        .unwrap_or(true);
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.orphan {
+            continue;
+        }
+        let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
+        let mut cancels: Vec<(usize, u64)> = Vec::new();
+        for a in &r.recurring {
+            let n = &obs.nodes[a.node];
+            let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
+            if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
+                cancels.push((a.node, a.interval_ms));
+            }
+        }
+        if stop_orphan_actions && !rsc_maintenance {
+            for &(ni, iv) in &r.orphan_ops {
+                if r.running_on.contains(&ni) && !cancels.contains(&(ni, iv)) {
+                    cancels.push((ni, iv));
+                }
+            }
+        }
+        for (ni, interval_ms) in cancels {
+            let id = plan.add(act(Kind::Cancel { interval_ms }, Some(ri), Some(ni)));
+            after_stops.push((ri, id));
+        }
+    }
     // Fail-count clears found while unpacking. A clear for changed parameters on a node where
     // the resource stops follows that stop (Pacemaker creates the stop first).
     let stops_on = |ri: usize, ni: usize| match &rec.changes[ri] {
@@ -300,28 +336,6 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         };
         for a in &r.stopped_monitors {
             if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
-                plan.add(act(
-                    Kind::Cancel {
-                        interval_ms: a.interval_ms,
-                    },
-                    Some(ri),
-                    Some(a.node),
-                ));
-            }
-        }
-    }
-    // Maintenance cancels the recurring operations of an active resource: the resource's own
-    // maintenance (or the cluster's), or its node's. Pacemaker checks only nodes that can run
-    // resources or are in maintenance.
-    for (ri, r) in obs.resources.iter().enumerate() {
-        if r.orphan {
-            continue;
-        }
-        let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
-        for a in &r.recurring {
-            let n = &obs.nodes[a.node];
-            let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
-            if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
                 plan.add(act(
                     Kind::Cancel {
                         interval_ms: a.interval_ms,
@@ -612,6 +626,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     plan.edge_rel(i, sd, Rel::Stop);
                 }
             }
+        }
+    }
+    for (ri, cancel) in after_stops {
+        for stop in plan.stops(ri) {
+            plan.edge_rel(stop, cancel, Rel::Stop);
         }
     }
     plan

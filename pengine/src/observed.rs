@@ -148,6 +148,9 @@ pub struct Resource {
     pub clear_failcount_changed: Vec<usize>,
     /// Recurring monitors (node, interval) rescheduled for the same reason.
     pub rescheduled: Vec<(usize, u64)>,
+    /// Recurring operations (node, interval) active in the history that the configuration no
+    /// longer has (absent or disabled): cancelled unless stop-orphan-actions is false.
+    pub orphan_ops: Vec<(usize, u64)>,
     /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
     /// Pacemaker create the stop while it unpacks the history, before any probe.
     pub unpack_stops: Vec<usize>,
@@ -1290,7 +1293,23 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
         return;
     }
     let mut changed = false;
+    // Maintenance cancels recurring operations instead (see `actions`).
+    let maintenance = rsc.meta_bool("maintenance", false);
     for op in sorted.iter().skip(start_index.saturating_sub(1)) {
+        // A recurring operation the configuration does not have (or has disabled) is orphaned.
+        if op.interval_ms > 0
+            && !maintenance
+            && !rsc
+                .ops
+                .iter()
+                .any(|o| o.enabled && o.name == op.operation && o.interval_ms == op.interval_ms)
+        {
+            changed = true;
+            if !rsc.orphan_ops.contains(&(ni, op.interval_ms)) {
+                rsc.orphan_ops.push((ni, op.interval_ms));
+            }
+            continue;
+        }
         // Pacemaker also checks probes, starts, promotes and migrate_froms, and successful
         // entries; crm_simulate 2.1.5 was only seen to act on failed recurring ones (a failed
         // result is recorded as `_last_failure_0`, a new entry with no digest), so only those are
