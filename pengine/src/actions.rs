@@ -511,7 +511,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        if start_id.is_none() && active {
+                        let forced = r.expired_rescheduled.contains(&(ni, iv));
+                        if start_id.is_none() && active && !forced {
                             continue;
                         }
                         let m = match early {

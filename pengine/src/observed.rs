@@ -151,6 +151,9 @@ pub struct Resource {
     /// Recurring operations (node, interval) active in the history that the configuration no
     /// longer has (absent or disabled): cancelled unless stop-orphan-actions is false.
     pub orphan_ops: Vec<(usize, u64)>,
+    /// Recurring operations (node, interval) whose recorded failure expired on an online node:
+    /// Pacemaker runs them again (it marks the entry's restart digest as changed).
+    pub expired_rescheduled: Vec<(usize, u64)>,
     /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
     /// Pacemaker create the stop while it unpacks the history, before any probe.
     pub unpack_stops: Vec<usize>,
@@ -1017,6 +1020,18 @@ fn unpack_lrm_resource(
             && rc != trc
             && (op.interval_ms == 0 || (nodes[ni].online && !node_unclean))
         {
+            // Only an entry with a digest can have its restart digest changed, and only entries
+            // since the last start are checked for changes.
+            if op.interval_ms > 0
+                && op.element.attr("op-digest").is_some()
+                && !sorted.iter().any(|o| {
+                    matches!(o.operation.as_str(), "start" | "migrate_from")
+                        && o.call_id > op.call_id
+                })
+                && !rsc.expired_rescheduled.contains(&(ni, op.interval_ms))
+            {
+                rsc.expired_rescheduled.push((ni, op.interval_ms));
+            }
             continue;
         }
         if mask_probe {
