@@ -1,5 +1,7 @@
 //! Reconciliation sets -> actions and ordering edges (probes first, stop before start, groups, constraints, fencing).
 
+use std::collections::BTreeMap;
+
 use crate::observed::{Observed, Top};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
@@ -206,13 +208,41 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
-    // With a placement strategy, every node gets a load_stopped pseudo action.
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
-    if obs.placement_strategy != "default" {
-        for ni in (0..obs.nodes.len()).rev() {
-            let mut a = act(Kind::LoadStopped, None, Some(ni));
-            a.pseudo = true;
-            load_stopped[ni] = Some(plan.add(a));
+    // Created first (crm_simulate numbers them before the history's stops and fail-count
+    // clears): maintenance cancels the recurring operations of an active resource: the resource's own
+    // maintenance (or the cluster's), or its node's; so does their absence from the configuration
+    // (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
+    // resources or are in maintenance.
+    // These cancels come after the resource's stops (ordered once the stops exist).
+    let mut after_stops: Vec<(usize, usize)> = Vec::new();
+    let stop_orphan_actions = obs
+        .option("stop-orphan-actions")
+        .map(crate::cib::is_true)
+        .unwrap_or(true);
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.orphan {
+            continue;
+        }
+        let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
+        let mut cancels: Vec<(usize, u64)> = Vec::new();
+        for a in &r.recurring {
+            let n = &obs.nodes[a.node];
+            let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
+            if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
+                cancels.push((a.node, a.interval_ms));
+            }
+        }
+        if stop_orphan_actions && !rsc_maintenance {
+            for &(ni, iv) in &r.orphan_ops {
+                if r.running_on.contains(&ni) && !cancels.contains(&(ni, iv)) {
+                    cancels.push((ni, iv));
+                }
+            }
+        }
+        for (ni, interval_ms) in cancels {
+            let id = plan.add(act(Kind::Cancel { interval_ms }, Some(ri), Some(ni)));
+            after_stops.push((ri, id));
         }
     }
     // Fail-count clears found while unpacking. A clear for changed parameters on a node where
@@ -230,6 +260,64 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         for &ni in &r.clear_failcount_changed {
             if !stops_on(ri, ni) {
                 plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            }
+        }
+    }
+    // The stop of a failed copy that recovers is created while the history is unpacked
+    // (before the probes); the resource's own actions below reuse it.
+    let mut unpack_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.unpack_stops {
+            if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
+                unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
+                if r.clear_failcount_changed.contains(&ni) {
+                    plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+                }
+            }
+        }
+    }
+    // With a placement strategy, each resource orders its stops before a load_stopped pseudo
+    // action on the nodes it runs on, and that action before its starts on every node it may
+    // run on (by name): each is created when first needed, by Pacemaker's internal
+    // constraints, before any probe and in configuration order sorted by priority.
+    if obs.placement_strategy != "default" {
+        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
+        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
+        let priority = |meta: &BTreeMap<String, String>| {
+            meta.get("priority")
+                .and_then(|v| crate::cib::parse_score(v))
+                .unwrap_or(0)
+        };
+        let mut tops: Vec<(i64, Vec<usize>)> = obs
+            .top
+            .iter()
+            .map(|t| match *t {
+                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
+                Top::Group(gi) => (
+                    priority(&obs.groups[gi].meta),
+                    obs.groups[gi].members.clone(),
+                ),
+            })
+            .collect();
+        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
+        let ris: Vec<usize> = tops.into_iter().flat_map(|(_, m)| m).collect();
+        for ri in ris {
+            let allowed = by_name
+                .iter()
+                .copied()
+                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
+            let nodes: Vec<usize> = obs.resources[ri]
+                .running_on
+                .iter()
+                .copied()
+                .chain(allowed)
+                .collect();
+            for ni in nodes {
+                if load_stopped[ni].is_none() {
+                    let mut a = act(Kind::LoadStopped, None, Some(ni));
+                    a.pseudo = true;
+                    load_stopped[ni] = Some(plan.add(a));
+                }
             }
         }
     }
@@ -276,6 +364,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // Nothing runs on a node that is down and will not be fenced (no quorum,
                     // no fencing device): the stop is blocked.
                     a.runnable = false;
+                }
+                if let Some(&id) = unpack_stops.get(&(ri, ni)) {
+                    plan.actions[id] = a;
+                    return id;
                 }
                 let id = plan.add(a);
                 if r.clear_failcount_changed.contains(&ni) {
@@ -419,7 +511,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        if start_id.is_none() && active {
+                        let forced = r.expired_rescheduled.contains(&(ni, iv));
+                        if start_id.is_none() && active && !forced {
                             continue;
                         }
                         let m = match early {
@@ -536,6 +629,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    for (ri, cancel) in after_stops {
+        for stop in plan.stops(ri) {
+            plan.edge_rel(stop, cancel, Rel::Stop);
+        }
+    }
     plan
 }
 
@@ -605,6 +703,47 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
     }
     // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.
     let _ = plan.find_group(gi, &Kind::GroupStart);
+    // Each "X stop then Y" ordering of the group (member i+1 stop then member i stop; member
+    // stop then group stopped) also orders X's probes before Y.
+    for (i, &m) in members.iter().enumerate() {
+        if let Some(gd) = ids[3] {
+            probes_before(plan, m, &[gd]);
+        }
+        if i > 0 {
+            let previous_stops = plan.stops(members[i - 1]);
+            probes_before(plan, m, &previous_stops);
+            // "member stop then previous member stop" is a restart ordering: a member frozen
+            // by a failure blocks the stop of the member before it.
+            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops);
+        }
+    }
+}
+
+/// A mandatory ordering whose first action is the stop of a resource frozen by a failure
+/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders.
+fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) {
+    let frozen = |ri: usize| obs.resources[ri].blocked && !obs.resources[ri].managed;
+    let is_frozen = match obs.group_index(first) {
+        Some(gi) => obs.groups[gi].members.iter().any(|&m| frozen(m)),
+        None => obs.rsc_index(first).is_some_and(frozen),
+    };
+    if is_frozen {
+        for &t in thens {
+            plan.actions[t].runnable = false;
+        }
+    }
+}
+
+/// Orders every probe of `rsc` before each of `thens` (Pacemaker does so for each ordering
+/// whose first action is a stop of `rsc`: the "then" side must not act on a stale picture).
+fn probes_before(plan: &mut Plan, rsc: usize, thens: &[usize]) {
+    for p in plan.find(rsc, &Kind::Probe) {
+        for &t in thens {
+            if t != p && !matches!(plan.actions[t].kind, Kind::Shutdown) {
+                plan.edge(p, t);
+            }
+        }
+    }
 }
 
 /// An ordering constraint resolved against the model.
@@ -614,6 +753,7 @@ struct OrderRef {
     first_action: String,
     then_action: String,
     symmetrical: bool,
+    mandatory: bool,
 }
 
 fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
@@ -625,6 +765,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             first_action: o.first_action.clone(),
             then_action: o.then_action.clone(),
             symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
+            mandatory: o.kind == "mandatory",
         })
         .collect()
 }
@@ -663,6 +804,14 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
+    if o.first_action == "stop" && o.first != o.then {
+        if let Some(ri) = obs.rsc_index(&o.first) {
+            probes_before(plan, ri, &thens);
+        }
+        if o.mandatory {
+            block_after_blocked_stop(obs, plan, &o.first, &thens);
+        }
+    }
     if o.symmetrical {
         let inv = |a: &str| {
             match a {
@@ -680,6 +829,14 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         for &f in &firsts {
             for &t in &thens {
                 plan.edge_rel(f, t, r);
+            }
+        }
+        if inv(&o.then_action) == "stop" && o.first != o.then {
+            if let Some(ri) = obs.rsc_index(&o.then) {
+                probes_before(plan, ri, &thens);
+            }
+            if o.mandatory {
+                block_after_blocked_stop(obs, plan, &o.then, &thens);
             }
         }
     }

@@ -338,8 +338,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.optional_edges.push((map[f].2[1], map[t].2[2]));
             }
         }
-        // "A stop then B stop" also orders A's stop before B's migrate_to.
-        if rel == Rel::Stop
+        // "A stop then B stop" (a constraint, or a later group member before an earlier one)
+        // also orders A's stop before B's migrate_to.
+        if matches!(rel, Rel::Stop | Rel::GroupStop)
             && is_mig(t)
             && plan.actions[f].rsc.is_some()
             && plan.actions[f].rsc != plan.actions[t].rsc
@@ -684,7 +685,7 @@ pub fn summary_lines(
                     lines.push(line(
                         "Move",
                         format!("{} -> {}", name(*source), name(*target)),
-                        None,
+                        rec.move_reasons.get(&ri).cloned(),
                         false,
                     ));
                 } else {

@@ -148,6 +148,15 @@ pub struct Resource {
     pub clear_failcount_changed: Vec<usize>,
     /// Recurring monitors (node, interval) rescheduled for the same reason.
     pub rescheduled: Vec<(usize, u64)>,
+    /// Recurring operations (node, interval) active in the history that the configuration no
+    /// longer has (absent or disabled): cancelled unless stop-orphan-actions is false.
+    pub orphan_ops: Vec<(usize, u64)>,
+    /// Recurring operations (node, interval) whose recorded failure expired on an online node:
+    /// Pacemaker runs them again (it marks the entry's restart digest as changed).
+    pub expired_rescheduled: Vec<(usize, u64)>,
+    /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
+    /// Pacemaker create the stop while it unpacks the history, before any probe.
+    pub unpack_stops: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
 }
@@ -418,7 +427,8 @@ impl Resource {
         let configured = self
             .ops
             .iter()
-            .find(|o| o.name == task && o.interval_ms == interval_ms && o.enabled)
+            // A disabled operation's on-fail still governs how its recorded failures unpack.
+            .find(|o| o.name == task && o.interval_ms == interval_ms)
             .and_then(|o| o.attrs.get("on-fail").cloned())
             .or_else(|| self.op_defaults.get("on-fail").cloned());
         if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
@@ -780,6 +790,13 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         obs.resources.push(o);
     }
     obs.reindex();
+    // A primitive found active on a node in maintenance is unmanaged (Pacemaker clears the
+    // managed flag when it records the resource as running there).
+    for r in &mut obs.resources {
+        if r.running_on.iter().any(|&ni| obs.nodes[ni].maintenance) {
+            r.managed = false;
+        }
+    }
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
@@ -898,10 +915,14 @@ fn unpack_lrm_resource(
     hist: Hist,
 ) {
     let mut sorted: Vec<&RscOp> = ops.iter().collect();
-    sorted.sort_by(|a, b| {
-        let ka = if a.call_id < 0 { i64::MAX } else { a.call_id };
-        let kb = if b.call_id < 0 { i64::MAX } else { b.call_id };
-        ka.cmp(&kb)
+    // By call id, pending entries last; two entries with the same call id (an operation and its
+    // last_failure record) by last-rc-change, as Pacemaker orders a resource's history.
+    sorted.sort_by_key(|op| {
+        if op.call_id < 0 {
+            (i64::MAX, 0)
+        } else {
+            (op.call_id, op.last_rc_change.unwrap_or(-1))
+        }
     });
     let saved_role = rsc.role;
     let mut role = Role::Unknown;
@@ -999,6 +1020,18 @@ fn unpack_lrm_resource(
             && rc != trc
             && (op.interval_ms == 0 || (nodes[ni].online && !node_unclean))
         {
+            // Only an entry with a digest can have its restart digest changed, and only entries
+            // since the last start are checked for changes.
+            if op.interval_ms > 0
+                && op.element.attr("op-digest").is_some()
+                && !sorted.iter().any(|o| {
+                    matches!(o.operation.as_str(), "start" | "migrate_from")
+                        && o.call_id > op.call_id
+                })
+                && !rsc.expired_rescheduled.contains(&(ni, op.interval_ms))
+            {
+                rsc.expired_rescheduled.push((ni, op.interval_ms));
+            }
             continue;
         }
         if mask_probe {
@@ -1058,6 +1091,12 @@ fn unpack_lrm_resource(
                 continue;
             }
             7 => {
+                // A missing agent cannot be ignored: such a failure bans the resource from the
+                // node and shows it FAILED even under on-fail=ignore.
+                if rsc.on_fail_for(&op.operation, op.interval_ms, stonith_enabled) == OnFail::Ignore
+                {
+                    on_fail = OnFail::Ban;
+                }
                 rsc.history_bans
                     .push((Some(ni), -INFINITY, "hard-error".into()));
                 unpack_failure(
@@ -1196,6 +1235,9 @@ fn unpack_lrm_resource(
             if role != Role::Stopped && role != Role::Unknown {
                 rsc.failed = true;
                 rsc.stop_flag = true;
+                if !rsc.unpack_stops.contains(&ni) {
+                    rsc.unpack_stops.push(ni);
+                }
             }
         }
     }
@@ -1266,7 +1308,23 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
         return;
     }
     let mut changed = false;
+    // Maintenance cancels recurring operations instead (see `actions`).
+    let maintenance = rsc.meta_bool("maintenance", false);
     for op in sorted.iter().skip(start_index.saturating_sub(1)) {
+        // A recurring operation the configuration does not have (or has disabled) is orphaned.
+        if op.interval_ms > 0
+            && !maintenance
+            && !rsc
+                .ops
+                .iter()
+                .any(|o| o.enabled && o.name == op.operation && o.interval_ms == op.interval_ms)
+        {
+            changed = true;
+            if !rsc.orphan_ops.contains(&(ni, op.interval_ms)) {
+                rsc.orphan_ops.push((ni, op.interval_ms));
+            }
+            continue;
+        }
         // Pacemaker also checks probes, starts, promotes and migrate_froms, and successful
         // entries; crm_simulate 2.1.5 was only seen to act on failed recurring ones (a failed
         // result is recorded as `_last_failure_0`, a new entry with no digest), so only those are

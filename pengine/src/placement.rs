@@ -993,7 +993,9 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 a = None;
             }
         }
-        if !obs.resources[ri].managed || unmanaged {
+        // An unmanaged member stays where it runs; the group's other members follow the
+        // group's choice (pinned where an unmanaged member runs) unless they are stopped.
+        if !obs.resources[ri].managed || (unmanaged && a.is_some()) {
             a = if obs.resources[ri].running_on.len() == 1 {
                 Some(obs.resources[ri].running_on[0])
             } else {
@@ -1111,8 +1113,10 @@ fn capacity_cmp(ctx: &Ctx, a: usize, b: usize) -> std::cmp::Ordering {
     result.cmp(&0)
 }
 
-/// The order in which units are placed: priority (descending), then score where they run,
-/// then scores node by node, then configuration order.
+/// The order in which units are placed. Pacemaker 2.1.5 keeps the configuration order, stably
+/// sorted by priority (descending); only with a placement strategy other than `default` does it
+/// re-sort: priority, then the score on the current node, then scores node by node (nodes in
+/// their own sort order), configuration order breaking ties.
 fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
     let obs = ctx.obs;
     let units: Vec<(i64, usize, Unit)> = obs
@@ -1141,30 +1145,80 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             (prio, pos, u)
         })
         .collect();
-    // Pacemaker sorts before location constraints apply: only the symmetric default score
-    // on the current node counts, so running resources come first.
+    let mut idx: Vec<usize> = (0..units.len()).collect();
+    if obs.placement_strategy == "default" {
+        idx.sort_by(|&a, &b| {
+            units[b]
+                .0
+                .cmp(&units[a].0)
+                .then(units[a].1.cmp(&units[b].1))
+        });
+        return idx.into_iter().map(|i| units[i].2).collect();
+    }
+    // Nodes in Pacemaker's node order with nothing assigned yet: available first, then (for
+    // `balanced`) free capacity, then name.
+    let mut nodes: Vec<usize> = (0..obs.nodes.len()).collect();
+    nodes.sort_by(|&a, &b| {
+        node_available(obs, b)
+            .cmp(&node_available(obs, a))
+            .then_with(|| {
+                if obs.placement_strategy == "balanced" {
+                    capacity_cmp(ctx, a, b)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .then_with(|| obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
+    });
+    // Each unit's scores (locations, stickiness, failures) and its score where it runs.
     let keys: Vec<(i64, Vec<i64>)> = units
         .iter()
         .map(|(_, _, u)| {
             let first = unit_key(obs, *u);
-            let running = first != usize::MAX
-                && obs.resources[first]
-                    .running_on
-                    .first()
-                    .map(|&ni| obs.nodes[ni].online && !obs.nodes[ni].shutdown)
-                    .unwrap_or(false);
-            (
-                if running && obs.symmetric {
-                    0
-                } else {
-                    -INFINITY
-                },
-                vec![],
-            )
+            if first == usize::MAX {
+                return (-INFINITY, vec![-INFINITY; nodes.len()]);
+            }
+            let kept = ctx.desired.trace[first].len();
+            let mut scores = base_scores(ctx, first);
+            ctx.desired.trace[first].truncate(kept);
+            // Scores of what this unit is colocated with (positive colocations, scaled).
+            let own_id = match *u {
+                Unit::Primitive(ri) => obs.resources[ri].id.as_str(),
+                Unit::Group(gi) => obs.groups[gi].id.as_str(),
+            };
+            for c in &ctx.cib.colocations {
+                if c.rsc != own_id || c.score <= 0 {
+                    continue;
+                }
+                let Some(with) = unit_of(obs, &c.with_rsc) else {
+                    continue;
+                };
+                let with_first = unit_key(obs, with);
+                if with_first == usize::MAX || with_first == first {
+                    continue;
+                }
+                let kept = ctx.desired.trace[with_first].len();
+                let theirs = base_scores(ctx, with_first);
+                ctx.desired.trace[with_first].truncate(kept);
+                for (ni, v) in scores.iter_mut() {
+                    let other = theirs.get(ni).copied().unwrap_or(-INFINITY);
+                    let weight = if other <= -INFINITY && c.score >= INFINITY {
+                        -INFINITY
+                    } else {
+                        ((other as f64) * (c.score.min(INFINITY) as f64) / (INFINITY as f64)) as i64
+                    };
+                    *v = add_score(*v, weight);
+                }
+            }
+            let at = |ni: usize| scores.get(&ni).copied().unwrap_or(-INFINITY);
+            let current = obs.resources[first]
+                .running_on
+                .first()
+                .map(|&ni| at(ni))
+                .unwrap_or(-INFINITY);
+            (current, nodes.iter().map(|&ni| at(ni)).collect())
         })
         .collect();
-    let _ = &mut ctx.desired;
-    let mut idx: Vec<usize> = (0..units.len()).collect();
     idx.sort_by(|&a, &b| {
         units[b]
             .0
@@ -1217,7 +1271,6 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         recording: None,
         trace: None,
     };
-    let quorum_ok = obs.have_quorum || obs.no_quorum_policy == crate::observed::NoQuorum::Ignore;
     let order = unit_order(&mut ctx);
     for u in &order {
         assign_unit(&mut ctx, *u);
@@ -1229,41 +1282,6 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             Unit::Group(gi) => Top::Group(gi),
         })
         .collect();
-    if !quorum_ok {
-        for ri in 0..n {
-            let r = &obs.resources[ri];
-            match obs.no_quorum_policy {
-                crate::observed::NoQuorum::Freeze => {
-                    // Keep running resources where they are; start nothing new.
-                    if r.running_on.is_empty() {
-                        ctx.desired.assigned[ri] = None;
-                    } else if ctx.desired.assigned[ri].is_some() && r.running_on.len() == 1 {
-                        ctx.desired.assigned[ri] = Some(r.running_on[0]);
-                    }
-                }
-                _ => {
-                    if r.managed {
-                        ctx.desired.assigned[ri] = None;
-                        ctx.desired.unplaced_reason[ri] = Some("no quorum".into());
-                    }
-                }
-            }
-        }
-    }
-    if let Some(trace) = ctx.trace.as_mut() {
-        let assigned = ctx.desired.assigned[trace.rsc];
-        if assigned != trace.assigned {
-            trace.notes.push(format!(
-                "no quorum (no-quorum-policy={:?}): {}",
-                obs.no_quorum_policy,
-                match assigned {
-                    Some(ni) => format!("it stays on {}", obs.nodes[ni].uname),
-                    None => "it does not run".into(),
-                }
-            ));
-            trace.assigned = assigned;
-        }
-    }
     (ctx.desired, ctx.trace)
 }
 

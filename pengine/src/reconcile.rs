@@ -46,6 +46,8 @@ pub struct Reconciliation {
     pub fence: Vec<(usize, String)>,
     /// Nodes to shut down cleanly.
     pub shutdown: Vec<usize>,
+    /// Why a resource that could migrate moves by stop and start instead (summary reason).
+    pub move_reasons: std::collections::BTreeMap<usize, String>,
 }
 
 impl Reconciliation {
@@ -286,6 +288,11 @@ fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String
     }
 }
 
+/// Whether a resource's migration is a partial one being continued (not a new decision).
+fn r_partial(obs: &Observed, ri: usize) -> bool {
+    obs.resources[ri].partial_migration.is_some()
+}
+
 fn then_members(obs: &Observed, e: End) -> Vec<usize> {
     match e {
         End::Start(ri) => vec![ri],
@@ -358,6 +365,41 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 } else if f_runnable && f_required && !s.required && s.runnable {
                     s.required = true;
                     s.reason = Some(format!("required {desc}"));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // A migration ordered after a start that is not itself a migration (the first resource
+    // moves by stop and start) cannot happen: the resource moves by stop and start too.
+    let moves_by_restart = |ri: usize, changes: &[Change]| {
+        matches!(
+            changes[ri],
+            Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. }
+        )
+    };
+    for _ in 0..(n + 2) {
+        let mut changed = false;
+        for &(f, t) in &rels {
+            let End::Start(fr) = f else { continue };
+            if !moves_by_restart(fr, &rec.changes) {
+                continue;
+            }
+            for ri in then_members(obs, t) {
+                if let Change::Migrate { source, target } = rec.changes[ri] {
+                    if r_partial(obs, ri) {
+                        continue;
+                    }
+                    rec.changes[ri] = Change::Move {
+                        source,
+                        target,
+                        stops: vec![source],
+                    };
+                    rec.move_reasons
+                        .insert(ri, format!("unrunnable {} stop", obs.resources[fr].id));
                     changed = true;
                 }
             }

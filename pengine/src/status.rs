@@ -203,6 +203,10 @@ pub fn render_status(obs: &Observed) -> String {
                     .get("is-managed")
                     .map(|v| crate::cib::is_true(v))
                     .unwrap_or(true)
+                    && !g
+                        .meta
+                        .get("maintenance")
+                        .is_some_and(|v| crate::cib::is_true(v))
                     && !obs.maintenance_mode;
                 if !managed {
                     attrs.push("unmanaged");
