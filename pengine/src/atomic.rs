@@ -1461,6 +1461,18 @@ pub fn reconcile(
                 }
             },
         );
+        // A clean shutdown of the source waits for the onward migration's answers instead (see
+        // `amend_graph`; scenario 14): only fencing races them.
+        let fenced = |n: usize| {
+            presence.get(n) == Some(&Presence::Lost) || rec.fence.iter().any(|(f, _)| *f == n)
+        };
+        let decision = confirm_before_erasing(decision, &e.location, e.fragile_source, fenced);
+        if let Decision::Finish { target, .. } = &decision {
+            // The copy stays on the target this transition: the target does not shut down under it.
+            if e.fragile_source.is_some() {
+                rec.shutdown.retain(|n| n != target);
+            }
+        }
         e.cannot_fence = fences_needed(&decision)
             .into_iter()
             .filter(|n| !rec.fence.iter().any(|(f, _)| f == n))
@@ -1565,6 +1577,44 @@ pub fn reconcile(
                 rec.fence.insert(ti, entry);
             }
         }
+    }
+}
+
+/// A move onward from a migration's target waits one transition when the migration's source holds
+/// the only record of the move and this transition fences that source (`fenced(source)`), which
+/// erases the record: the plan confirms the migration on the target first (migrate_from, which
+/// the fencing waits for), and moves it on once the target has recorded it.
+/// An onward migration in the same transition raced the fencing: its migrate_to could not be
+/// ordered before the fencing without a cycle, the fencing went first, and the next plan,
+/// finding no record anywhere, started the VM a second time (cts-sim seeds 40045 and
+/// 1796061061167805).
+pub fn confirm_before_erasing(
+    decision: Decision,
+    location: &Location,
+    fragile_source: Option<usize>,
+    fenced: impl Fn(usize) -> bool,
+) -> Decision {
+    let Location::Exact {
+        node,
+        confirm: true,
+        cleanup,
+        migration,
+    } = location
+    else {
+        return decision;
+    };
+    let onward = match &decision {
+        Decision::Migrate { source, .. } | Decision::Move { source, .. } => source == node,
+        _ => false,
+    };
+    if onward && fragile_source == Some(migration.source) && fenced(migration.source) {
+        Decision::Finish {
+            source: migration.source,
+            target: *node,
+            cleanup: cleanup.clone(),
+        }
+    } else {
+        decision
     }
 }
 
@@ -1742,27 +1792,36 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
                 order_in_graph(g, a, sd);
             }
         }
-        // While only lost candidates are in doubt, their fencing is what settles it: the
-        // recurring monitor of the copy that answered waits for it. A broken copy's monitor fails
-        // at once and aborts the transition; fired first (batch-limit 1), it aborted every
-        // transition before the fencing (soak seed 1796059824169465: liveness).
+        // While candidates are in doubt, their fencing and their probes are what settle it: the
+        // recurring monitor of a copy that answered waits for them. A broken copy's monitor fails
+        // at once and aborts the transition; fired first, it aborted every transition before the
+        // fencing (soak seed 1796059824169465) or the other candidate's probe (seed 425020044):
+        // liveness.
         if let Some(Decision::Probe { probe, fence, .. }) = &e.decision {
-            if probe.is_empty() {
-                let monitors: Vec<usize> = (0..g.actions.len())
-                    .filter(|&i| {
-                        let a = &g.actions[i];
-                        a.rsc == Some(e.rsc)
-                            && a.event == EventKind::RscOp
-                            && a.task == "monitor"
-                            && a.interval_ms > 0
-                    })
-                    .collect();
-                for &f in fence {
-                    if let Some(fencing) = cluster_action(g, "stonith", f) {
-                        for &m in &monitors {
-                            order_in_graph(g, fencing, m);
-                        }
-                    }
+            let monitors: Vec<usize> = (0..g.actions.len())
+                .filter(|&i| {
+                    let a = &g.actions[i];
+                    a.rsc == Some(e.rsc)
+                        && a.event == EventKind::RscOp
+                        && a.task == "monitor"
+                        && a.interval_ms > 0
+                })
+                .collect();
+            let mut settles: Vec<usize> = fence
+                .iter()
+                .filter_map(|&f| cluster_action(g, "stonith", f))
+                .collect();
+            settles.extend((0..g.actions.len()).filter(|&i| {
+                let a = &g.actions[i];
+                a.rsc == Some(e.rsc)
+                    && a.event == EventKind::RscOp
+                    && a.task == "monitor"
+                    && a.interval_ms == 0
+                    && a.node.is_some_and(|n| probe.contains(&n))
+            }));
+            for &first in &settles {
+                for &m in &monitors {
+                    order_in_graph(g, first, m);
                 }
             }
         }

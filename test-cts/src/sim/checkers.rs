@@ -127,8 +127,19 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
         if r.target_role == Some(Role::Stopped) {
             continue;
         }
-        if let Some(reason) = t.desired.unplaced_reason.get(ri).cloned().flatten() {
-            let _ = reason;
+        if t.desired
+            .unplaced_reason
+            .get(ri)
+            .is_some_and(Option::is_some)
+        {
+            continue;
+        }
+        // Placed, but its start is blocked with a stated reason (no quorum: Pacemaker 2.1.5
+        // assigns as usual and only marks the start unrunnable).
+        if let Some(pengine::reconcile::Change::Start {
+            blocked: Some(_), ..
+        }) = t.reconciliation.changes.get(ri)
+        {
             continue;
         }
         if r.blocked || !r.managed || t.desired.unmanaged.get(ri).copied().unwrap_or(false) {
