@@ -745,29 +745,7 @@ fn pengine_node_evacuate_and_restore_move_the_vm_live_and_back() {
     };
     let w = c.watch(VM);
     start_vm(scenario, &c, "node1");
-    let source_pid = c
-        .qemu_pid("node1", VM)
-        .expect("pid")
-        .expect("QEMU on node1");
-    let before = migration_counts(&c);
-    let mark_ms = w.now_ms();
-    let t = Instant::now();
-    let out = c
-        .cli(&[pengine, "node", "evacuate", "node1", "--wait", "90"])
-        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    print!(
-        "{}",
-        out.lines()
-            .map(|l| format!("[{scenario}] evacuate: {l}\n"))
-            .collect::<String>()
-    );
-    let evacuated = t.elapsed();
-    assert!(
-        c.status().expect("status").started_only_on(VM, "node2"),
-        "{scenario}: {VM} not on node2 after the evacuation\n{}",
-        c.diagnostics()
-    );
-    assert_migrated(scenario, &c, "node1", "node2", source_pid, &before);
+    let evacuate = pengine_node_move(scenario, &c, &w, pengine, "evacuate", "node1", "node2");
     // crm_resource prints a value, or says on stderr that there is none.
     let meta = |name: &str| {
         c.cli(&["crm_resource", "-r", VM, "--meta", "-g", name])
@@ -781,33 +759,7 @@ fn pengine_node_evacuate_and_restore_move_the_vm_live_and_back() {
         "{scenario}: no origin record"
     );
     assert_eq!(meta("origin-cause").as_deref(), Some("evacuate"));
-    let node2_pid = c
-        .qemu_pid("node2", VM)
-        .expect("pid")
-        .expect("QEMU on node2");
-    let before = migration_counts(&c);
-    let back_mark_ms = w.now_ms();
-    let t = Instant::now();
-    let out = c
-        .cli(&[pengine, "node", "restore", "node1", "--wait", "90"])
-        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    print!(
-        "{}",
-        out.lines()
-            .map(|l| format!("[{scenario}] restore: {l}\n"))
-            .collect::<String>()
-    );
-    let restored = t.elapsed();
-    assert!(
-        out.contains("settled"),
-        "{scenario}: restore did not settle: {out}"
-    );
-    assert!(
-        c.status().expect("status").started_only_on(VM, "node1"),
-        "{scenario}: {VM} did not come back to node1\n{}",
-        c.diagnostics()
-    );
-    assert_migrated(scenario, &c, "node2", "node1", node2_pid, &before);
+    let restore = pengine_node_move(scenario, &c, &w, pengine, "restore", "node2", "node1");
     assert_eq!(
         meta("origin-node"),
         None,
@@ -825,22 +777,64 @@ fn pengine_node_evacuate_and_restore_move_the_vm_live_and_back() {
     let timeline = assert_never_twice(scenario, &c, w);
     println!(
         "[{scenario}] evacuate -> node2 in {}, restore -> node1 in {} (pengine node --wait, both live)",
-        secs(evacuated),
-        secs(restored)
+        secs(evacuate.took),
+        secs(restore.took)
     );
     report_moves(
         scenario,
         &timeline,
-        &[
-            Move {
-                label: "evacuate node1 -> node2".into(),
-                mark_ms,
-            },
-            Move {
-                label: "restore node2 -> node1".into(),
-                mark_ms: back_mark_ms,
-            },
-        ],
+        &[evacuate.step, restore.step],
         u64::MAX,
     );
+}
+
+/// One `pengine node` step that moved the VM: how long the command took, and the move.
+struct NodeStep {
+    took: Duration,
+    step: Move,
+}
+
+/// Runs `pengine node VERB NODE --wait 90` (the node is `source` for evacuate, `target` for
+/// restore) and checks that it settled with the VM live-migrated from `source` to `target`.
+fn pengine_node_move(
+    scenario: &str,
+    c: &Cluster,
+    w: &Watcher,
+    pengine: &str,
+    verb: &str,
+    source: &str,
+    target: &str,
+) -> NodeStep {
+    let node = if verb == "evacuate" { source } else { target };
+    let source_pid = c
+        .qemu_pid(source, VM)
+        .expect("pid")
+        .unwrap_or_else(|| panic!("{scenario}: no QEMU on {source} before {verb}"));
+    let before = migration_counts(c);
+    let mark_ms = w.now_ms();
+    let t = Instant::now();
+    let out = c
+        .cli(&[pengine, "node", verb, node, "--wait", "90"])
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    for line in out.lines() {
+        println!("[{scenario}] {verb}: {line}");
+    }
+    let took = t.elapsed();
+    assert!(
+        out.contains("settled"),
+        "{scenario}: {verb} did not settle: {out}"
+    );
+    assert!(
+        c.status().expect("status").started_only_on(VM, target),
+        "{scenario}: {VM} not on {target} after {verb}\n{}",
+        c.diagnostics()
+    );
+    assert_migrated(scenario, c, source, target, source_pid, &before);
+    NodeStep {
+        took,
+        step: Move {
+            label: format!("{verb} {source} -> {target}"),
+            mark_ms,
+        },
+    }
 }
