@@ -585,7 +585,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
         if let Top::Group(gi) = *t {
-            group_actions(obs, desired, &mut plan, gi);
+            group_actions(
+                obs,
+                desired,
+                &mut plan,
+                gi,
+                rec.blocked_group_starts.contains(&gi),
+            );
         }
     }
     // Stops release load before starts consume it.
@@ -637,7 +643,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     plan
 }
 
-fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) {
+fn group_actions(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    gi: usize,
+    blocked_start: bool,
+) {
     let members = obs.groups[gi].members.clone();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
@@ -665,6 +677,9 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
     if any_stop {
         ids[2] = pseudo(Kind::GroupStop);
         ids[3] = pseudo(Kind::GroupStopped);
+    }
+    if let Some(gs) = ids[0].filter(|_| blocked_start) {
+        plan.actions[gs].runnable = false;
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);

@@ -1002,7 +1002,9 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 None
             };
         }
-        if a.is_none() && obs.resources[ri].managed {
+        // Every later member is colocated with the one before it, so a member left without a
+        // node (an unmanaged one that is not active included) leaves them none either.
+        if a.is_none() {
             chain_ok = false;
         }
         ctx.desired.assigned[ri] = a;
