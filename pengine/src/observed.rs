@@ -797,6 +797,24 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             r.managed = false;
         }
     }
+    // multiple-active=block: a resource active on more than one node is frozen (unmanaged and
+    // blocked); when its group is configured so, every member of the group is.
+    let blocks =
+        |meta: &BTreeMap<String, String>| meta.get("multiple-active").is_some_and(|v| v == "block");
+    let mut frozen_groups: Vec<usize> = Vec::new();
+    for r in &mut obs.resources {
+        if r.running_on.len() > 1 && blocks(&r.meta) {
+            r.managed = false;
+            r.blocked = true;
+            frozen_groups.extend(r.group.filter(|&g| blocks(&obs.groups[g].meta)));
+        }
+    }
+    for g in frozen_groups {
+        for &m in &obs.groups[g].members {
+            obs.resources[m].managed = false;
+            obs.resources[m].blocked = true;
+        }
+    }
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
