@@ -48,6 +48,9 @@ pub enum Rel {
     Stop,
     /// stop before stop (or stopped) inside a group.
     GroupStop,
+    /// stop before start, from an ordering constraint (or an anti-colocation): a migrating
+    /// first orders its stop, a migrating then its pseudo start (no migrate_to equivalent).
+    StopStart,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
 }
@@ -812,6 +815,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let rel = |a: &str, b: &str| match (a, b) {
         ("start", "start") => Rel::Start,
         ("stop", "stop") => Rel::Stop,
+        ("stop", "start") => Rel::StopStart,
         _ => Rel::Plain,
     };
     for &f in &firsts {

@@ -559,6 +559,29 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         orders: cib.orders.clone(),
         index: IdIndex::default(),
     };
+    // A mandatory anti-colocation (-INFINITY, no roles) also orders each side's stop before the
+    // other side's start (optional orderings: one stops before the other takes its place).
+    for c in &cib.colocations {
+        let roleless = |role: &Option<String>| {
+            role.as_deref()
+                .and_then(Role::parse)
+                .is_none_or(|r| r == Role::Started)
+        };
+        if c.score > -INFINITY || !roleless(&c.rsc_role) || !roleless(&c.with_rsc_role) {
+            continue;
+        }
+        for (first, then) in [(&c.rsc, &c.with_rsc), (&c.with_rsc, &c.rsc)] {
+            obs.orders.push(crate::cib::Order {
+                id: format!("{}-anti-colocation", c.id),
+                first: first.clone(),
+                then: then.clone(),
+                first_action: "stop".into(),
+                then_action: "start".into(),
+                kind: "anti-colocation".into(),
+                symmetrical: Some(false),
+            });
+        }
+    }
 
     // Resources.
     for r in &cib.resources {
