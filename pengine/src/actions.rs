@@ -48,6 +48,9 @@ pub enum Rel {
     Stop,
     /// stop before stop (or stopped) inside a group.
     GroupStop,
+    /// stop before start, from an ordering constraint (or an anti-colocation): a migrating
+    /// first orders its stop, a migrating then its pseudo start (no migrate_to equivalent).
+    StopStart,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
 }
@@ -585,7 +588,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
         if let Top::Group(gi) = *t {
-            group_actions(obs, desired, &mut plan, gi);
+            group_actions(
+                obs,
+                desired,
+                &mut plan,
+                gi,
+                rec.blocked_group_starts.contains(&gi),
+            );
         }
     }
     // Stops release load before starts consume it.
@@ -637,7 +646,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     plan
 }
 
-fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) {
+fn group_actions(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    gi: usize,
+    blocked_start: bool,
+) {
     let members = obs.groups[gi].members.clone();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
@@ -665,6 +680,9 @@ fn group_actions(obs: &Observed, desired: &Desired, plan: &mut Plan, gi: usize) 
     if any_stop {
         ids[2] = pseudo(Kind::GroupStop);
         ids[3] = pseudo(Kind::GroupStopped);
+    }
+    if let Some(gs) = ids[0].filter(|_| blocked_start) {
+        plan.actions[gs].runnable = false;
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
@@ -797,6 +815,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let rel = |a: &str, b: &str| match (a, b) {
         ("start", "start") => Rel::Start,
         ("stop", "stop") => Rel::Stop,
+        ("stop", "start") => Rel::StopStart,
         _ => Rel::Plain,
     };
     for &f in &firsts {

@@ -298,6 +298,8 @@ pub struct Colocation {
     pub rsc_role: Option<String>,
     pub with_rsc_role: Option<String>,
     pub influence: Option<bool>,
+    /// `node-attribute`: colocate on nodes sharing this attribute's value (None: the node).
+    pub node_attribute: Option<String>,
 }
 
 /// An ordering constraint.
@@ -744,6 +746,7 @@ fn parse_constraint(ctx: &Ctx, c: &Element, cib: &mut Cib, diags: &mut Vec<Diagn
                 rsc_role: c.attr("rsc-role").map(str::to_string),
                 with_rsc_role: c.attr("with-rsc-role").map(str::to_string),
                 influence: c.attr("influence").map(is_true),
+                node_attribute: c.attr("node-attribute").map(str::to_string),
             });
         }
         "rsc_order" => {

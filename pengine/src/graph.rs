@@ -314,12 +314,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     let is_mig = |pi: usize| matches!(plan.actions[pi].kind, Kind::Migrate { .. });
     for &(f, t, rel) in &plan.edges {
         let source = match (is_mig(f), rel) {
-            (true, Rel::Stop | Rel::GroupStop) => map[f].2[0],
+            (true, Rel::Stop | Rel::GroupStop | Rel::StopStart) => map[f].2[0],
             _ => map[f].1,
         };
         let target = match (is_mig(t), rel) {
             (true, Rel::Stop | Rel::GroupStop) => map[t].2[0],
-            (true, Rel::Start) => map[t].2[1],
+            (true, Rel::Start | Rel::StopStart) => map[t].2[1],
             _ => map[t].0,
         };
         g.edges.push((source, target));

@@ -559,6 +559,29 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         orders: cib.orders.clone(),
         index: IdIndex::default(),
     };
+    // A mandatory anti-colocation (-INFINITY, no roles) also orders each side's stop before the
+    // other side's start (optional orderings: one stops before the other takes its place).
+    for c in &cib.colocations {
+        let roleless = |role: &Option<String>| {
+            role.as_deref()
+                .and_then(Role::parse)
+                .is_none_or(|r| r == Role::Started)
+        };
+        if c.score > -INFINITY || !roleless(&c.rsc_role) || !roleless(&c.with_rsc_role) {
+            continue;
+        }
+        for (first, then) in [(&c.rsc, &c.with_rsc), (&c.with_rsc, &c.rsc)] {
+            obs.orders.push(crate::cib::Order {
+                id: format!("{}-anti-colocation", c.id),
+                first: first.clone(),
+                then: then.clone(),
+                first_action: "stop".into(),
+                then_action: "start".into(),
+                kind: "anti-colocation".into(),
+                symmetrical: Some(false),
+            });
+        }
+    }
 
     // Resources.
     for r in &cib.resources {
@@ -795,6 +818,24 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     for r in &mut obs.resources {
         if r.running_on.iter().any(|&ni| obs.nodes[ni].maintenance) {
             r.managed = false;
+        }
+    }
+    // multiple-active=block: a resource active on more than one node is frozen (unmanaged and
+    // blocked); when its group is configured so, every member of the group is.
+    let blocks =
+        |meta: &BTreeMap<String, String>| meta.get("multiple-active").is_some_and(|v| v == "block");
+    let mut frozen_groups: Vec<usize> = Vec::new();
+    for r in &mut obs.resources {
+        if r.running_on.len() > 1 && blocks(&r.meta) {
+            r.managed = false;
+            r.blocked = true;
+            frozen_groups.extend(r.group.filter(|&g| blocks(&obs.groups[g].meta)));
+        }
+    }
+    for g in frozen_groups {
+        for &m in &obs.groups[g].members {
+            obs.resources[m].managed = false;
+            obs.resources[m].blocked = true;
         }
     }
     // Fail counts.

@@ -733,6 +733,15 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 .map(|w| (i, w, c.score))
         })
         .collect();
+    // Primaries are placed in order of their priority (groups before primitives when equal),
+    // configuration order breaking ties: the one placed first takes the capacity it needs.
+    let mut cols = cols;
+    cols.sort_by_key(|(_, w, _)| {
+        (
+            std::cmp::Reverse(unit_priority(obs, *w)),
+            !matches!(w, Unit::Group(_)),
+        )
+    });
     for (_, w, _) in &cols {
         assign_unit(ctx, *w);
     }
@@ -801,9 +810,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         let with_node = placed
             .map(|p| obs.nodes[p].uname.as_str())
             .unwrap_or("no node");
+        let attr = c.node_attribute.as_deref();
+        let alike = |ni: usize| placed.is_some_and(|p| same_attribute(obs, attr, ni, p));
         if *score >= INFINITY {
             for ni in 0..nn {
-                if Some(ni) != placed {
+                if !alike(ni) {
                     scores.insert(ni, -INFINITY);
                     record(&mut steps, ni, StepOp::Set(-INFINITY), || {
                         format!(
@@ -814,7 +825,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 }
             }
         } else if *score <= -INFINITY {
-            if let Some(p) = placed {
+            for p in (0..nn).filter(|&ni| alike(ni)) {
                 scores.insert(p, -INFINITY);
                 record(&mut steps, p, StepOp::Set(-INFINITY), || {
                     format!(
@@ -823,8 +834,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                     )
                 });
             }
-        } else if let Some(p) = placed {
-            if let Some(cur) = scores.get(&p).copied() {
+        } else {
+            for p in (0..nn).filter(|&ni| alike(ni)) {
+                let Some(cur) = scores.get(&p).copied() else {
+                    continue;
+                };
                 scores.insert(p, add_score(cur, *score));
                 record(&mut steps, p, StepOp::Add(*score), || {
                     format!("colocation {} with {}: it runs here", c.id, c.with_rsc)
@@ -841,17 +855,18 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
     // Dependents pull the primary toward their preferences (positive colocations, scaled by
     // score/INFINITY); a dependent that would leave no node at all is ignored (rolled back).
-    let dependents: Vec<(Unit, i64, &str)> = positions_of(&ctx.colocations_by_with, &id_strs)
-        .into_iter()
-        .map(|i| &cib.colocations[i])
-        .filter(|c| c.score > 0)
-        .filter_map(|c| {
-            unit_of(obs, &c.rsc)
-                .filter(|d| *d != u)
-                .map(|d| (d, c.score, c.id.as_str()))
-        })
-        .collect();
-    for (d, score, colocation_id) in dependents {
+    let dependents: Vec<(Unit, i64, &str, Option<&str>)> =
+        positions_of(&ctx.colocations_by_with, &id_strs)
+            .into_iter()
+            .map(|i| &cib.colocations[i])
+            .filter(|c| c.score > 0)
+            .filter_map(|c| {
+                unit_of(obs, &c.rsc)
+                    .filter(|d| *d != u)
+                    .map(|d| (d, c.score, c.id.as_str(), c.node_attribute.as_deref()))
+            })
+            .collect();
+    for (d, score, colocation_id, attr) in dependents {
         let dkey = unit_key(obs, d);
         if dkey == usize::MAX || ctx.done[dkey] {
             continue;
@@ -861,11 +876,14 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         let mut combined = scores.clone();
         let mut pull_steps = recording.then(Vec::new);
         let dependent_id = &obs.resources[dkey].id;
+        let missing = if obs.symmetric { 0 } else { -INFINITY };
         for (ni, v) in combined.iter_mut() {
-            let dv = dscores
-                .get(ni)
-                .copied()
-                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY });
+            // The dependent's best score among the nodes sharing the colocation's attribute.
+            let dv = (0..nn)
+                .filter(|&m| same_attribute(obs, attr, *ni, m))
+                .map(|m| dscores.get(&m).copied().unwrap_or(missing))
+                .max()
+                .unwrap_or(missing);
             let scaled = if dv <= -INFINITY || dv >= INFINITY {
                 dv
             } else {
@@ -893,7 +911,29 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             ));
         }
     }
-    // Filters: availability and utilization.
+    // Filters: availability and utilization. With a placement strategy, a node must have room
+    // for the unit and every unit still to be placed that a mandatory colocation chain ties to
+    // it, when some node has; otherwise for the unit alone, the node with the most free
+    // capacity then winning ties.
+    let strategy = obs.placement_strategy != "default";
+    let own_need = utilization_of(obs, &members);
+    let mut need = own_need.clone();
+    let mut most_capable: Option<usize> = None;
+    if strategy {
+        let chained = colocated_need(ctx, u);
+        let usable =
+            |ni: usize| node_available(obs, ni) && scores.get(&ni).is_some_and(|&s| s >= 0);
+        if (0..nn).any(|ni| usable(ni) && fits_need(ctx, &chained, ni)) {
+            need = chained;
+        } else {
+            for ni in (0..nn).filter(|&ni| usable(ni)) {
+                if most_capable.is_none_or(|m| capacity_cmp(ctx, ni, m) == std::cmp::Ordering::Less)
+                {
+                    most_capable = Some(ni);
+                }
+            }
+        }
+    }
     let running: Vec<usize> = obs.resources[members[0]].running_on.clone();
     let mut candidates: Vec<(usize, i64)> = Vec::new();
     let mut filtered: Vec<(usize, Option<String>)> = Vec::new();
@@ -917,7 +957,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             }
             continue;
         }
-        if obs.placement_strategy != "default" && !fits(ctx, &members, ni) {
+        if strategy && !fits_need(ctx, &need, ni) {
             if recording {
                 filtered.push((
                     ni,
@@ -960,6 +1000,17 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     });
     let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
+    if let (Some(m), Some(&(_, best))) = (most_capable, candidates.first()) {
+        if candidates.iter().any(|&(ni, s)| ni == m && s >= best) {
+            if recording && choice != Some(m) {
+                notes.push(format!(
+                    "no node has room for everything colocated with it: {} has the most free capacity",
+                    obs.nodes[m].uname
+                ));
+            }
+            choice = Some(m);
+        }
+    }
     if unmanaged {
         choice = if running.len() == 1 {
             Some(running[0])
@@ -1002,7 +1053,9 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 None
             };
         }
-        if a.is_none() && obs.resources[ri].managed {
+        // Every later member is colocated with the one before it, so a member left without a
+        // node (an unmanaged one that is not active included) leaves them none either.
+        if a.is_none() {
             chain_ok = false;
         }
         ctx.desired.assigned[ri] = a;
@@ -1042,6 +1095,21 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
 }
 
+/// Whether nodes `a` and `b` count as the same place for a colocation by `attr` (None or
+/// `#uname`: the same node; otherwise both have the attribute, with the same value).
+fn same_attribute(obs: &Observed, attr: Option<&str>, a: usize, b: usize) -> bool {
+    match attr.filter(|a| *a != "#uname") {
+        None => a == b,
+        Some(name) => {
+            a == b
+                || obs.nodes[a]
+                    .attrs
+                    .get(name)
+                    .is_some_and(|v| obs.nodes[b].attrs.get(name) == Some(v))
+        }
+    }
+}
+
 /// Why a node cannot host resources at all (None: it can).
 pub fn unavailable_reason(obs: &Observed, ni: usize) -> Option<&'static str> {
     let n = &obs.nodes[ni];
@@ -1073,22 +1141,89 @@ pub fn score_text(v: i64) -> String {
     }
 }
 
-fn fits(ctx: &Ctx, members: &[usize], ni: usize) -> bool {
-    let obs = ctx.obs;
+/// The summed utilization of these resources.
+fn utilization_of(obs: &Observed, members: &[usize]) -> BTreeMap<String, i64> {
     let mut need: BTreeMap<String, i64> = BTreeMap::new();
     for &ri in members {
         for (k, v) in &obs.resources[ri].utilization {
             *need.entry(k.clone()).or_insert(0) += v;
         }
     }
-    for (k, v) in need {
-        let cap = obs.nodes[ni].utilization.get(&k).copied().unwrap_or(0);
-        let used = ctx.util_used[ni].get(&k).copied().unwrap_or(0);
-        if cap - used < v {
-            return false;
+    need
+}
+
+/// Whether node `ni` has `need` free.
+fn fits_need(ctx: &Ctx, need: &BTreeMap<String, i64>, ni: usize) -> bool {
+    need.iter().all(|(k, &v)| {
+        let cap = ctx.obs.nodes[ni].utilization.get(k).copied().unwrap_or(0);
+        let used = ctx.util_used[ni].get(k).copied().unwrap_or(0);
+        cap - used >= v
+    })
+}
+
+/// The utilization of `u` plus that of every unit not placed yet that a chain of mandatory
+/// (INFINITY) colocations, either way round, ties to it.
+fn colocated_need(ctx: &Ctx, u: Unit) -> BTreeMap<String, i64> {
+    let obs = ctx.obs;
+    let mut seen = vec![u];
+    let mut next = 0;
+    while next < seen.len() {
+        let cur = seen[next];
+        next += 1;
+        let ids: Vec<&str> = unit_ids(obs, cur);
+        let cols = &ctx.cib.colocations;
+        let primaries = positions_of(&ctx.colocations_by_rsc, &ids)
+            .into_iter()
+            .map(|i| (cols[i].score, cols[i].with_rsc.as_str()));
+        let dependents = positions_of(&ctx.colocations_by_with, &ids)
+            .into_iter()
+            .map(|i| (cols[i].score, cols[i].rsc.as_str()));
+        for (score, other) in primaries.chain(dependents) {
+            if score < INFINITY {
+                continue;
+            }
+            if let Some(o) = unit_of(obs, other) {
+                if !seen.contains(&o) {
+                    seen.push(o);
+                }
+            }
         }
     }
-    true
+    let mut members: Vec<usize> = Vec::new();
+    for (k, &unit) in seen.iter().enumerate() {
+        let key = unit_key(obs, unit);
+        if k > 0 && (key == usize::MAX || ctx.done[key]) {
+            continue;
+        }
+        members.extend(unit_members(obs, unit));
+    }
+    utilization_of(obs, &members)
+}
+
+/// The ids a unit's colocations may name: the primitive, or the group and its members.
+fn unit_ids(obs: &Observed, u: Unit) -> Vec<&str> {
+    match u {
+        Unit::Primitive(ri) => vec![obs.resources[ri].id.as_str()],
+        Unit::Group(gi) => std::iter::once(obs.groups[gi].id.as_str())
+            .chain(
+                obs.groups[gi]
+                    .members
+                    .iter()
+                    .map(|&m| obs.resources[m].id.as_str()),
+            )
+            .collect(),
+    }
+}
+
+/// A unit's `priority` meta attribute (0 when unset).
+fn unit_priority(obs: &Observed, u: Unit) -> i64 {
+    let meta = match u {
+        Unit::Primitive(ri) => &obs.resources[ri].meta,
+        Unit::Group(gi) => &obs.groups[gi].meta,
+    };
+    meta.get("priority")
+        .and_then(|v| parse_score(v))
+        .unwrap_or(0)
 }
 
 fn capacity_cmp(ctx: &Ctx, a: usize, b: usize) -> std::cmp::Ordering {

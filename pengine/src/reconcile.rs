@@ -48,6 +48,8 @@ pub struct Reconciliation {
     pub shutdown: Vec<usize>,
     /// Why a resource that could migrate moves by stop and start instead (summary reason).
     pub move_reasons: std::collections::BTreeMap<usize, String>,
+    /// Groups whose start pseudo action cannot run: a mandatory ordering's first cannot.
+    pub blocked_group_starts: std::collections::BTreeSet<usize>,
 }
 
 impl Reconciliation {
@@ -262,6 +264,8 @@ struct StartState {
     runnable: bool,
     required: bool,
     reason: Option<String>,
+    /// The resource is unmanaged: its change stays Keep whatever the orderings say.
+    unmanaged: bool,
 }
 
 /// One side of a mandatory ordering: a primitive's start, or a group's running/start.
@@ -308,6 +312,16 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     let mut st: Vec<StartState> = vec![StartState::default(); n];
     for ri in 0..n {
         if desired.unmanaged[ri] {
+            // An unmanaged resource keeps an (optional) start only where it is active and not
+            // frozen by a failure (on-fail=block); otherwise the start an ordering refers to
+            // has no node and cannot run.
+            let r = &obs.resources[ri];
+            st[ri] = StartState {
+                exists: true,
+                runnable: !r.running_on.is_empty() && !r.blocked,
+                unmanaged: true,
+                ..StartState::default()
+            };
             continue;
         }
         let s = &mut st[ri];
@@ -326,11 +340,13 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             _ => s.required = true,
         }
     }
-    let mut rels: Vec<(End, End)> = Vec::new();
+    // (first, then, asymmetrical): an asymmetrical mandatory ordering (symmetrical=false)
+    // neither requires its then nor touches a then already started where it stays.
+    let mut rels: Vec<(End, End, bool)> = Vec::new();
     for g in 0..obs.groups.len() {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
-            rels.push((End::Start(w[0]), End::Start(w[1])));
+            rels.push((End::Start(w[0]), End::Start(w[1]), false));
         }
     }
     for o in &obs.orders {
@@ -347,15 +363,27 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             (None, Some(r)) => End::Start(r),
             _ => continue,
         };
-        rels.push((first, then));
+        rels.push((first, then, o.symmetrical == Some(false)));
     }
     for _ in 0..(n + 2) {
         let mut changed = false;
-        for &(f, t) in &rels {
+        for &(f, t, asymmetrical) in &rels {
             let (f_runnable, f_required, desc) = first_state(obs, &st, f);
             for ri in then_members(obs, t) {
                 let s = &mut st[ri];
                 if !s.exists {
+                    continue;
+                }
+                if asymmetrical {
+                    let running = &obs.resources[ri].running_on;
+                    let stays = running.len() == 1
+                        && desired.assigned[ri] == Some(running[0])
+                        && !s.required;
+                    if !stays && !f_runnable && s.runnable {
+                        s.runnable = false;
+                        s.reason = Some(format!("unrunnable {desc}"));
+                        changed = true;
+                    }
                     continue;
                 }
                 if !f_runnable && s.runnable {
@@ -373,6 +401,13 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             break;
         }
     }
+    for &(f, t, _) in &rels {
+        if let End::GroupStart(gi) = t {
+            if !first_state(obs, &st, f).0 {
+                rec.blocked_group_starts.insert(gi);
+            }
+        }
+    }
     // A migration ordered after a start that is not itself a migration (the first resource
     // moves by stop and start) cannot happen: the resource moves by stop and start too.
     let moves_by_restart = |ri: usize, changes: &[Change]| {
@@ -383,7 +418,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     };
     for _ in 0..(n + 2) {
         let mut changed = false;
-        for &(f, t) in &rels {
+        for &(f, t, _) in &rels {
             let End::Start(fr) = f else { continue };
             if !moves_by_restart(fr, &rec.changes) {
                 continue;
@@ -410,13 +445,19 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     }
     for ri in 0..n {
         let s = &st[ri];
-        if !s.exists || s.reason.is_none() {
+        if !s.exists || s.reason.is_none() || s.unmanaged {
             continue;
         }
         let r = &obs.resources[ri];
         let reason = s.reason.clone();
         let change = rec.changes[ri].clone();
         rec.changes[ri] = match change {
+            // An active resource whose start cannot run (an ordering's first cannot) stops.
+            Change::Keep if !s.runnable && !r.running_on.is_empty() => Change::Stop {
+                sources: r.running_on.clone(),
+                reason,
+                blocked: false,
+            },
             Change::Keep if s.required && r.running_on.len() == 1 => Change::Restart {
                 node: r.running_on[0],
                 reason,
