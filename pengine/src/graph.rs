@@ -21,6 +21,8 @@ pub struct GraphAction {
     pub key: String,
     pub task: String,
     pub rsc: Option<usize>,
+    /// The group of a group's pseudo action (start, running, stop, stopped).
+    pub group: Option<usize>,
     pub node: Option<usize>,
     pub interval_ms: u64,
     pub event: EventKind,
@@ -73,6 +75,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 key,
                 task: task.to_string(),
                 rsc,
+                group: a.group.filter(|_| a.rsc.is_none()),
                 node,
                 interval_ms: iv,
                 event: ev,
@@ -173,6 +176,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     stop_event,
                     None,
                 );
+                // The pseudo start carries no migration meta (only migrate_to and
+                // migrate_from do).
                 let start = push(
                     &mut g,
                     op_key(&r, "start", 0),
@@ -181,7 +186,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     Some(*target),
                     0,
                     EventKind::Pseudo,
-                    m,
+                    None,
                 );
                 // A partial migration (migrate_to done on `source`) continues with migrate_from.
                 let continues = a.rsc.is_some_and(|ri| {
@@ -295,9 +300,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::Shutdown => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
                 let i = push(
                     &mut g,
-                    "do_shutdown".to_string(),
+                    format!("do_shutdown-{n}"),
                     "do_shutdown",
                     None,
                     a.node,
@@ -808,15 +817,31 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     attrs.push(("CRM_meta_record_pending".into(), "true".into()));
                 }
             }
-            if a.event == EventKind::RscOp {
-                if a.task == "monitor" && a.expected_rc == 7 && a.interval_ms == 0 {
-                    attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
-                }
+            if a.event == EventKind::RscOp
+                && a.task == "monitor"
+                && a.expected_rc == 7
+                && a.interval_ms == 0
+            {
+                attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+            }
+            // Every action of a resource carries its operation's timeout, pseudo ones too
+            // (a migration's start, a stop implied by fencing).
+            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) {
                 attrs.push((
                     "CRM_meta_timeout".into(),
                     r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
                 ));
             }
+        }
+        // A group's pseudo actions carry the default operation timeout (op_defaults, else 20s).
+        if let Some(gi) = a.group {
+            attrs.push((
+                "CRM_meta_timeout".into(),
+                obs.group_op_timeout_ms(gi).to_string(),
+            ));
+        }
+        if a.event == EventKind::Cluster && a.task == "do_shutdown" {
+            attrs.push(("CRM_meta_op_no_wait".into(), "true".into()));
         }
         if a.event != EventKind::Pseudo {
             if let Some(n) = a.node {
@@ -833,7 +858,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
             .collect();
         let _ = writeln!(out, "        <attributes {} />", body.join(" "));
-        if a.event == EventKind::Fence {
+        if a.event == EventKind::Fence || a.task == "do_shutdown" {
             if let Some(n) = a.node {
                 let _ = writeln!(
                     out,
@@ -865,6 +890,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
     match a.node {
+        // A node's shutdown is named by its task (its key names the node already).
+        Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
+            format!("{} {}", a.task, obs.nodes[n].uname)
+        }
         Some(n)
             if a.rsc.is_some()
                 || a.event != EventKind::Pseudo

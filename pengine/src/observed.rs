@@ -259,6 +259,16 @@ impl Observed {
     pub fn option(&self, name: &str) -> Option<&str> {
         self.options.get(name).map(String::as_str)
     }
+    /// The timeout (ms) of a group's pseudo actions: a group has no operations of its own, so
+    /// op_defaults' timeout, else 20s.
+    pub fn group_op_timeout_ms(&self, gi: usize) -> u64 {
+        self.groups[gi]
+            .members
+            .first()
+            .and_then(|&m| self.resources[m].op_defaults.get("timeout"))
+            .map(|t| parse_interval_ms(t))
+            .unwrap_or(20_000)
+    }
     pub fn node_index(&self, name: &str) -> Option<usize> {
         let fresh = self.index.lens.0 == self.nodes.len();
         let by_uname = self.index.node_by_uname.get(name).copied();
