@@ -332,7 +332,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
-        if is_mig(t) && plan.actions[f].kind == Kind::LoadStopped {
+        // load_stopped and the probe order the (pseudo) start too, besides the migration's
+        // first action.
+        if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
             g.edges.push((source, map[t].2[1]));
         }
         // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
@@ -768,6 +770,18 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
     s
 }
 
+/// A synapse's priority: its resource's (or group's) priority meta-attribute.
+fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
+    let meta = match (a.rsc, a.group) {
+        (Some(ri), _) => &obs.resources[ri].meta,
+        (None, Some(gi)) => &obs.groups[gi].meta,
+        (None, None) => return 0,
+    };
+    meta.get("priority")
+        .and_then(|v| crate::cib::parse_score(v))
+        .unwrap_or(0)
+}
+
 /// Renders the transition graph as Pacemaker's graph XML.
 pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     let id_of = |a: usize| a + 1;
@@ -779,7 +793,14 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     );
     for (si, syn) in g.synapses.iter().enumerate() {
         let a = &g.actions[syn.action];
-        let _ = writeln!(out, "  <synapse id=\"{si}\">");
+        match synapse_priority(obs, a) {
+            p if p > 0 => {
+                let _ = writeln!(out, "  <synapse id=\"{si}\" priority=\"{p}\">");
+            }
+            _ => {
+                let _ = writeln!(out, "  <synapse id=\"{si}\">");
+            }
+        }
         out.push_str("    <action_set>\n");
         let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
         let mut attrs: Vec<(String, String)> = Vec::new();
