@@ -770,6 +770,13 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
     s
 }
 
+/// Meta-attributes as graph fields: `CRM_meta_` and the name with dashes as underscores.
+fn meta_fields(meta: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    meta.iter()
+        .map(|(k, v)| (format!("CRM_meta_{}", k.replace('-', "_")), v.clone()))
+        .collect()
+}
+
 /// A synapse's priority: its resource's (or group's) priority meta-attribute.
 fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
     let meta = match (a.rsc, a.group) {
@@ -825,6 +832,11 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
                 attrs.push(("CRM_meta_name".into(), "monitor".into()));
             }
+            // The meta-attributes of the configured operation and op_defaults (a cancel's
+            // are its own).
+            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) && a.task != "cancel" {
+                attrs.extend(meta_fields(&r.op_meta(&a.task, a.interval_ms)));
+            }
             if let Some((source, target)) = a.migrate {
                 attrs.push((
                     "CRM_meta_migrate_source".into(),
@@ -854,8 +866,12 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 ));
             }
         }
-        // A group's pseudo actions carry the default operation timeout (op_defaults, else 20s).
+        // A group's pseudo actions carry op_defaults and the default operation timeout.
         if let Some(gi) = a.group {
+            if let Some(&m) = obs.groups[gi].members.first() {
+                let defaults = obs.resources[m].op_meta("", 0);
+                attrs.extend(meta_fields(&defaults));
+            }
             attrs.push((
                 "CRM_meta_timeout".into(),
                 obs.group_op_timeout_ms(gi).to_string(),
@@ -873,7 +889,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         if a.event == EventKind::Fence {
             attrs.push(("CRM_meta_stonith_action".into(), "reboot".into()));
         }
-        attrs.sort();
+        // A meta-attribute set twice keeps its first value (an operation's record-pending wins
+        // over a migrate_to's default).
+        attrs.sort_by(|x, y| x.0.cmp(&y.0));
+        attrs.dedup_by(|later, first| later.0 == first.0);
         let body: Vec<String> = attrs
             .iter()
             .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
