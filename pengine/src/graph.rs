@@ -21,6 +21,8 @@ pub struct GraphAction {
     pub key: String,
     pub task: String,
     pub rsc: Option<usize>,
+    /// The group of a group's pseudo action (start, running, stop, stopped).
+    pub group: Option<usize>,
     pub node: Option<usize>,
     pub interval_ms: u64,
     pub event: EventKind,
@@ -73,6 +75,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 key,
                 task: task.to_string(),
                 rsc,
+                group: a.group.filter(|_| a.rsc.is_none()),
                 node,
                 interval_ms: iv,
                 event: ev,
@@ -173,6 +176,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     stop_event,
                     None,
                 );
+                // The pseudo start carries no migration meta (only migrate_to and
+                // migrate_from do).
                 let start = push(
                     &mut g,
                     op_key(&r, "start", 0),
@@ -181,7 +186,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     Some(*target),
                     0,
                     EventKind::Pseudo,
-                    m,
+                    None,
                 );
                 // A partial migration (migrate_to done on `source`) continues with migrate_from.
                 let continues = a.rsc.is_some_and(|ri| {
@@ -295,9 +300,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::Shutdown => {
+                let n = a
+                    .node
+                    .map(|n| obs.nodes[n].uname.clone())
+                    .unwrap_or_default();
                 let i = push(
                     &mut g,
-                    "do_shutdown".to_string(),
+                    format!("do_shutdown-{n}"),
                     "do_shutdown",
                     None,
                     a.node,
@@ -323,7 +332,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
-        if is_mig(t) && plan.actions[f].kind == Kind::LoadStopped {
+        // load_stopped and the probe order the (pseudo) start too, besides the migration's
+        // first action.
+        if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
             g.edges.push((source, map[t].2[1]));
         }
         // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
@@ -759,6 +770,25 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
     s
 }
 
+/// Meta-attributes as graph fields: `CRM_meta_` and the name with dashes as underscores.
+fn meta_fields(meta: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    meta.iter()
+        .map(|(k, v)| (format!("CRM_meta_{}", k.replace('-', "_")), v.clone()))
+        .collect()
+}
+
+/// A synapse's priority: its resource's (or group's) priority meta-attribute.
+fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
+    let meta = match (a.rsc, a.group) {
+        (Some(ri), _) => &obs.resources[ri].meta,
+        (None, Some(gi)) => &obs.groups[gi].meta,
+        (None, None) => return 0,
+    };
+    meta.get("priority")
+        .and_then(|v| crate::cib::parse_score(v))
+        .unwrap_or(0)
+}
+
 /// Renders the transition graph as Pacemaker's graph XML.
 pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     let id_of = |a: usize| a + 1;
@@ -770,7 +800,14 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     );
     for (si, syn) in g.synapses.iter().enumerate() {
         let a = &g.actions[syn.action];
-        let _ = writeln!(out, "  <synapse id=\"{si}\">");
+        match synapse_priority(obs, a) {
+            p if p > 0 => {
+                let _ = writeln!(out, "  <synapse id=\"{si}\" priority=\"{p}\">");
+            }
+            _ => {
+                let _ = writeln!(out, "  <synapse id=\"{si}\">");
+            }
+        }
         out.push_str("    <action_set>\n");
         let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
         let mut attrs: Vec<(String, String)> = Vec::new();
@@ -795,6 +832,11 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
                 attrs.push(("CRM_meta_name".into(), "monitor".into()));
             }
+            // The meta-attributes of the configured operation and op_defaults (a cancel's
+            // are its own).
+            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) && a.task != "cancel" {
+                attrs.extend(meta_fields(&r.op_meta(&a.task, a.interval_ms)));
+            }
             if let Some((source, target)) = a.migrate {
                 attrs.push((
                     "CRM_meta_migrate_source".into(),
@@ -808,15 +850,35 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     attrs.push(("CRM_meta_record_pending".into(), "true".into()));
                 }
             }
-            if a.event == EventKind::RscOp {
-                if a.task == "monitor" && a.expected_rc == 7 && a.interval_ms == 0 {
-                    attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
-                }
+            if a.event == EventKind::RscOp
+                && a.task == "monitor"
+                && a.expected_rc == 7
+                && a.interval_ms == 0
+            {
+                attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+            }
+            // Every action of a resource carries its operation's timeout, pseudo ones too
+            // (a migration's start, a stop implied by fencing).
+            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) {
                 attrs.push((
                     "CRM_meta_timeout".into(),
                     r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
                 ));
             }
+        }
+        // A group's pseudo actions carry op_defaults and the default operation timeout.
+        if let Some(gi) = a.group {
+            if let Some(&m) = obs.groups[gi].members.first() {
+                let defaults = obs.resources[m].op_meta("", 0);
+                attrs.extend(meta_fields(&defaults));
+            }
+            attrs.push((
+                "CRM_meta_timeout".into(),
+                obs.group_op_timeout_ms(gi).to_string(),
+            ));
+        }
+        if a.event == EventKind::Cluster && a.task == "do_shutdown" {
+            attrs.push(("CRM_meta_op_no_wait".into(), "true".into()));
         }
         if a.event != EventKind::Pseudo {
             if let Some(n) = a.node {
@@ -827,13 +889,16 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         if a.event == EventKind::Fence {
             attrs.push(("CRM_meta_stonith_action".into(), "reboot".into()));
         }
-        attrs.sort();
+        // A meta-attribute set twice keeps its first value (an operation's record-pending wins
+        // over a migrate_to's default).
+        attrs.sort_by(|x, y| x.0.cmp(&y.0));
+        attrs.dedup_by(|later, first| later.0 == first.0);
         let body: Vec<String> = attrs
             .iter()
             .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
             .collect();
         let _ = writeln!(out, "        <attributes {} />", body.join(" "));
-        if a.event == EventKind::Fence {
+        if a.event == EventKind::Fence || a.task == "do_shutdown" {
             if let Some(n) = a.node {
                 let _ = writeln!(
                     out,
@@ -865,6 +930,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
     match a.node {
+        // A node's shutdown is named by its task (its key names the node already).
+        Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
+            format!("{} {}", a.task, obs.nodes[n].uname)
+        }
         Some(n)
             if a.rsc.is_some()
                 || a.event != EventKind::Pseudo

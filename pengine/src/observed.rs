@@ -259,6 +259,16 @@ impl Observed {
     pub fn option(&self, name: &str) -> Option<&str> {
         self.options.get(name).map(String::as_str)
     }
+    /// The timeout (ms) of a group's pseudo actions: a group has no operations of its own, so
+    /// op_defaults' timeout, else 20s.
+    pub fn group_op_timeout_ms(&self, gi: usize) -> u64 {
+        self.groups[gi]
+            .members
+            .first()
+            .and_then(|&m| self.resources[m].op_defaults.get("timeout"))
+            .map(|t| parse_interval_ms(t))
+            .unwrap_or(20_000)
+    }
     pub fn node_index(&self, name: &str) -> Option<usize> {
         let fresh = self.index.lens.0 == self.nodes.len();
         let by_uname = self.index.node_by_uname.get(name).copied();
@@ -446,6 +456,42 @@ impl Resource {
         } else {
             OnFail::Recover
         }
+    }
+
+    /// The meta-attributes an action (`task`, `interval_ms`) of this resource takes from
+    /// op_defaults and from its configured operation, as Pacemaker's name (`on-fail`), besides the
+    /// timeout and interval (normalized apart): the operation's own attributes win, its id is
+    /// dropped, start-delay is in ms. The configured operation matches by name and interval;
+    /// migrate_to and migrate_from fall back to an operation named "migrate". Attributes the
+    /// cluster generates (a `#` or `:` in the name) are not passed on.
+    pub fn op_meta(&self, task: &str, interval_ms: u64) -> BTreeMap<String, String> {
+        let entry = |name: &str| {
+            self.ops
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(name) && o.interval_ms == interval_ms)
+        };
+        let op = entry(task).or_else(|| {
+            matches!(task, "migrate_to" | "migrate_from")
+                .then(|| entry("migrate"))
+                .flatten()
+        });
+        let mut meta = BTreeMap::new();
+        let sources = self
+            .op_defaults
+            .iter()
+            .chain(op.into_iter().flat_map(|o| o.attrs.iter()));
+        for (k, v) in sources {
+            if matches!(k.as_str(), "id" | "interval" | "timeout") || k.contains(['#', ':']) {
+                continue;
+            }
+            let v = if k == "start-delay" {
+                parse_interval_ms(v).to_string()
+            } else {
+                v.clone()
+            };
+            meta.insert(k.clone(), v);
+        }
+        meta
     }
 
     /// The op's timeout from configuration (ms), falling back to op_defaults and 20s.

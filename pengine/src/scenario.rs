@@ -366,7 +366,13 @@ impl World {
                 }
                 (EventKind::Fence, _) => ran.push(format!("fence:{uname}")),
                 (EventKind::Cluster, _) => {
-                    ran.push(format!("{}@{uname}", ga.key));
+                    // A shutdown's key names its node already: the log names its task.
+                    let name = if ga.task == "do_shutdown" {
+                        &ga.task
+                    } else {
+                        &ga.key
+                    };
+                    ran.push(format!("{name}@{uname}"));
                     if let (Some(ids), "do_shutdown") = (&ids, ga.task.as_str()) {
                         events::mark_down(&mut self.cib, (&ids.0, &ids.1), true);
                     }

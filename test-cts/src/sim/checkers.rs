@@ -301,6 +301,7 @@ mod tests {
             key: key.into(),
             task: "start".into(),
             rsc: None,
+            group: None,
             node: None,
             interval_ms: 0,
             event: EventKind::Pseudo,
