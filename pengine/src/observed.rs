@@ -797,6 +797,34 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             r.managed = false;
         }
     }
+    // A managed primitive active on several nodes with multiple-active=block is left alone:
+    // unmanaged and blocked; in a group that also says block, so is every member.
+    let multiply_blocked: Vec<usize> = (0..obs.resources.len())
+        .filter(|&ri| {
+            let r = &obs.resources[ri];
+            r.managed
+                && r.running_on.len() > 1
+                && r.meta
+                    .get("multiple-active")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("block"))
+        })
+        .collect();
+    for ri in multiply_blocked {
+        let group_blocks = obs.resources[ri].group.filter(|&gi| {
+            obs.groups[gi]
+                .meta
+                .get("multiple-active")
+                .is_some_and(|v| v.eq_ignore_ascii_case("block"))
+        });
+        let members = match group_blocks {
+            Some(gi) => obs.groups[gi].members.clone(),
+            None => vec![ri],
+        };
+        for m in members {
+            obs.resources[m].managed = false;
+            obs.resources[m].blocked = true;
+        }
+    }
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
