@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod container;
 pub mod events;
 pub mod explain;
 pub mod graph;

@@ -45,6 +45,8 @@ pub enum OnFail {
     Ignore,
     Demote,
     Recover,
+    /// The default inside a container (`container` meta-attribute): the container restarts.
+    RestartContainer,
     Ban,
     Block,
     Stop,
@@ -159,6 +161,12 @@ pub struct Resource {
     pub unpack_stops: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
+    /// The primitive named by the `container` meta-attribute: this resource runs inside it
+    /// (it starts after the container, stops before it, runs where it runs, is never probed,
+    /// and its failures restart the container; see `crate::container`).
+    pub container: Option<usize>,
+    /// Nodes where a failure of this resource requires its container's stop there.
+    pub container_stops: Vec<usize>,
 }
 
 impl Resource {
@@ -437,6 +445,11 @@ impl Resource {
             }
             return v;
         }
+        // Inside a container, failures (stops included) restart the container unless an on-fail
+        // says otherwise ("restart-container" outside a container is no setting).
+        if self.container.is_some() {
+            return OnFail::RestartContainer;
+        }
         if task == "stop" {
             if stonith_enabled {
                 OnFail::Fence
@@ -602,6 +615,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         r.managed = managed;
     }
     obs.reindex();
+    crate::container::resolve(&mut obs);
 
     // Node states.
     let states: Vec<(usize, &NodeState)> = cib
@@ -825,6 +839,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             obs.resources[m].blocked = true;
         }
     }
+    crate::container::require_stops(&mut obs);
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
@@ -1144,7 +1159,9 @@ fn unpack_lrm_resource(
             _ => {}
         }
         let strategy = rsc.on_fail_for(&op.operation, op.interval_ms, stonith_enabled);
-        if strategy == OnFail::Ignore {
+        // A failed stop inside a container counts as done: the container's restart stops it.
+        let container_stop = strategy == OnFail::RestartContainer && op.operation == "stop";
+        if strategy == OnFail::Ignore || container_stop {
             update_state(
                 rsc,
                 ni,
@@ -1157,6 +1174,9 @@ fn unpack_lrm_resource(
                 hist,
             );
             rsc.failure_ignored = true;
+            if container_stop && on_fail <= OnFail::Recover {
+                on_fail = OnFail::RestartContainer;
+            }
         } else {
             unpack_failure(
                 rsc,
@@ -1266,6 +1286,20 @@ fn unpack_lrm_resource(
                 if !rsc.unpack_stops.contains(&ni) {
                     rsc.unpack_stops.push(ni);
                 }
+            }
+        }
+        OnFail::RestartContainer => {
+            rsc.failed = true;
+            rsc.stop_flag = true;
+            if rsc.container.is_some() {
+                if !rsc.container_stops.contains(&ni) {
+                    rsc.container_stops.push(ni);
+                }
+            } else if role != Role::Stopped
+                && role != Role::Unknown
+                && !rsc.unpack_stops.contains(&ni)
+            {
+                rsc.unpack_stops.push(ni);
             }
         }
     }

@@ -129,7 +129,12 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                 continue;
             }
             for (ri, r) in obs.resources.iter().enumerate() {
-                if r.orphan || r.known_on.contains(&ni) || r.running_on.contains(&ni) {
+                // A resource inside a container is never probed.
+                if r.orphan
+                    || r.container.is_some()
+                    || r.known_on.contains(&ni)
+                    || r.running_on.contains(&ni)
+                {
                     continue;
                 }
                 rec.probes.push((ri, ni));
@@ -191,6 +196,13 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             source: s,
                             target: t,
                             stops: vec![s],
+                        }
+                    } else if r.unpack_stops.contains(&s) {
+                        // A stop required while unpacking (a filler's failure restarts its
+                        // container): the resource restarts where it is.
+                        Change::Restart {
+                            node: s,
+                            reason: None,
                         }
                     } else {
                         Change::Keep
