@@ -35,6 +35,8 @@ pub enum Kind {
     Fence,
     Shutdown,
     ClearFailcount,
+    /// Erase the resource's history on the node (`lrm_delete`): an expired shutdown lock.
+    LrmDelete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
 }
@@ -205,6 +207,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     if let Some(dc) = dc_fence {
         for &o in &others {
             plan.edge(o, dc);
+        }
+    }
+    // History erased where a shutdown lock expired (found while unpacking).
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_history_on {
+            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
         }
     }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);

@@ -342,6 +342,9 @@ pub struct LrmResource {
     pub provider: Option<String>,
     pub kind: String,
     pub ops: Vec<RscOp>,
+    /// `shutdown-lock`: when the resource was locked to this node by its shutdown (seconds since
+    /// the epoch; the controller records it with the stop, see `crate::shutdown_lock`).
+    pub shutdown_lock: Option<i64>,
 }
 
 /// A `node_state` entry.
@@ -675,6 +678,9 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                             provider: lr.attr("provider").map(str::to_string),
                             kind: lr.attr("type").unwrap_or("").to_string(),
                             ops: Vec::new(),
+                            shutdown_lock: lr
+                                .attr("shutdown-lock")
+                                .and_then(|v| v.trim().parse().ok()),
                         };
                         for op in lr.children_named("lrm_rsc_op") {
                             let Some(operation) = op.attr("operation") else {

@@ -167,6 +167,12 @@ pub struct Resource {
     pub container: Option<usize>,
     /// Nodes where a failure of this resource requires its container's stop there.
     pub container_stops: Vec<usize>,
+    /// The node this resource is shutdown-locked to, from its history there (`shutdown-lock`
+    /// cluster option; see `crate::shutdown_lock`), and when the lock started.
+    pub lock_node: Option<usize>,
+    pub lock_time: i64,
+    /// Nodes where this resource's history is to be erased (`lrm_delete`): an expired lock.
+    pub clear_history_on: Vec<usize>,
 }
 
 impl Resource {
@@ -227,6 +233,9 @@ pub struct Observed {
     pub now: i64,
     pub start_failure_is_fatal: bool,
     pub have_stonith_resource: bool,
+    /// The `shutdown-lock` cluster option, and `shutdown-lock-limit` in seconds (0: none).
+    pub shutdown_lock: bool,
+    pub shutdown_lock_limit_s: i64,
     pub orders: Vec<crate::cib::Order>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
@@ -569,6 +578,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         now,
         start_failure_is_fatal: flag("start-failure-is-fatal", true),
         have_stonith_resource: false,
+        shutdown_lock: flag("shutdown-lock", false),
+        shutdown_lock_limit_s: opt("shutdown-lock-limit")
+            .map(|v| parse_interval_ms(v) / 1000)
+            .unwrap_or(0) as i64,
         orders: cib.orders.clone(),
         index: IdIndex::default(),
     };
@@ -740,8 +753,17 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .push((ni, lr.ops.as_slice()));
     }
     let mut orphans: Vec<Resource> = Vec::new();
+    let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     for (ni, lr) in lrm_histories(cib, &obs.nodes) {
-        if (!stonith_enabled && !obs.nodes[ni].online) || lr.ops.is_empty() {
+        // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
+        // recorded in a departed node's history).
+        if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
+            continue;
+        }
+        if lr.ops.is_empty() {
+            if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
+                read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
+            }
             continue;
         }
         let ri = match obs.rsc_index(&lr.id) {
@@ -773,6 +795,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         } else {
             &mut orphans[ri - nres]
         };
+        if shutdown_lock {
+            read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+        }
         unpack_lrm_resource(
             rsc,
             ni,
@@ -895,6 +920,22 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     obs
+}
+
+/// A resource's shutdown lock recorded in its history on node `ni`: the lock holds, or, past
+/// `shutdown-lock-limit` (when set), has expired and the history there is to be erased.
+fn read_shutdown_lock(rsc: &mut Resource, ni: usize, lr: &LrmResource, now: i64, limit_s: i64) {
+    let Some(since) = lr.shutdown_lock.filter(|&t| t != 0) else {
+        return;
+    };
+    if limit_s > 0 && now > since.saturating_add(limit_s) {
+        if !rsc.clear_history_on.contains(&ni) {
+            rsc.clear_history_on.push(ni);
+        }
+    } else {
+        rsc.lock_node = Some(ni);
+        rsc.lock_time = since;
+    }
 }
 
 fn node_health(options: &BTreeMap<String, String>, attrs: &BTreeMap<String, String>) -> i64 {
