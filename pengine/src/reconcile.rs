@@ -104,6 +104,21 @@ fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
     }
 }
 
+/// Whether a resource's start needs fencing (Pacemaker's `requires`): fencing devices and
+/// clusters without fencing need only quorum by default; "nothing" and "quorum" never do.
+pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
+    match r
+        .meta
+        .get("requires")
+        .map(|v| v.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("nothing" | "quorum") => false,
+        Some("fencing") => true,
+        _ => obs.stonith_enabled && !r.is_stonith(),
+    }
+}
+
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
@@ -163,7 +178,19 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     .all(|&n| obs.nodes[n].online && !obs.nodes[n].unclean)
                 && quorum_block(obs, ri).is_none()
         });
+        // A resource that does not need fencing counts only its copies on clean nodes: one copy
+        // there, staying, is not multiply active (fencing the unclean node stops the others).
+        let lone_clean = r.running_on.len() > 1 && !r.failed && !needs_fencing(obs, r) && {
+            let mut clean = r
+                .running_on
+                .iter()
+                .copied()
+                .filter(|&n| obs.nodes[n].online && !obs.nodes[n].unclean);
+            let first = clean.next();
+            first.is_some() && first == next && clean.next().is_none()
+        };
         let change = match (r.running_on.len(), next) {
+            _ if lone_clean => Change::Keep,
             _ if continues => {
                 let (source, target) = r.partial_migration.unwrap_or_default();
                 Change::Migrate { source, target }
