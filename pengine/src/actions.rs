@@ -616,6 +616,23 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    // Starts wait for every fencing: those of resources that need fencing, and the others'
+    // where the fenced node may run them and their state there is unknown (they may be active
+    // there).
+    for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
+        for s in 0..plan.actions.len() {
+            let a = &plan.actions[s];
+            let (Kind::Start, Some(ri)) = (&a.kind, a.rsc) else {
+                continue;
+            };
+            let r = &obs.resources[ri];
+            let unknown_there = !r.known_on.contains(&fenced_node)
+                && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+            if crate::reconcile::needs_fencing(obs, r) || unknown_there {
+                plan.edge(fence_ids[fi], s);
+            }
+        }
+    }
     // Ordering constraints.
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
