@@ -456,11 +456,34 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         }
                     }
                 }
-                Change::Move { target, stops, .. } | Change::Recover { target, stops, .. } => {
+                Change::Move {
+                    source,
+                    target,
+                    stops,
+                }
+                | Change::Recover {
+                    source,
+                    target,
+                    stops,
+                } => {
+                    // multiple-active=stop_unexpected: a multiply active resource that stays
+                    // is stopped only on the other nodes; its start where it stays is a pseudo
+                    // action.
+                    let expected = matches!(rec.changes[ri], Change::Recover { .. })
+                        && source == target
+                        && stops.len() > 1
+                        && r.meta
+                            .get("multiple-active")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("stop_unexpected"));
                     for &s in stops {
+                        if expected && s == *target {
+                            continue;
+                        }
                         stop_ids.push(stop_on(&mut plan, s, None));
                     }
-                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
+                    let mut start = act(Kind::Start, Some(ri), Some(*target));
+                    start.pseudo = expected;
+                    start_id = Some(plan.add(start));
                     target_node = Some(*target);
                 }
                 Change::Restart { node, .. } => {
