@@ -332,7 +332,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Probes, node-major.
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
-        probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        // Nothing runs on a pending node.
+        probe.runnable = !obs.nodes[ni].pending;
+        probe_ids.push((ri, plan.add(probe)));
     }
     // Cancels of active Stopped-role monitors where the resource will run.
     for (ri, r) in obs.resources.iter().enumerate() {
@@ -600,7 +603,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
             }
             for &(pr, pid) in &probe_ids {
-                if pr == ri {
+                // A probe that cannot run keeps a resource active nowhere from starting; an
+                // active one goes on as it is.
+                if pr == ri && (plan.actions[pid].runnable || r.running_on.is_empty()) {
                     if let Some(s) = start_id {
                         plan.edge(pid, s);
                     }

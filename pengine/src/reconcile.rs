@@ -140,7 +140,9 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         .unwrap_or(true);
     if probes_enabled {
         for (ni, n) in obs.nodes.iter().enumerate() {
-            if !n.online || n.unclean || n.pending || n.maintenance {
+            // A pending node (online, not yet a member) is probed too: the probe cannot run
+            // there (see `actions`).
+            if !n.online || n.unclean || n.maintenance {
                 continue;
             }
             for (ri, r) in obs.resources.iter().enumerate() {
