@@ -35,6 +35,8 @@ pub enum Kind {
     Fence,
     Shutdown,
     ClearFailcount,
+    /// Erase the resource's history on the node (`lrm_delete`): an expired shutdown lock.
+    LrmDelete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
 }
@@ -210,6 +212,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(o, dc);
         }
     }
+    // History erased where a shutdown lock expired (found while unpacking).
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_history_on {
+            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
+        }
+    }
     let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
     // Created first (crm_simulate numbers them before the history's stops and fail-count
@@ -327,7 +335,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Probes, node-major.
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
-        probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        // Nothing runs on a pending node.
+        probe.runnable = !obs.nodes[ni].pending;
+        probe_ids.push((ri, plan.add(probe)));
     }
     // Cancels of active Stopped-role monitors where the resource will run.
     for (ri, r) in obs.resources.iter().enumerate() {
@@ -451,11 +462,34 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         }
                     }
                 }
-                Change::Move { target, stops, .. } | Change::Recover { target, stops, .. } => {
+                Change::Move {
+                    source,
+                    target,
+                    stops,
+                }
+                | Change::Recover {
+                    source,
+                    target,
+                    stops,
+                } => {
+                    // multiple-active=stop_unexpected: a multiply active resource that stays
+                    // is stopped only on the other nodes; its start where it stays is a pseudo
+                    // action.
+                    let expected = matches!(rec.changes[ri], Change::Recover { .. })
+                        && source == target
+                        && stops.len() > 1
+                        && r.meta
+                            .get("multiple-active")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("stop_unexpected"));
                     for &s in stops {
+                        if expected && s == *target {
+                            continue;
+                        }
                         stop_ids.push(stop_on(&mut plan, s, None));
                     }
-                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*target))));
+                    let mut start = act(Kind::Start, Some(ri), Some(*target));
+                    start.pseudo = expected;
+                    start_id = Some(plan.add(start));
                     target_node = Some(*target);
                 }
                 Change::Restart { node, .. } => {
@@ -572,7 +606,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
             }
             for &(pr, pid) in &probe_ids {
-                if pr == ri {
+                // A probe that cannot run keeps a resource active nowhere from starting; an
+                // active one goes on as it is.
+                if pr == ri && (plan.actions[pid].runnable || r.running_on.is_empty()) {
                     if let Some(s) = start_id {
                         plan.edge(pid, s);
                     }
@@ -614,6 +650,23 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
                 _ => {}
+            }
+        }
+    }
+    // Starts wait for every fencing: those of resources that need fencing, and the others'
+    // where the fenced node may run them and their state there is unknown (they may be active
+    // there).
+    for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
+        for s in 0..plan.actions.len() {
+            let a = &plan.actions[s];
+            let (Kind::Start, Some(ri)) = (&a.kind, a.rsc) else {
+                continue;
+            };
+            let r = &obs.resources[ri];
+            let unknown_there = !r.known_on.contains(&fenced_node)
+                && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+            if crate::reconcile::needs_fencing(obs, r) || unknown_there {
+                plan.edge(fence_ids[fi], s);
             }
         }
     }

@@ -8,6 +8,11 @@ use quick_xml::events::{BytesStart, Event};
 /// Score value used for INFINITY.
 pub const INFINITY: i64 = 1_000_000;
 
+/// crm_simulate's warning (on stderr, before anything else) for a configuration that turns schema
+/// validation off.
+pub const SCHEMA_VALIDATION_DISABLED: &str = "Schema validation of configuration is disabled \
+     (enabling is encouraged and prevents common misconfigurations)";
+
 /// An error for input that cannot be read as a CIB at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CibError {
@@ -339,6 +344,9 @@ pub struct LrmResource {
     pub provider: Option<String>,
     pub kind: String,
     pub ops: Vec<RscOp>,
+    /// `shutdown-lock`: when the resource was locked to this node by its shutdown (seconds since
+    /// the epoch; the controller records it with the stop, see `crate::shutdown_lock`).
+    pub shutdown_lock: Option<i64>,
 }
 
 /// A `node_state` entry.
@@ -370,6 +378,8 @@ pub struct Cib {
     pub have_quorum: bool,
     pub quorum_panic: bool,
     pub dc_uuid: Option<String>,
+    /// The root's `validate-with` (the schema the configuration claims).
+    pub validate_with: Option<String>,
     pub execution_date: Option<i64>,
     pub diagnostics: Vec<Diagnostic>,
     /// Element ids for id-ref resolution.
@@ -377,6 +387,14 @@ pub struct Cib {
 }
 
 impl Cib {
+    /// Whether the configuration turns schema validation off (`validate-with` "none", any case,
+    /// or absent): crm_simulate then warns on stderr (see `SCHEMA_VALIDATION_DISABLED`).
+    pub fn schema_validation_disabled(&self) -> bool {
+        self.validate_with
+            .as_deref()
+            .is_none_or(|v| v.eq_ignore_ascii_case("none"))
+    }
+
     /// Every configured primitive, group members included, in configuration order.
     pub fn primitives(&self) -> impl Iterator<Item = &Primitive> {
         self.resources.iter().flat_map(|r| match r {
@@ -552,6 +570,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
         have_quorum: root.attr("have-quorum").map(is_true).unwrap_or(false),
         quorum_panic: root.attr("no-quorum-panic").map(is_true).unwrap_or(false),
         dc_uuid: root.attr("dc-uuid").map(str::to_string),
+        validate_with: root.attr("validate-with").map(str::to_string),
         execution_date: root
             .attr("execution-date")
             .and_then(|v| v.trim().parse().ok()),
@@ -661,6 +680,9 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                             provider: lr.attr("provider").map(str::to_string),
                             kind: lr.attr("type").unwrap_or("").to_string(),
                             ops: Vec::new(),
+                            shutdown_lock: lr
+                                .attr("shutdown-lock")
+                                .and_then(|v| v.trim().parse().ok()),
                         };
                         for op in lr.children_named("lrm_rsc_op") {
                             let Some(operation) = op.attr("operation") else {
@@ -756,8 +778,10 @@ fn parse_constraint(ctx: &Ctx, c: &Element, cib: &mut Cib, diags: &mut Vec<Diagn
             };
             let first_action = c.attr("first-action").unwrap_or("start").to_string();
             let then_action = c.attr("then-action").unwrap_or(&first_action).to_string();
-            let kind = match c.attr("kind") {
-                Some(k) => k.to_ascii_lowercase(),
+            // An unknown kind is reset to Mandatory (Pacemaker logs a configuration error).
+            let kind = match c.attr("kind").map(str::to_ascii_lowercase) {
+                Some(k) if matches!(k.as_str(), "mandatory" | "optional" | "serialize") => k,
+                Some(_) => "mandatory".into(),
                 None => match c.attr("score").and_then(parse_score) {
                     Some(0) => "optional".into(),
                     _ => "mandatory".into(),

@@ -299,6 +299,20 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::LrmDelete => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    format!("{r}_lrm_delete_0"),
+                    "lrm_delete",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::Cluster,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::Shutdown => {
                 let n = a
                     .node

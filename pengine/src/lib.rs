@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod container;
 pub mod events;
 pub mod explain;
 pub mod graph;
@@ -16,6 +17,7 @@ pub mod placement;
 pub mod reconcile;
 pub mod recovery;
 pub mod scenario;
+pub mod shutdown_lock;
 pub mod simulate;
 pub mod status;
 pub mod summary;
@@ -51,6 +53,8 @@ pub fn schedule_traced(
     explain: Option<&str>,
 ) -> (Transition, Option<placement::Trace>) {
     let mut observed = observed::observe(cib, now);
+    // Pacemaker's shutdown locks (no-op unless the `shutdown-lock` option is set): bans only.
+    shutdown_lock::apply(&mut observed);
     // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
     // bans and preferences before placement.
     let recovery = recovery::apply(&mut observed);

@@ -173,6 +173,9 @@ fn run(args: SimulateArgs) -> Result<(), String> {
         .map(|s| simulate::parse_op_spec(s))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
+    if cib.schema_validation_disabled() {
+        eprintln!("{}", pengine::cib::SCHEMA_VALIDATION_DISABLED);
+    }
     for d in &cib.diagnostics {
         eprintln!(
             "pengine: {}: <{} id=\"{}\"> line {}: {}",

@@ -45,6 +45,8 @@ pub enum OnFail {
     Ignore,
     Demote,
     Recover,
+    /// The default inside a container (`container` meta-attribute): the container restarts.
+    RestartContainer,
     Ban,
     Block,
     Stop,
@@ -159,6 +161,18 @@ pub struct Resource {
     pub unpack_stops: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
+    /// The primitive named by the `container` meta-attribute: this resource runs inside it
+    /// (it starts after the container, stops before it, runs where it runs, is never probed,
+    /// and its failures restart the container; see `crate::container`).
+    pub container: Option<usize>,
+    /// Nodes where a failure of this resource requires its container's stop there.
+    pub container_stops: Vec<usize>,
+    /// The node this resource is shutdown-locked to, from its history there (`shutdown-lock`
+    /// cluster option; see `crate::shutdown_lock`), and when the lock started.
+    pub lock_node: Option<usize>,
+    pub lock_time: i64,
+    /// Nodes where this resource's history is to be erased (`lrm_delete`): an expired lock.
+    pub clear_history_on: Vec<usize>,
 }
 
 impl Resource {
@@ -219,6 +233,9 @@ pub struct Observed {
     pub now: i64,
     pub start_failure_is_fatal: bool,
     pub have_stonith_resource: bool,
+    /// The `shutdown-lock` cluster option, and `shutdown-lock-limit` in seconds (0: none).
+    pub shutdown_lock: bool,
+    pub shutdown_lock_limit_s: i64,
     pub orders: Vec<crate::cib::Order>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
@@ -447,6 +464,11 @@ impl Resource {
             }
             return v;
         }
+        // Inside a container, failures (stops included) restart the container unless an on-fail
+        // says otherwise ("restart-container" outside a container is no setting).
+        if self.container.is_some() {
+            return OnFail::RestartContainer;
+        }
         if task == "stop" {
             if stonith_enabled {
                 OnFail::Fence
@@ -602,6 +624,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         now,
         start_failure_is_fatal: flag("start-failure-is-fatal", true),
         have_stonith_resource: false,
+        shutdown_lock: flag("shutdown-lock", false),
+        shutdown_lock_limit_s: opt("shutdown-lock-limit")
+            .map(|v| parse_interval_ms(v) / 1000)
+            .unwrap_or(0) as i64,
         orders: cib.orders.clone(),
         index: IdIndex::default(),
     };
@@ -671,6 +697,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         r.managed = managed;
     }
     obs.reindex();
+    crate::container::resolve(&mut obs);
 
     // Node states.
     let states: Vec<(usize, &NodeState)> = cib
@@ -795,8 +822,17 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .push((ni, lr.ops.as_slice()));
     }
     let mut orphans: Vec<Resource> = Vec::new();
+    let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     for (ni, lr) in lrm_histories(cib, &obs.nodes) {
-        if (!stonith_enabled && !obs.nodes[ni].online) || lr.ops.is_empty() {
+        // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
+        // recorded in a departed node's history).
+        if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
+            continue;
+        }
+        if lr.ops.is_empty() {
+            if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
+                read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
+            }
             continue;
         }
         let ri = match obs.rsc_index(&lr.id) {
@@ -828,6 +864,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         } else {
             &mut orphans[ri - nres]
         };
+        if shutdown_lock {
+            read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+        }
         unpack_lrm_resource(
             rsc,
             ni,
@@ -866,24 +905,35 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             r.managed = false;
         }
     }
-    // multiple-active=block: a resource active on more than one node is frozen (unmanaged and
-    // blocked); when its group is configured so, every member of the group is.
-    let blocks =
-        |meta: &BTreeMap<String, String>| meta.get("multiple-active").is_some_and(|v| v == "block");
-    let mut frozen_groups: Vec<usize> = Vec::new();
-    for r in &mut obs.resources {
-        if r.running_on.len() > 1 && blocks(&r.meta) {
-            r.managed = false;
-            r.blocked = true;
-            frozen_groups.extend(r.group.filter(|&g| blocks(&obs.groups[g].meta)));
-        }
-    }
-    for g in frozen_groups {
-        for &m in &obs.groups[g].members {
+    // A managed primitive active on several nodes with multiple-active=block is left alone:
+    // unmanaged and blocked; in a group that also says block, so is every member.
+    let multiply_blocked: Vec<usize> = (0..obs.resources.len())
+        .filter(|&ri| {
+            let r = &obs.resources[ri];
+            r.managed
+                && r.running_on.len() > 1
+                && r.meta
+                    .get("multiple-active")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("block"))
+        })
+        .collect();
+    for ri in multiply_blocked {
+        let group_blocks = obs.resources[ri].group.filter(|&gi| {
+            obs.groups[gi]
+                .meta
+                .get("multiple-active")
+                .is_some_and(|v| v.eq_ignore_ascii_case("block"))
+        });
+        let members = match group_blocks {
+            Some(gi) => obs.groups[gi].members.clone(),
+            None => vec![ri],
+        };
+        for m in members {
             obs.resources[m].managed = false;
             obs.resources[m].blocked = true;
         }
     }
+    crate::container::require_stops(&mut obs);
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
@@ -939,6 +989,22 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     obs
+}
+
+/// A resource's shutdown lock recorded in its history on node `ni`: the lock holds, or, past
+/// `shutdown-lock-limit` (when set), has expired and the history there is to be erased.
+fn read_shutdown_lock(rsc: &mut Resource, ni: usize, lr: &LrmResource, now: i64, limit_s: i64) {
+    let Some(since) = lr.shutdown_lock.filter(|&t| t != 0) else {
+        return;
+    };
+    if limit_s > 0 && now > since.saturating_add(limit_s) {
+        if !rsc.clear_history_on.contains(&ni) {
+            rsc.clear_history_on.push(ni);
+        }
+    } else {
+        rsc.lock_node = Some(ni);
+        rsc.lock_time = since;
+    }
 }
 
 fn node_health(options: &BTreeMap<String, String>, attrs: &BTreeMap<String, String>) -> i64 {
@@ -1203,7 +1269,9 @@ fn unpack_lrm_resource(
             _ => {}
         }
         let strategy = rsc.on_fail_for(&op.operation, op.interval_ms, stonith_enabled);
-        if strategy == OnFail::Ignore {
+        // A failed stop inside a container counts as done: the container's restart stops it.
+        let container_stop = strategy == OnFail::RestartContainer && op.operation == "stop";
+        if strategy == OnFail::Ignore || container_stop {
             update_state(
                 rsc,
                 ni,
@@ -1216,6 +1284,9 @@ fn unpack_lrm_resource(
                 hist,
             );
             rsc.failure_ignored = true;
+            if container_stop && on_fail <= OnFail::Recover {
+                on_fail = OnFail::RestartContainer;
+            }
         } else {
             unpack_failure(
                 rsc,
@@ -1325,6 +1396,20 @@ fn unpack_lrm_resource(
                 if !rsc.unpack_stops.contains(&ni) {
                     rsc.unpack_stops.push(ni);
                 }
+            }
+        }
+        OnFail::RestartContainer => {
+            rsc.failed = true;
+            rsc.stop_flag = true;
+            if rsc.container.is_some() {
+                if !rsc.container_stops.contains(&ni) {
+                    rsc.container_stops.push(ni);
+                }
+            } else if role != Role::Stopped
+                && role != Role::Unknown
+                && !rsc.unpack_stops.contains(&ni)
+            {
+                rsc.unpack_stops.push(ni);
             }
         }
     }

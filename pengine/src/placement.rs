@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::cib::{Cib, Element, INFINITY, parse_interval_ms, parse_score};
+use crate::cib::{Cib, Element, INFINITY, parse_score};
 use crate::observed::{Observed, Role, Top, natural_cmp};
 
 /// One reason a node's score for a resource changed.
@@ -572,19 +572,18 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
         .get("migration-threshold")
         .and_then(|v| parse_score(v))
         .unwrap_or(INFINITY);
-    let failure_timeout_s = r
-        .meta
-        .get("failure-timeout")
-        .map(|v| parse_interval_ms(v) / 1000)
-        .unwrap_or(0) as i64;
     if threshold > 0 {
-        for (&ni, &count) in &r.fail_count {
-            let expired = failure_timeout_s > 0
-                && r.last_failure
-                    .get(&ni)
-                    .map(|&t| obs.now > t + failure_timeout_s)
-                    .unwrap_or(false);
-            if count >= threshold && !expired {
+        // Unexpired failures only; a container's count includes its fillers' (see `container`).
+        let failed_on: std::collections::BTreeSet<usize> = obs
+            .resources
+            .iter()
+            .enumerate()
+            .filter(|&(fi, f)| fi == ri || f.container == Some(ri))
+            .flat_map(|(_, f)| f.fail_count.keys().copied())
+            .collect();
+        for ni in failed_on {
+            let count = crate::container::failcount_with_fillers(obs, ri, ni);
+            if count >= threshold {
                 scores.insert(ni, -INFINITY);
                 record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
                     format!("fail count {count} reached migration-threshold={threshold}")
@@ -1379,6 +1378,7 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
 
 /// Places every resource, recording why `explain` (a resource index) goes where it goes.
 pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desired, Option<Trace>) {
+    let cib = &*crate::container::implied_colocations(cib, obs);
     let n = obs.resources.len();
     let mut ctx = Ctx {
         obs,

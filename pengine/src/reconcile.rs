@@ -106,6 +106,21 @@ fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
     }
 }
 
+/// Whether a resource's start needs fencing (Pacemaker's `requires`): fencing devices and
+/// clusters without fencing need only quorum by default; "nothing" and "quorum" never do.
+pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
+    match r
+        .meta
+        .get("requires")
+        .map(|v| v.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("nothing" | "quorum") => false,
+        Some("fencing") => true,
+        _ => obs.stonith_enabled && !r.is_stonith(),
+    }
+}
+
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
@@ -127,11 +142,18 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         .unwrap_or(true);
     if probes_enabled {
         for (ni, n) in obs.nodes.iter().enumerate() {
-            if !n.online || n.unclean || n.pending || n.maintenance {
+            // A pending node (online, not yet a member) is probed too: the probe cannot run
+            // there (see `actions`).
+            if !n.online || n.unclean || n.maintenance {
                 continue;
             }
             for (ri, r) in obs.resources.iter().enumerate() {
-                if r.orphan || r.known_on.contains(&ni) || r.running_on.contains(&ni) {
+                // A resource inside a container is never probed.
+                if r.orphan
+                    || r.container.is_some()
+                    || r.known_on.contains(&ni)
+                    || r.running_on.contains(&ni)
+                {
                     continue;
                 }
                 rec.probes.push((ri, ni));
@@ -160,7 +182,19 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     .all(|&n| obs.nodes[n].online && !obs.nodes[n].unclean)
                 && quorum_block(obs, ri).is_none()
         });
+        // A resource that does not need fencing counts only its copies on clean nodes: one copy
+        // there, staying, is not multiply active (fencing the unclean node stops the others).
+        let lone_clean = r.running_on.len() > 1 && !r.failed && !needs_fencing(obs, r) && {
+            let mut clean = r
+                .running_on
+                .iter()
+                .copied()
+                .filter(|&n| obs.nodes[n].online && !obs.nodes[n].unclean);
+            let first = clean.next();
+            first.is_some() && first == next && clean.next().is_none()
+        };
         let change = match (r.running_on.len(), next) {
+            _ if lone_clean => Change::Keep,
             _ if continues => {
                 let (source, target) = r.partial_migration.unwrap_or_default();
                 Change::Migrate { source, target }
@@ -193,6 +227,13 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             source: s,
                             target: t,
                             stops: vec![s],
+                        }
+                    } else if r.unpack_stops.contains(&s) {
+                        // A stop required while unpacking (a filler's failure restarts its
+                        // container): the resource restarts where it is.
+                        Change::Restart {
+                            node: s,
+                            reason: None,
                         }
                     } else {
                         Change::Keep

@@ -328,6 +328,7 @@ fn lrm_resource<'a>(
                 provider: provider.map(str::to_string),
                 kind: kind.to_string(),
                 ops: Vec::new(),
+                shutdown_lock: None,
             });
             st.lrm.len() - 1
         }
@@ -809,6 +810,7 @@ fn status_element(cib: &Cib) -> Element {
                         ("class", Some(lr.class.clone())),
                         ("provider", lr.provider.clone()),
                         ("type", Some(lr.kind.clone())),
+                        ("shutdown-lock", lr.shutdown_lock.map(|t| t.to_string())),
                     ],
                 );
                 el.children.extend(lr.ops.iter().map(op_element));

@@ -77,10 +77,11 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
         s.push_str(" ORPHANED");
     }
     let multiple = r.running_on.len() > 1;
+    // A stopped resource shutdown-locked to a node is shown on that node.
     let node = if multiple {
         None
     } else {
-        r.running_on.first().copied()
+        r.running_on.first().copied().or(r.lock_node)
     };
     let display_role = if r.role == Role::Unknown {
         Role::Stopped
@@ -116,6 +117,9 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
         if !obs.nodes[ni].online && obs.nodes[ni].unclean {
             flags.push("UNCLEAN".into());
         }
+    }
+    if node.is_some() && node == r.lock_node {
+        flags.push("LOCKED".into());
     }
     if let Some((task, _)) = &r.pending_task {
         if task == "monitor" {

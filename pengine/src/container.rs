@@ -1,0 +1,127 @@
+//! The `container` meta-attribute: a resource that runs inside another one (its container).
+//!
+//! Pacemaker's rules for such a resource (a "filler"), applied here as hooks of the pipeline:
+//! - it is colocated with its container (INFINITY) and ordered after it (a symmetrical mandatory
+//!   order: the container starts first and stops last) (`implied_colocations`, `resolve`);
+//! - it is never probed (`reconcile`);
+//! - its failures default to on-fail "restart-container": the container gets a required stop on
+//!   that node (so it restarts, or moves), and a failed stop of the filler counts as done, the
+//!   container's stop stopping it (`observed`, `require_stops`);
+//! - the container's fail count on a node includes its fillers' (`failcount_with_fillers`).
+//!
+//! Only primitives (group members included) are containers here; a `container` naming a group,
+//! naming the resource itself or nothing configured is ignored, as Pacemaker ignores the last two.
+
+use std::borrow::Cow;
+
+use crate::cib::{Cib, Colocation, INFINITY, Order};
+use crate::observed::Observed;
+
+/// The id Pacemaker gives the implied colocation (shown in explanations).
+pub const COLOCATION_ID: &str = "resource-with-container";
+
+/// Sets `Resource::container` from the `container` meta-attribute, and adds the implied order
+/// (container start before the filler's start, filler stop before the container's stop) to
+/// `obs.orders`; members of one group are ordered by the group already.
+pub fn resolve(obs: &mut Observed) {
+    for ri in 0..obs.resources.len() {
+        let r = &obs.resources[ri];
+        let Some(id) = r.meta.get("container") else {
+            continue;
+        };
+        if id.eq_ignore_ascii_case(&r.id) {
+            continue;
+        }
+        let Some(ci) = obs.rsc_index(id) else {
+            continue;
+        };
+        obs.resources[ri].container = Some(ci);
+    }
+    for ri in 0..obs.resources.len() {
+        let Some(ci) = obs.resources[ri].container else {
+            continue;
+        };
+        let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
+        if r.group.is_some() && r.group == c.group {
+            continue;
+        }
+        let order = Order {
+            id: format!("{}-container-order", r.id),
+            first: c.id.clone(),
+            then: r.id.clone(),
+            first_action: "start".into(),
+            then_action: "start".into(),
+            kind: "mandatory".into(),
+            symmetrical: Some(true),
+        };
+        obs.orders.push(order);
+    }
+}
+
+/// Moves the stops fillers' failures require (`Resource::container_stops`) onto their
+/// containers, as stops created while the history is unpacked (`Resource::unpack_stops`): a
+/// container that otherwise stays restarts. Only where the container is active.
+pub fn require_stops(obs: &mut Observed) {
+    for ri in 0..obs.resources.len() {
+        let Some(ci) = obs.resources[ri].container else {
+            continue;
+        };
+        for ni in obs.resources[ri].container_stops.clone() {
+            let c = &mut obs.resources[ci];
+            if c.running_on.contains(&ni) && !c.unpack_stops.contains(&ni) {
+                c.unpack_stops.push(ni);
+            }
+        }
+    }
+}
+
+/// The CIB placement reads, with each filler's colocation with its container (INFINITY) added
+/// after the configured ones; the CIB itself when no resource has a container.
+pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
+    let implied: Vec<Colocation> = obs
+        .resources
+        .iter()
+        .filter_map(|r| {
+            r.container.map(|ci| Colocation {
+                id: COLOCATION_ID.into(),
+                rsc: r.id.clone(),
+                with_rsc: obs.resources[ci].id.clone(),
+                score: INFINITY,
+                ..Default::default()
+            })
+        })
+        .collect();
+    if implied.is_empty() {
+        return Cow::Borrowed(cib);
+    }
+    let mut owned = cib.clone();
+    owned.colocations.extend(implied);
+    Cow::Owned(owned)
+}
+
+/// The fail count placement compares with a resource's migration-threshold on a node: its own
+/// plus, for a container, each filler's (each unless its failures expired, by its own
+/// failure-timeout).
+pub fn failcount_with_fillers(obs: &Observed, ri: usize, ni: usize) -> i64 {
+    let own = |i: usize| {
+        let r = &obs.resources[i];
+        let count = r.fail_count.get(&ni).copied().unwrap_or(0);
+        let timeout_s = r
+            .meta
+            .get("failure-timeout")
+            .map(|v| crate::cib::parse_interval_ms(v) / 1000)
+            .unwrap_or(0) as i64;
+        let expired = timeout_s > 0
+            && r.last_failure
+                .get(&ni)
+                .is_some_and(|&t| obs.now > t + timeout_s);
+        if expired { 0 } else { count }
+    };
+    let mut total = own(ri);
+    for (fi, f) in obs.resources.iter().enumerate() {
+        if f.container == Some(ri) {
+            total = crate::placement::add_score(total, own(fi));
+        }
+    }
+    total
+}
