@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod digest;
 pub mod events;
 pub mod explain;
 pub mod graph;
