@@ -35,6 +35,8 @@ pub enum Kind {
     Fence,
     Shutdown,
     ClearFailcount,
+    /// An agent reload applying changed parameters in place (`reload-agent`).
+    Reload,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
 }
@@ -253,12 +255,58 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         Change::Restart { node, .. } => *node == ni,
         _ => false,
     };
+    // Actions of the configuration check, created before the fail-count clears: recurring
+    // monitors rescheduled because their parameters changed (where the resource stays or starts
+    // again), then the start of a restart or the reload that applies a definition change.
+    let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
+    let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(ni) = desired.assigned[ri] else {
+            continue;
+        };
+        let runs_there = match &rec.changes[ri] {
+            Change::Start { blocked, .. } => blocked.is_none(),
+            Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
+            Change::Keep => r.running_on.contains(&ni) && r.managed,
+            _ => false,
+        };
+        if !runs_there {
+            continue;
+        }
+        for iv in recurring_monitors(obs, ri) {
+            if r.rescheduled.contains(&(ni, iv)) {
+                let m = plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
+                early_monitors.insert((ri, ni, iv), m);
+            }
+        }
+        match &rec.changes[ri] {
+            Change::Restart { node, .. } if r.definition_restart.contains(node) => {
+                early_starts.insert(ri, plan.add(act(Kind::Start, Some(ri), Some(*node))));
+            }
+            Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending => {
+                early_starts.insert(ri, plan.add(act(Kind::Reload, Some(ri), Some(ni))));
+            }
+            _ => {}
+        }
+    }
+    // A definition restart's clear comes with the check that found the change, before the
+    // stop; other clears on a node where the resource stops follow that stop.
+    let early_clear = |ri: usize, ni: usize| {
+        early_starts.contains_key(&ri) && obs.resources[ri].definition_restart.contains(&ni)
+    };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
             plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
         }
+        // An unmanaged resource's clear is optional (not in the graph).
+        if !r.managed || r.blocked {
+            continue;
+        }
         for &ni in &r.clear_failcount_changed {
-            if !stops_on(ri, ni) {
+            if !stops_on(ri, ni) || early_clear(ri, ni) {
                 plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
             }
         }
@@ -270,7 +318,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
                 unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
-                if r.clear_failcount_changed.contains(&ni) {
+                if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
                 }
             }
@@ -370,34 +418,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     return id;
                 }
                 let id = plan.add(a);
-                if r.clear_failcount_changed.contains(&ni) {
+                if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
                 }
                 id
             };
-            // A recurring monitor rescheduled because its definition may have changed is
-            // created while the history is checked, before this resource's other actions.
-            let mut rescheduled: Vec<(u64, usize)> = Vec::new();
-            if let Some(ni) = desired.assigned[ri] {
-                // Only where it starts again: a rescheduled monitor is optional otherwise.
-                let runs_there = match &rec.changes[ri] {
-                    Change::Start { blocked, .. } => blocked.is_none(),
-                    Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
-                    _ => false,
-                };
-                if runs_there {
-                    for iv in recurring_monitors(obs, ri) {
-                        if r.rescheduled.contains(&(ni, iv)) {
-                            let m = plan.add(act(
-                                Kind::Monitor { interval_ms: iv },
-                                Some(ri),
-                                Some(ni),
-                            ));
-                            rescheduled.push((iv, m));
-                        }
-                    }
-                }
-            }
+            // Recurring monitors rescheduled by the configuration check (created above).
+            let rescheduled: Vec<(u64, usize)> = early_monitors
+                .iter()
+                .filter(|((r2, _, _), _)| *r2 == ri)
+                .map(|(&(_, _, iv), &m)| (iv, m))
+                .collect();
             let mut stop_ids = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
@@ -407,6 +438,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     if let Some(ni) = desired.assigned[ri] {
                         if r.running_on.contains(&ni) && r.managed {
                             target_node = Some(ni);
+                            // Changed parameters an agent reload applies: the reload stands
+                            // where a start would (after the probes, before the monitors).
+                            if let Some(&reload) = early_starts.get(&ri) {
+                                start_id = Some(reload);
+                            }
                         }
                     }
                 }
@@ -457,7 +493,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
                 Change::Restart { node, .. } => {
                     stop_ids.push(stop_on(&mut plan, *node, None));
-                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
+                    start_id = Some(match early_starts.get(&ri) {
+                        Some(&s) => s,
+                        None => plan.add(act(Kind::Start, Some(ri), Some(*node))),
+                    });
                     target_node = Some(*node);
                 }
                 Change::Migrate { source, target } => {
@@ -511,7 +550,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        let forced = r.expired_rescheduled.contains(&(ni, iv));
+                        let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
                         if start_id.is_none() && active && !forced {
                             continue;
                         }

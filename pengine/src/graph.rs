@@ -125,6 +125,20 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::Reload => {
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, "reload-agent", 0),
+                    "reload-agent",
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::Cancel { interval_ms } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
@@ -655,7 +669,15 @@ pub fn summary_lines(
                 },
             };
         match &rec.changes[ri] {
-            Change::Keep => {}
+            Change::Keep => {
+                let reload = plan
+                    .actions
+                    .iter()
+                    .find(|a| a.rsc == Some(ri) && a.kind == Kind::Reload);
+                if let Some(ni) = reload.and_then(|a| a.node) {
+                    lines.push(line("Reload", name(ni), None, false));
+                }
+            }
             Change::Start { target, blocked } => {
                 let ok = runnable_start(ri);
                 lines.push(line("Start", name(*target), blocked.clone(), !ok));

@@ -192,6 +192,17 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             target: t,
                             stops: vec![s],
                         }
+                    } else if r.definition_restart.contains(&s) {
+                        Change::Restart {
+                            node: s,
+                            reason: Some("resource definition change".into()),
+                        }
+                    } else if r.reload_on.contains(&s) && r.managed && r.start_pending {
+                        // A reload cannot apply to a start still pending: a plain restart.
+                        Change::Restart {
+                            node: s,
+                            reason: None,
+                        }
                     } else {
                         Change::Keep
                     }
