@@ -37,6 +37,8 @@ pub enum Kind {
     ClearFailcount,
     /// An agent reload applying changed parameters in place (`reload-agent`).
     Reload,
+    /// Forget a resource's history on a node (an orphan's clean-up).
+    Delete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
 }
@@ -258,6 +260,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions of the configuration check, created before the fail-count clears: recurring
     // monitors rescheduled because their parameters changed (where the resource stays or starts
     // again), then the start of a restart or the reload that applies a definition change.
+    // The configuration check cleans up an orphan's history on each node that can run
+    // resources (unless the orphan failed; an unmanaged one's clean-up is optional): after its
+    // stop there.
+    let mut deletes: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if !r.orphan || r.failed || !r.managed {
+            continue;
+        }
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            let history = r.known_on.contains(&ni) || r.running_on.contains(&ni);
+            if history && n.online && !n.unclean && !n.standby && !n.maintenance && !n.pending {
+                deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
+            }
+        }
+    }
     let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
     let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
     for (ri, r) in obs.resources.iter().enumerate() {
@@ -373,6 +390,25 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut probe_ids: Vec<(usize, usize)> = Vec::new();
     for &(ri, ni) in &rec.probes {
         probe_ids.push((ri, plan.add(act(Kind::Probe, Some(ri), Some(ni)))));
+    }
+    // An orphan's fail counts are cleared on every online node (before its stop).
+    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
+    if obs
+        .option("stop-orphan-resources")
+        .map(crate::cib::is_true)
+        .unwrap_or(true)
+    {
+        for (ri, r) in obs.resources.iter().enumerate() {
+            if !r.orphan {
+                continue;
+            }
+            for (ni, n) in obs.nodes.iter().enumerate() {
+                if n.online && crate::observed::node_failcount(&n.attrs, &r.id).0 != 0 {
+                    orphan_clears
+                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
+                }
+            }
+        }
     }
     // Cancels of active Stopped-role monitors where the resource will run.
     for (ri, r) in obs.resources.iter().enumerate() {
@@ -666,6 +702,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     plan.edge_rel(i, sd, Rel::Stop);
                 }
             }
+        }
+    }
+    for (ri, delete) in deletes {
+        let node = plan.actions[delete].node;
+        for stop in plan.stops(ri) {
+            if plan.actions[stop].node == node {
+                plan.edge(stop, delete);
+            }
+        }
+    }
+    for (ri, clear) in orphan_clears {
+        for stop in plan.stops(ri) {
+            plan.edge(clear, stop);
         }
     }
     for (ri, cancel) in after_stops {

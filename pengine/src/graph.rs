@@ -125,12 +125,17 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Reload => {
+            Kind::Reload | Kind::Delete => {
+                let task = if a.kind == Kind::Reload {
+                    "reload-agent"
+                } else {
+                    "delete"
+                };
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
-                    op_key(&r, "reload-agent", 0),
-                    "reload-agent",
+                    op_key(&r, task, 0),
+                    task,
                     a.rsc,
                     a.node,
                     0,
