@@ -37,6 +37,10 @@ pub enum Kind {
     ClearFailcount,
     /// Erase the resource's history on the node (`lrm_delete`): an expired shutdown lock.
     LrmDelete,
+    /// An agent reload applying changed parameters in place (`reload-agent`).
+    Reload,
+    /// Forget a resource's history on a node (an orphan's clean-up).
+    Delete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
 }
@@ -264,12 +268,73 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         Change::Restart { node, .. } => *node == ni,
         _ => false,
     };
+    // Actions of the configuration check, created before the fail-count clears: recurring
+    // monitors rescheduled because their parameters changed (where the resource stays or starts
+    // again), then the start of a restart or the reload that applies a definition change.
+    // The configuration check cleans up an orphan's history on each node that can run
+    // resources (unless the orphan failed; an unmanaged one's clean-up is optional): after its
+    // stop there.
+    let mut deletes: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if !r.orphan || r.failed || !r.managed {
+            continue;
+        }
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            let history = r.known_on.contains(&ni) || r.running_on.contains(&ni);
+            if history && n.online && !n.unclean && !n.standby && !n.maintenance && !n.pending {
+                deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
+            }
+        }
+    }
+    let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
+    let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(ni) = desired.assigned[ri] else {
+            continue;
+        };
+        let runs_there = match &rec.changes[ri] {
+            Change::Start { blocked, .. } => blocked.is_none(),
+            Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
+            Change::Keep => r.running_on.contains(&ni) && r.managed,
+            _ => false,
+        };
+        if !runs_there {
+            continue;
+        }
+        for iv in recurring_monitors(obs, ri) {
+            if r.rescheduled.contains(&(ni, iv)) {
+                let m = plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
+                early_monitors.insert((ri, ni, iv), m);
+            }
+        }
+        match &rec.changes[ri] {
+            Change::Restart { node, .. } if r.definition_restart.contains(node) => {
+                early_starts.insert(ri, plan.add(act(Kind::Start, Some(ri), Some(*node))));
+            }
+            Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending => {
+                early_starts.insert(ri, plan.add(act(Kind::Reload, Some(ri), Some(ni))));
+            }
+            _ => {}
+        }
+    }
+    // A definition restart's clear comes with the check that found the change, before the
+    // stop; other clears on a node where the resource stops follow that stop.
+    let early_clear = |ri: usize, ni: usize| {
+        early_starts.contains_key(&ri) && obs.resources[ri].definition_restart.contains(&ni)
+    };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
             plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
         }
+        // An unmanaged resource's clear is optional (not in the graph).
+        if !r.managed || r.blocked {
+            continue;
+        }
         for &ni in &r.clear_failcount_changed {
-            if !stops_on(ri, ni) {
+            if !stops_on(ri, ni) || early_clear(ri, ni) {
                 plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
             }
         }
@@ -281,7 +346,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
                 unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
-                if r.clear_failcount_changed.contains(&ni) {
+                if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
                 }
             }
@@ -340,6 +405,25 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         probe.runnable = !obs.nodes[ni].pending;
         probe_ids.push((ri, plan.add(probe)));
     }
+    // An orphan's fail counts are cleared on every online node (before its stop).
+    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
+    if obs
+        .option("stop-orphan-resources")
+        .map(crate::cib::is_true)
+        .unwrap_or(true)
+    {
+        for (ri, r) in obs.resources.iter().enumerate() {
+            if !r.orphan {
+                continue;
+            }
+            for (ni, n) in obs.nodes.iter().enumerate() {
+                if n.online && crate::observed::node_failcount(&n.attrs, &r.id).0 != 0 {
+                    orphan_clears
+                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
+                }
+            }
+        }
+    }
     // Cancels of active Stopped-role monitors where the resource will run.
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
@@ -384,34 +468,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     return id;
                 }
                 let id = plan.add(a);
-                if r.clear_failcount_changed.contains(&ni) {
+                if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
                 }
                 id
             };
-            // A recurring monitor rescheduled because its definition may have changed is
-            // created while the history is checked, before this resource's other actions.
-            let mut rescheduled: Vec<(u64, usize)> = Vec::new();
-            if let Some(ni) = desired.assigned[ri] {
-                // Only where it starts again: a rescheduled monitor is optional otherwise.
-                let runs_there = match &rec.changes[ri] {
-                    Change::Start { blocked, .. } => blocked.is_none(),
-                    Change::Move { .. } | Change::Recover { .. } | Change::Restart { .. } => true,
-                    _ => false,
-                };
-                if runs_there {
-                    for iv in recurring_monitors(obs, ri) {
-                        if r.rescheduled.contains(&(ni, iv)) {
-                            let m = plan.add(act(
-                                Kind::Monitor { interval_ms: iv },
-                                Some(ri),
-                                Some(ni),
-                            ));
-                            rescheduled.push((iv, m));
-                        }
-                    }
-                }
-            }
+            // Recurring monitors rescheduled by the configuration check (created above).
+            let rescheduled: Vec<(u64, usize)> = early_monitors
+                .iter()
+                .filter(|((r2, _, _), _)| *r2 == ri)
+                .map(|(&(_, _, iv), &m)| (iv, m))
+                .collect();
             let mut stop_ids = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
@@ -421,6 +488,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     if let Some(ni) = desired.assigned[ri] {
                         if r.running_on.contains(&ni) && r.managed {
                             target_node = Some(ni);
+                            // Changed parameters an agent reload applies: the reload stands
+                            // where a start would (after the probes, before the monitors).
+                            if let Some(&reload) = early_starts.get(&ri) {
+                                start_id = Some(reload);
+                            }
                         }
                     }
                 }
@@ -494,7 +566,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
                 Change::Restart { node, .. } => {
                     stop_ids.push(stop_on(&mut plan, *node, None));
-                    start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(*node))));
+                    start_id = Some(match early_starts.get(&ri) {
+                        Some(&s) => s,
+                        None => plan.add(act(Kind::Start, Some(ri), Some(*node))),
+                    });
                     target_node = Some(*node);
                 }
                 Change::Migrate { source, target } => {
@@ -548,7 +623,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        let forced = r.expired_rescheduled.contains(&(ni, iv));
+                        let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
                         if start_id.is_none() && active && !forced {
                             continue;
                         }
@@ -689,6 +764,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     plan.edge_rel(i, sd, Rel::Stop);
                 }
             }
+        }
+    }
+    for (ri, delete) in deletes {
+        let node = plan.actions[delete].node;
+        for stop in plan.stops(ri) {
+            if plan.actions[stop].node == node {
+                plan.edge(stop, delete);
+            }
+        }
+    }
+    for (ri, clear) in orphan_clears {
+        for stop in plan.stops(ri) {
+            plan.edge(clear, stop);
         }
     }
     for (ri, cancel) in after_stops {

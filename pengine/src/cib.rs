@@ -229,6 +229,8 @@ pub struct OpDef {
     pub role: Option<String>,
     pub attrs: BTreeMap<String, String>,
     pub meta: Vec<NvSet>,
+    /// The operation's own `instance_attributes` (extra parameters; also in `meta`).
+    pub params: Vec<NvSet>,
     pub enabled: bool,
 }
 
@@ -381,6 +383,8 @@ pub struct Cib {
     /// The root's `validate-with` (the schema the configuration claims).
     pub validate_with: Option<String>,
     pub execution_date: Option<i64>,
+    /// The root's `crm_feature_set` (for digests of history entries that record none).
+    pub feature_set: Option<String>,
     pub diagnostics: Vec<Diagnostic>,
     /// Element ids for id-ref resolution.
     pub unsupported: Vec<String>,
@@ -480,8 +484,9 @@ impl<'a> Ctx<'a> {
             for op in ops.children_named("op") {
                 let op = self.resolve(op);
                 let interval = op.attr("interval").map(parse_interval_ms).unwrap_or(0);
+                let params = self.sets(op, "instance_attributes");
                 let mut meta = self.sets(op, "meta_attributes");
-                meta.extend(self.sets(op, "instance_attributes"));
+                meta.extend(params.iter().cloned());
                 p.ops.push(OpDef {
                     id: op.id().to_string(),
                     name: op.attr("name").unwrap_or("").to_string(),
@@ -490,6 +495,7 @@ impl<'a> Ctx<'a> {
                     attrs: op.attrs.iter().cloned().collect(),
                     enabled: op.attr("enabled").map(is_true).unwrap_or(true),
                     meta,
+                    params,
                 });
             }
         }
@@ -574,6 +580,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
         execution_date: root
             .attr("execution-date")
             .and_then(|v| v.trim().parse().ok()),
+        feature_set: root.attr("crm_feature_set").map(str::to_string),
         ..Default::default()
     };
     let mut diags = Vec::new();

@@ -128,6 +128,25 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::Reload | Kind::Delete => {
+                let task = if a.kind == Kind::Reload {
+                    "reload-agent"
+                } else {
+                    "delete"
+                };
+                let r = rname.clone().unwrap_or_default();
+                let i = push(
+                    &mut g,
+                    op_key(&r, task, 0),
+                    task,
+                    a.rsc,
+                    a.node,
+                    0,
+                    EventKind::RscOp,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::Cancel { interval_ms } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
@@ -680,7 +699,15 @@ pub fn summary_lines(
                 },
             };
         match &rec.changes[ri] {
-            Change::Keep => {}
+            Change::Keep => {
+                let reload = plan
+                    .actions
+                    .iter()
+                    .find(|a| a.rsc == Some(ri) && a.kind == Kind::Reload);
+                if let Some(ni) = reload.and_then(|a| a.node) {
+                    lines.push(line("Reload", name(ni), None, false));
+                }
+            }
             Change::Start { target, blocked } => {
                 let ok = runnable_start(ri);
                 lines.push(line("Start", name(*target), blocked.clone(), !ok));

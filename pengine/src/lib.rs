@@ -8,6 +8,7 @@ pub mod actions;
 pub mod atomic;
 pub mod cib;
 pub mod container;
+pub mod digest;
 pub mod events;
 pub mod explain;
 pub mod graph;

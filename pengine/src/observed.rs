@@ -6,6 +6,7 @@ use crate::cib::{
     Cib, INFINITY, LrmResource, NodeState, NvSet, OpDef, Primitive, ResourceDef, RscOp, is_true,
     parse_interval_ms, parse_score,
 };
+use crate::digest::{DigestCheck, OpParams};
 
 /// Resource roles, ordered as Pacemaker orders them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -159,6 +160,16 @@ pub struct Resource {
     /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
     /// Pacemaker create the stop while it unpacks the history, before any probe.
     pub unpack_stops: Vec<usize>,
+    /// The configured instance attribute sets (evaluated per node for operation digests).
+    pub param_sets: Vec<NvSet>,
+    /// The CIB's feature set (for digests of entries that record none).
+    pub feature_set: String,
+    /// Nodes where a start-like entry's digest changed so that the resource restarts there
+    /// ("resource definition change").
+    pub definition_restart: Vec<usize>,
+    /// Nodes where a changed digest is applied by an agent reload (the entry records a restart
+    /// digest, which only agents that can reload have).
+    pub reload_on: Vec<usize>,
     pub target_role: Option<Role>,
     pub line: usize,
     /// The primitive named by the `container` meta-attribute: this resource runs inside it
@@ -427,6 +438,11 @@ fn make_resource(
         utilization: set_utilization(&p.utilization, now),
         ops: p.ops.clone(),
         op_defaults,
+        param_sets: p.params.clone(),
+        feature_set: cib
+            .feature_set
+            .clone()
+            .unwrap_or_else(|| FEATURE_SET.to_string()),
         role: Role::Stopped,
         managed: true,
         target_role,
@@ -434,6 +450,9 @@ fn make_resource(
         ..Default::default()
     }
 }
+
+/// The feature set Pacemaker 2.1.5 writes (used when neither entry nor CIB names one).
+const FEATURE_SET: &str = "3.16.2";
 
 /// A history entry's expected rc, from its transition key.
 fn target_rc(op: &RscOp) -> i32 {
@@ -1441,15 +1460,18 @@ fn unpack_lrm_resource(
         rsc.role = Role::Stopped;
     }
     if role != Role::Stopped && role != Role::Unknown && !rsc.orphan {
-        definition_changed(rsc, ni, ops, nodes);
+        definition_changed(rsc, ni, ops, nodes, now);
     }
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node: from
-/// the last start on, a failed recurring operation recorded without a parameter digest (results
-/// injected with `crm_simulate -i` have none) counts as changed: it is rescheduled, and a fail
-/// count on the node is cleared. Recorded digests are taken to match (they are not computed).
-fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node]) {
+/// the last start on, every recurring entry and every probe, start, promote and migrate_from
+/// has its recorded parameter digests compared with the configured parameters (see `digest`).
+/// A changed recurring operation is rescheduled; a changed start-like one restarts the resource
+/// there, or reloads it when the entry records a restart digest and only reloadable parameters
+/// changed. Anything changed clears a fail count on the node. Entries our own simulation
+/// recorded (no element) ran with the configured parameters.
+fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node], now: i64) {
     let node = &nodes[ni];
     if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
         return;
@@ -1497,31 +1519,135 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
             }
             continue;
         }
-        // Pacemaker also checks probes, starts, promotes and migrate_froms, and successful
-        // entries; crm_simulate 2.1.5 was only seen to act on failed recurring ones (a failed
-        // result is recorded as `_last_failure_0`, a new entry with no digest), so only those are
-        // checked here. Histories written without digests (the simulator's) stay stable.
         let checked = op.interval_ms > 0
-            && op.id.ends_with("_last_failure_0")
-            // ... and only while that failure is the operation's latest result.
-            && !sorted.iter().any(|o| {
-                o.operation == op.operation
-                    && o.interval_ms == op.interval_ms
-                    && o.call_id > op.call_id
-            });
-        // Entries our simulation recorded (no element) ran with the configured parameters.
-        if !checked || op.element.name.is_empty() || op.element.attr("op-digest").is_some() {
+            || matches!(
+                op.operation.as_str(),
+                "monitor" | "start" | "promote" | "migrate_from"
+            );
+        if !checked || op.element.name.is_empty() || (op.interval_ms > 0 && maintenance) {
             continue;
         }
+        let params = rsc.op_params(&op.operation, op.interval_ms, &node.attrs, now);
+        let check = crate::digest::check(&params, &op.element, &rsc.feature_set, true);
+        let restart = match check {
+            DigestCheck::Match => continue,
+            DigestCheck::Restart => true,
+            DigestCheck::All | DigestCheck::Unknown => {
+                op.interval_ms == 0 && op.element.attr("op-restart-digest").is_none()
+            }
+        };
         changed = true;
-        if op.interval_ms > 0 && !rsc.rescheduled.contains(&(ni, op.interval_ms)) {
-            rsc.rescheduled.push((ni, op.interval_ms));
+        if op.interval_ms > 0 {
+            if !rsc.rescheduled.contains(&(ni, op.interval_ms)) {
+                rsc.rescheduled.push((ni, op.interval_ms));
+            }
+        } else if restart {
+            if !rsc.definition_restart.contains(&ni) {
+                rsc.definition_restart.push(ni);
+            }
+        } else if !rsc.reload_on.contains(&ni) {
+            rsc.reload_on.push(ni);
         }
     }
     let (count, _) = node_failcount(&node.attrs, &rsc.id);
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
         rsc.clear_failcount_changed.push(ni);
     }
+}
+
+impl Resource {
+    /// The parameters an operation runs with on a node (see [`op_params`]).
+    pub fn op_params(
+        &self,
+        task: &str,
+        interval_ms: u64,
+        node_attrs: &BTreeMap<String, String>,
+        now: i64,
+    ) -> OpParams {
+        op_params(
+            &self.param_sets,
+            &self.ops,
+            &self.op_defaults,
+            self.is_stonith(),
+            (task, interval_ms),
+            node_attrs,
+            now,
+        )
+    }
+}
+
+/// The parameters an operation `(task, interval_ms)` of a primitive runs with on a node (see
+/// `digest::OpParams`): the instance attribute sets evaluated for the node, the operation's own
+/// instance attributes, and its timeout (the `<op>` attribute, then its meta-attributes, then
+/// op_defaults, then 20 s).
+pub fn op_params(
+    param_sets: &[NvSet],
+    ops: &[OpDef],
+    op_defaults: &BTreeMap<String, String>,
+    fencing: bool,
+    (task, interval_ms): (&str, u64),
+    node_attrs: &BTreeMap<String, String>,
+    now: i64,
+) -> OpParams {
+    let mut params = BTreeMap::new();
+    merge_sets(&mut params, param_sets, now, Some(node_attrs));
+    let def = ops
+        .iter()
+        .find(|o| o.name.eq_ignore_ascii_case(task) && o.interval_ms == interval_ms);
+    let mut extra = BTreeMap::new();
+    let mut timeout = None;
+    if let Some(d) = def {
+        merge_sets(&mut extra, &d.params, now, Some(node_attrs));
+        timeout = d.attrs.get("timeout").cloned().or_else(|| {
+            let own: Vec<NvSet> = d
+                .meta
+                .iter()
+                .filter(|m| !d.params.iter().any(|p| p.id == m.id))
+                .cloned()
+                .collect();
+            let mut meta = BTreeMap::new();
+            merge_sets(&mut meta, &own, now, Some(node_attrs));
+            meta.get("timeout").cloned()
+        });
+    }
+    let timeout_ms = timeout
+        .or_else(|| op_defaults.get("timeout").cloned())
+        .map(|t| parse_interval_ms(&t))
+        .filter(|&t| t > 0)
+        .unwrap_or(20_000);
+    OpParams {
+        params,
+        extra,
+        interval_ms,
+        timeout_ms,
+        fencing,
+    }
+}
+
+/// The `op-digest` the controller records for an operation of the configured primitive `rsc`
+/// run on a node with these attributes (None for a resource the configuration lacks).
+pub fn configured_digest(
+    cib: &Cib,
+    rsc: &str,
+    (task, interval_ms): (&str, u64),
+    node_attrs: &BTreeMap<String, String>,
+    now: i64,
+) -> Option<String> {
+    let p = cib.primitives().find(|p| p.id == rsc)?;
+    let mut op_defaults = BTreeMap::new();
+    merge_sets(&mut op_defaults, &cib.op_defaults, now, None);
+    let params = op_params(
+        &p.params,
+        &p.ops,
+        &op_defaults,
+        p.class == "stonith",
+        (task, interval_ms),
+        node_attrs,
+        now,
+    );
+    Some(crate::digest::md5_hex(
+        crate::digest::params_text(&crate::digest::all_params(&params)).as_bytes(),
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

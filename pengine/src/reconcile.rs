@@ -228,9 +228,17 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             target: t,
                             stops: vec![s],
                         }
-                    } else if r.unpack_stops.contains(&s) {
+                    } else if r.definition_restart.contains(&s) {
+                        Change::Restart {
+                            node: s,
+                            reason: Some("resource definition change".into()),
+                        }
+                    } else if r.unpack_stops.contains(&s)
+                        || (r.reload_on.contains(&s) && r.managed && r.start_pending)
+                    {
                         // A stop required while unpacking (a filler's failure restarts its
-                        // container): the resource restarts where it is.
+                        // container), or a reload that cannot apply to a start still pending:
+                        // the resource restarts where it is.
                         Change::Restart {
                             node: s,
                             reason: None,

@@ -611,6 +611,11 @@ pub fn record_op(
     let n = &obs.nodes[ni];
     let st = node_state(cib, &n.id, &n.uname);
     let count = failure.and_then(|c| count_failure(st, &r.id, op, c, obs.start_failure_is_fatal));
+    // A clean-up forgets the resource's history on the node.
+    if op.task == "delete" {
+        st.lrm.retain(|l| l.id != r.id);
+        return count;
+    }
     let lrm = lrm_resource(st, &r.id, &r.class, r.provider.as_deref(), &r.kind);
     if op.task == "cancel" {
         lrm.ops

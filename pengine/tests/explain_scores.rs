@@ -133,7 +133,7 @@ const CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uuid="n1"
     <node_state id="n1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member">
       <lrm id="n1"><lrm_resources>
         <lrm_resource id="vm" class="ocf" provider="heartbeat" type="Dummy">
-          <lrm_rsc_op id="vm_last_0" operation="start" call-id="2" rc-code="0" op-status="0" interval="0" transition-key="1:0:0:00000000-0000-0000-0000-000000000000"/>
+          <lrm_rsc_op id="vm_last_0" operation="start" call-id="2" rc-code="0" op-status="0" interval="0" transition-key="1:0:0:00000000-0000-0000-0000-000000000000" op-digest="f2317cad3d54cec5d7d7aa7d0bf35cf8"/>
         </lrm_resource>
       </lrm_resources></lrm>
     </node_state>

@@ -205,7 +205,8 @@ fn key(r: &OpResult) -> String {
     )
 }
 
-/// The `op-digest` of every recorded operation (see [`rsc_op`]).
+/// The `op-digest` of every recorded operation until it is published (see [`rsc_op`] and
+/// [`NodeLrm::publish`]): "ran with the configured parameters".
 const CONFIGURED_DIGEST: &str = "00000000000000000000000000000000";
 
 fn rsc_op(id: String, r: &OpResult, call_id: i64, rc: i32, status: i32, now_s: i64) -> RscOp {
@@ -216,8 +217,9 @@ fn rsc_op(id: String, r: &OpResult, call_id: i64, rc: i32, status: i32, now_s: i
     };
     element.set_attr("transition-magic", &format!("{status}:{rc};{k}"));
     // The controller records the digest of the parameters an operation ran with; the simulator's
-    // resources never change their parameters, so one constant digest stands for "as configured"
-    // (without it pengine, like Pacemaker, treats a recurring monitor as changed and reschedules it).
+    // resources never change their parameters, so a marker stands for "as configured" here, and
+    // `publish` writes the configured parameters' real digest (pengine, like Pacemaker, compares
+    // it with the configuration: a wrong one restarts the resource or reschedules its monitor).
     element.set_attr("op-digest", CONFIGURED_DIGEST);
     RscOp {
         id,
@@ -315,8 +317,23 @@ impl NodeLrm {
 
     /// Mirrors this history into the node's `node_state` in the CIB.
     pub fn publish(&self, cib: &mut Cib, node: &str) {
+        let mut lrm = self.lrm.clone();
+        let node_attrs = BTreeMap::new();
+        for res in &mut lrm {
+            for op in &mut res.ops {
+                if op.element.attr("op-digest") != Some(CONFIGURED_DIGEST) {
+                    continue;
+                }
+                let key = (op.operation.as_str(), op.interval_ms);
+                // Digests do not depend on time here (no rules in the simulated configuration).
+                match pengine::observed::configured_digest(cib, &res.id, key, &node_attrs, 0) {
+                    Some(d) => op.element.set_attr("op-digest", &d),
+                    None => op.element.attrs.retain(|(k, _)| k != "op-digest"),
+                }
+            }
+        }
         if let Some(st) = node_state(cib, node) {
-            st.lrm = self.lrm.clone();
+            st.lrm = lrm;
             st.attrs = self.attrs.clone();
             st.has_lrm = true;
         }
