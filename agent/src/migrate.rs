@@ -253,6 +253,15 @@ fn answer(
                 "migration of {name} could not be aborted: its job is still in flight on the source ({ss}, target {ts}), it may yet complete; libvirt: {libvirt}"
             ),
         ),
+        // An incoming copy still waits on the target: the move may yet complete (cts-sim seed
+        // 40863: the source's job information failed, the abort's end was taken as seen, and the
+        // migration completed after the agent answered "still on the source").
+        (Ok(s), Ok(DomainState::MigratingIn)) if runs(s) => Outcome::fail(
+            OcfExitCode::NotRunning,
+            format!(
+                "migration of {name} did not end: it runs on the source ({ss}) and an incoming copy waits on the target ({ts}), it may yet complete; libvirt: {libvirt}"
+            ),
+        ),
         (Ok(s), _) if runs(s) => Outcome::fail(
             OcfExitCode::ErrGeneric,
             format!(

@@ -250,6 +250,31 @@ fn an_abort_that_never_takes_effect_answers_location_unknown() {
     assert_eq!(p.world.running_on("vm1"), vec![A], "it still runs once");
 }
 
+/// cts-sim seed 40863: the migrate call and the abort never answer, and reading the source's job
+/// fails, so the abort's end is taken as seen; the target still holds the incoming copy, and the
+/// migration may complete after the answer. Not "still on the source" (1): location unknown (7).
+#[test]
+fn an_incoming_copy_left_on_the_target_answers_location_unknown() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    p.world.inject(A, Op::Migrate, Fault::HangAfterEffect);
+    p.world.inject(A, Op::AbortJob, Fault::Hang);
+    // The first reading (a job left by an earlier invocation?) and the one after the abort fail.
+    for _ in 0..2 {
+        p.world
+            .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    }
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(
+        p.world.domain(B, "vm1").map(|d| d.state),
+        Some(DomainState::MigratingIn),
+        "the incoming copy is still there"
+    );
+    assert_eq!(out.code, NotRunning, "{out:?}");
+    assert!(reason(&out).contains("incoming copy"), "{out:?}");
+}
+
 #[test]
 fn completed_migration_reported_as_error_is_a_success() {
     let p = Pair::new();
