@@ -1204,6 +1204,9 @@ pub struct AtomicEntry {
     pub cannot_fence: Vec<usize>,
     /// See [`fragile_evidence`]: the source whose fencing or shutdown waits for the target's answer.
     pub fragile_source: Option<usize>,
+    /// Where placement wants the VM when [`confirm_before_erasing`] put the move off to the next
+    /// transition (filled by [`reconcile`]; for the summary).
+    pub deferred_to: Option<usize>,
 }
 
 /// The atomic model's view of one scheduler run.
@@ -1393,6 +1396,7 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             decision: None,
             cannot_fence: Vec::new(),
             fragile_source: fragile_evidence(&history),
+            deferred_to: None,
         });
     }
     view
@@ -1466,7 +1470,12 @@ pub fn reconcile(
         let fenced = |n: usize| {
             presence.get(n) == Some(&Presence::Lost) || rec.fence.iter().any(|(f, _)| *f == n)
         };
+        let wanted = match &decision {
+            Decision::Migrate { target, .. } | Decision::Move { target, .. } => Some(*target),
+            _ => None,
+        };
         let decision = confirm_before_erasing(decision, &e.location, e.fragile_source, fenced);
+        e.deferred_to = wanted.filter(|_| matches!(decision, Decision::Finish { .. }));
         if let Decision::Finish { target, .. } = &decision {
             // The copy stays on the target this transition: the target does not shut down under it.
             if e.fragile_source.is_some() {
@@ -1979,6 +1988,16 @@ pub fn render_notes(view: &AtomicView, obs: &Observed) -> String {
             }
             (Some(d), true) => describe_decision(d, &names),
             (None, true) => "unmanaged: no action".into(),
+        };
+        let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+        let plan = match (e.deferred_to, e.fragile_source, &e.decision) {
+            (Some(d), Some(s), Some(Decision::Finish { target, .. })) => format!(
+                "{plan}; on to {} in the next transition (fencing {} erases the only record until {} confirms)",
+                name(d),
+                name(s),
+                name(*target)
+            ),
+            _ => plan,
         };
         out.push_str(&format!("  * {id}: {what}; {plan}\n"));
     }
