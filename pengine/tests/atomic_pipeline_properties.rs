@@ -621,3 +621,64 @@ fn generator_builds_interrupted_migrations() {
     assert!(!possibly_running(&case, 0) && possibly_running(&case, 1));
 }
 
+/// A migrate_to older than the resource's latest one is closed by the migrations since (soak seed
+/// 1796069027196323): vm1 went node1 -> node2 -> node3 -> node1, and node2 then shut down cleanly
+/// and came back, its history erased. node1's old record "migrate_to node1 -> node2 succeeded"
+/// has nothing newer on node2. Pacemaker's reading takes it for a partial migration to node2 (vm1
+/// on node1 and node2); the atomic model reads vm1 on node1 only, and probes node2.
+#[test]
+fn an_older_migrate_to_is_closed_by_the_later_migrations() {
+    let mut case = build(
+        vec![Presence::Online, Presence::Online, Presence::Online],
+        &[(0, 0, 1, true), (0, 0, 1, true), (0, 0, 1, true)],
+        None,
+    );
+    // The walk went node1 -> node2 -> node3 -> node1; node2's history is erased.
+    let mig = |n: usize| {
+        case.history[n]
+            .get("vm1_migrate_to_0")
+            .and_then(|r| r.target)
+    };
+    assert_eq!((mig(0), mig(1), mig(2)), (Some(1), Some(2), Some(0)));
+    case.history[1].clear();
+    let plan = |model: &str| {
+        let cib = pengine::parse_cib(&cib_xml(&case, Some(model))).expect("parses");
+        pengine::schedule(&cib, T0 + 10_000)
+    };
+    let t = plan("atomic");
+    let vm = t
+        .observed
+        .resources
+        .iter()
+        .position(|r| r.id == "vm1")
+        .expect("vm1");
+    let node = |name: &str| t.observed.nodes.iter().position(|n| n.uname == name);
+    assert_eq!(
+        t.observed.resources[vm].running_on,
+        vec![node("node1").expect("node1")]
+    );
+    assert_eq!(t.observed.resources[vm].partial_migration, None);
+    let g = &t.graph;
+    let of_vm: Vec<(String, Option<usize>)> = (0..g.actions.len())
+        .filter(|&i| g.actions[i].rsc == Some(vm) && g.actions[i].event == EventKind::RscOp)
+        .map(|i| (g.actions[i].task.clone(), g.actions[i].node))
+        .collect();
+    assert!(
+        of_vm.iter().all(|(task, _)| !task.starts_with("migrate_")),
+        "{of_vm:?}"
+    );
+    assert!(
+        of_vm.contains(&("monitor".to_string(), node("node2"))),
+        "node2 is probed: {of_vm:?}"
+    );
+    assert!(violations(&case, None).is_empty());
+    // The control: Pacemaker's reading of the same history sees vm1 on node2 too.
+    let two_phase = plan("two-phase");
+    assert!(
+        two_phase.observed.resources[vm]
+            .running_on
+            .contains(&node("node2").expect("node2")),
+        "{:?}",
+        two_phase.observed.resources[vm]
+    );
+}
