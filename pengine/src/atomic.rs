@@ -524,6 +524,22 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         }
         None => from_migrate_to.1,
     };
+    // A failed migrate_to says the VM stayed on the source. A probe or monitor there that has since
+    // found it gone, with nothing newer on the target, contradicts that: the migration may have
+    // completed after the agent answered (soak seed 1796072331202629: the agent answered 1 with
+    // an incoming copy still paused on the target, the move completed later, the source's monitor
+    // found nothing, and the plan started the VM on a third node while the target ran it).
+    let vanished = m.answer == Answer::Failed
+        && target_after.is_none()
+        && history[source]
+            .ops
+            .iter()
+            .filter(|o| call_key(o) > call_key(m) && o.task != Task::Other)
+            .max_by_key(|o| call_key(o))
+            .is_some_and(|o| o.task == Task::Monitor && o.answer == Answer::NotRunning);
+    if vanished && matches!(seen[target], Seen::NotRunning { .. }) {
+        seen[target] = Seen::Unsure(Doubt::Contradiction);
+    }
     // A migrate_from that failed says the VM did not arrive: unless the source has spoken since,
     // it may still be there, whatever the target did afterwards.
     let contradicted = history[target].ops.iter().any(|o| {
@@ -2291,6 +2307,29 @@ mod tests {
         let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
         h[0].ops.push(op(Task::Monitor, 13, Answer::Ok, T0 + 500));
         assert!(matches!(locate(&h), Location::Exact { node: 0, .. }));
+    }
+
+    #[test]
+    fn a_vm_gone_from_the_source_after_a_failed_migrate_to_is_looked_for_on_the_target() {
+        // Soak seed 1796072331202629: migrate_to answered 1 (stayed on the source), then the
+        // source's monitor found nothing: the move may have completed after all. Probe the target.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops
+            .push(op(Task::Monitor, 13, Answer::NotRunning, T0 + 500));
+        assert!(
+            matches!(&locate(&h), Location::Unknown { candidates, answered, .. }
+                if candidates == &vec![1] && answered.is_empty()),
+            "{:?}",
+            locate(&h)
+        );
+        // The target's answer since closes it.
+        h[1].ops
+            .push(op(Task::Monitor, 7, Answer::NotRunning, T0 + 510));
+        assert_eq!(locate(&h), Location::Settled);
+        // A stop on the source (the plan's own) is no such surprise.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 500));
+        assert!(!matches!(locate(&h), Location::Unknown { .. }));
     }
 
     #[test]
