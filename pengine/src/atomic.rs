@@ -1709,7 +1709,14 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
                 .actions
                 .iter()
                 .any(|a| a.rsc == Some(ri) && a.node == Some(c) && a.kind == Kind::Stop);
-            if exists {
+            // A lost node's stop is implied by its fencing: without the fencing in this plan (no
+            // quorum), the pseudo stop would be planned again every transition (soak seed
+            // 1796073767207431: 41 transitions of one pseudo action, never idle).
+            let fenced = plan
+                .actions
+                .iter()
+                .any(|a| a.kind == Kind::Fence && a.node == Some(c));
+            if exists || (lost && !fenced) {
                 continue;
             }
             plan.actions.push(Action {
