@@ -524,6 +524,22 @@ pub fn locate(history: &[NodeHistory]) -> Location {
         }
         None => from_migrate_to.1,
     };
+    // A failed migrate_to says the VM stayed on the source. A probe or monitor there that has since
+    // found it gone, with nothing newer on the target, contradicts that: the migration may have
+    // completed after the agent answered (soak seed 1796072331202629: the agent answered 1 with
+    // an incoming copy still paused on the target, the move completed later, the source's monitor
+    // found nothing, and the plan started the VM on a third node while the target ran it).
+    let vanished = m.answer == Answer::Failed
+        && target_after.is_none()
+        && history[source]
+            .ops
+            .iter()
+            .filter(|o| call_key(o) > call_key(m) && o.task != Task::Other)
+            .max_by_key(|o| call_key(o))
+            .is_some_and(|o| o.task == Task::Monitor && o.answer == Answer::NotRunning);
+    if vanished && matches!(seen[target], Seen::NotRunning { .. }) {
+        seen[target] = Seen::Unsure(Doubt::Contradiction);
+    }
     // A migrate_from that failed says the VM did not arrive: unless the source has spoken since,
     // it may still be there, whatever the target did afterwards.
     let contradicted = history[target].ops.iter().any(|o| {
@@ -1204,6 +1220,9 @@ pub struct AtomicEntry {
     pub cannot_fence: Vec<usize>,
     /// See [`fragile_evidence`]: the source whose fencing or shutdown waits for the target's answer.
     pub fragile_source: Option<usize>,
+    /// Where placement wants the VM when [`confirm_before_erasing`] put the move off to the next
+    /// transition (filled by [`reconcile`]; for the summary).
+    pub deferred_to: Option<usize>,
 }
 
 /// The atomic model's view of one scheduler run.
@@ -1393,6 +1412,7 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             decision: None,
             cannot_fence: Vec::new(),
             fragile_source: fragile_evidence(&history),
+            deferred_to: None,
         });
     }
     view
@@ -1466,7 +1486,12 @@ pub fn reconcile(
         let fenced = |n: usize| {
             presence.get(n) == Some(&Presence::Lost) || rec.fence.iter().any(|(f, _)| *f == n)
         };
+        let wanted = match &decision {
+            Decision::Migrate { target, .. } | Decision::Move { target, .. } => Some(*target),
+            _ => None,
+        };
         let decision = confirm_before_erasing(decision, &e.location, e.fragile_source, fenced);
+        e.deferred_to = wanted.filter(|_| matches!(decision, Decision::Finish { .. }));
         if let Decision::Finish { target, .. } = &decision {
             // The copy stays on the target this transition: the target does not shut down under it.
             if e.fragile_source.is_some() {
@@ -1684,7 +1709,14 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
                 .actions
                 .iter()
                 .any(|a| a.rsc == Some(ri) && a.node == Some(c) && a.kind == Kind::Stop);
-            if exists {
+            // A lost node's stop is implied by its fencing: without the fencing in this plan (no
+            // quorum), the pseudo stop would be planned again every transition (soak seed
+            // 1796073767207431: 41 transitions of one pseudo action, never idle).
+            let fenced = plan
+                .actions
+                .iter()
+                .any(|a| a.kind == Kind::Fence && a.node == Some(c));
+            if exists || (lost && !fenced) {
                 continue;
             }
             plan.actions.push(Action {
@@ -1980,6 +2012,16 @@ pub fn render_notes(view: &AtomicView, obs: &Observed) -> String {
             (Some(d), true) => describe_decision(d, &names),
             (None, true) => "unmanaged: no action".into(),
         };
+        let name = |n: usize| names.get(n).map(String::as_str).unwrap_or("?");
+        let plan = match (e.deferred_to, e.fragile_source, &e.decision) {
+            (Some(d), Some(s), Some(Decision::Finish { target, .. })) => format!(
+                "{plan}; on to {} in the next transition (fencing {} erases the only record until {} confirms)",
+                name(d),
+                name(s),
+                name(*target)
+            ),
+            _ => plan,
+        };
         out.push_str(&format!("  * {id}: {what}; {plan}\n"));
     }
     for err in &view.errors {
@@ -2272,6 +2314,29 @@ mod tests {
         let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
         h[0].ops.push(op(Task::Monitor, 13, Answer::Ok, T0 + 500));
         assert!(matches!(locate(&h), Location::Exact { node: 0, .. }));
+    }
+
+    #[test]
+    fn a_vm_gone_from_the_source_after_a_failed_migrate_to_is_looked_for_on_the_target() {
+        // Soak seed 1796072331202629: migrate_to answered 1 (stayed on the source), then the
+        // source's monitor found nothing: the move may have completed after all. Probe the target.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops
+            .push(op(Task::Monitor, 13, Answer::NotRunning, T0 + 500));
+        assert!(
+            matches!(&locate(&h), Location::Unknown { candidates, answered, .. }
+                if candidates == &vec![1] && answered.is_empty()),
+            "{:?}",
+            locate(&h)
+        );
+        // The target's answer since closes it.
+        h[1].ops
+            .push(op(Task::Monitor, 7, Answer::NotRunning, T0 + 510));
+        assert_eq!(locate(&h), Location::Settled);
+        // A stop on the source (the plan's own) is no such surprise.
+        let mut h = two_nodes(Answer::Failed, Presence::Online, Presence::Online);
+        h[0].ops.push(op(Task::Stop, 13, Answer::Ok, T0 + 500));
+        assert!(!matches!(locate(&h), Location::Unknown { .. }));
     }
 
     #[test]

@@ -231,10 +231,34 @@ fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
         // an action of the resource on another node has recorded where the VM is.
         if let Location::Exact {
             migration,
+            node,
             confirm: true,
             ..
         } = &e.location
         {
+            // A move onward from the target not ordered before the source's fencing races the
+            // erasure: the fencing may end the transition first (scenario 16).
+            let on_target: Vec<usize> = of_rsc
+                .iter()
+                .copied()
+                .filter(|&i| real(i) && g.actions[i].node == Some(*node))
+                .filter(|&i| g.actions[i].interval_ms == 0)
+                .collect();
+            let onward = on_target
+                .iter()
+                .any(|&i| matches!(g.actions[i].task.as_str(), "migrate_to" | "stop"));
+            let fencings = (0..g.actions.len()).filter(|&i| {
+                g.actions[i].task == "stonith" && g.actions[i].node == Some(migration.source)
+            });
+            for f in fencings.filter(|_| onward) {
+                let firsts = graph_before(g, f);
+                for &i in on_target.iter().filter(|i| !firsts.contains(i)) {
+                    failures.push(format!(
+                        "{name}: {rsc} moves on from {} but {} is not ordered before {}",
+                        t.observed.nodes[*node].uname, g.actions[i].key, g.actions[f].key
+                    ));
+                }
+            }
             let erasers = (0..g.actions.len()).filter(|&i| {
                 let a = &g.actions[i];
                 a.node == Some(migration.source)
@@ -315,9 +339,9 @@ fn scenarios_exercise_the_atomic_model() {
         let t = pengine::schedule(&load_cib(&dir.join("cib.xml")), NOW);
         open += t.atomic.entries.len();
     }
-    // 01-11 and 13-15 have one open migration each, 11 has two; 12 is a fresh migration.
+    // 01-11 and 13-16 have one open migration each, 11 has two; 12 is a fresh migration.
     assert_eq!(
-        open, 15,
+        open, 16,
         "atomic resources with an open migration across the scenarios"
     );
 }
@@ -717,7 +741,12 @@ expired `failure-timeout` resets it, and live migration is tried again.
 history. After a successful (or unanswered) `migrate_to`, the source's record may be the only trace \
 of a copy on the target; the plan therefore orders the source's `do_shutdown` and its fencing \
 after the resource's actions on the other nodes (the `migrate_from`, probe or stop that records \
-where the VM is), and a node's `do_shutdown` after the resource's actions on that node.
+where the VM is), and a node's `do_shutdown` after the resource's actions on that node. When the \
+source must be fenced and placement wants the VM off the target, the onward move waits one \
+transition: the plan confirms the migration on the target (`migrate_from`, which the fencing waits \
+for) and moves the VM on once the target has recorded it. An onward `migrate_to` cannot always be \
+ordered before the fencing (other orderings put the fencing first), and a fencing that runs first \
+and ends the transition would leave no record of the copy anywhere (scenario 16).
 
 In the transition graph an atomic migration is still `migrate_to`, `migrate_from`, `stop` and the \
 pseudo `start` (without `migrate_to` when the migration is only being confirmed), so Pacemaker's \
