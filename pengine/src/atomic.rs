@@ -1498,7 +1498,18 @@ pub fn reconcile(
                 rec.shutdown.retain(|n| n != target);
             }
         }
-        e.cannot_fence = fences_needed(&decision)
+        // A bookkeeping stop on a lost node is its fencing too: a plan that cannot fence it
+        // waits. The record that says the VM left that node may be all that is left of a newer
+        // move towards it (soak seed 1796074916209987: two VMs migrating in opposite directions
+        // between node1 and node3, both lost; fencing node3 first erased vm1's record of its move
+        // to node1, and the next plan, below quorum, started vm1 elsewhere while node1 ran it).
+        let mut needed = fences_needed(&decision);
+        for c in extra_cleanup(&decision) {
+            if presence.get(c) == Some(&Presence::Lost) && !needed.contains(&c) {
+                needed.push(c);
+            }
+        }
+        e.cannot_fence = needed
             .into_iter()
             .filter(|n| !rec.fence.iter().any(|(f, _)| f == n))
             .collect();

@@ -134,6 +134,15 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
         {
             continue;
         }
+        // The atomic model waits for the fencing of a lost node the cluster cannot fence now
+        // (below quorum), and says so ("wait: NODE cannot be fenced").
+        if t.atomic
+            .entries
+            .iter()
+            .any(|e| e.rsc == ri && !e.cannot_fence.is_empty())
+        {
+            continue;
+        }
         // Placed, but its start is blocked with a stated reason (no quorum: Pacemaker 2.1.5
         // assigns as usual and only marks the start unrunnable).
         if let Some(pengine::reconcile::Change::Start {
