@@ -1434,14 +1434,25 @@ fn migrate_to_failures(obs: &Observed, ri: usize, node: usize) -> i64 {
         .max(0)
 }
 
-/// The nodes a decision needs fenced.
-fn fences_needed(decision: &Decision) -> Vec<usize> {
-    match decision {
+/// The nodes a decision needs fenced: those it fences, and the lost nodes of its bookkeeping
+/// stops (a stop on a lost node is its fencing). The record that says the VM left such a node may
+/// be all that is left of a newer move towards it (soak seed 1796074916209987: two VMs migrating
+/// in opposite directions between node1 and node3, both lost; fencing node3 first erased vm1's
+/// record of its move to node1, and the next plan, below quorum, started vm1 elsewhere while node1
+/// ran it), so a plan that cannot fence them waits.
+fn fences_needed(decision: &Decision, presence: &[Presence]) -> Vec<usize> {
+    let mut needed = match decision {
         Decision::Probe { fence, .. }
         | Decision::ProbeThenStart { fence, .. }
         | Decision::Reboot { fence, .. } => fence.clone(),
         _ => Vec::new(),
+    };
+    for c in extra_cleanup(decision) {
+        if presence.get(c) == Some(&Presence::Lost) && !needed.contains(&c) {
+            needed.push(c);
+        }
     }
+    needed
 }
 
 /// Hook after `reconcile`: decides each open migration and sets the resource's change (and its
@@ -1498,18 +1509,7 @@ pub fn reconcile(
                 rec.shutdown.retain(|n| n != target);
             }
         }
-        // A bookkeeping stop on a lost node is its fencing too: a plan that cannot fence it
-        // waits. The record that says the VM left that node may be all that is left of a newer
-        // move towards it (soak seed 1796074916209987: two VMs migrating in opposite directions
-        // between node1 and node3, both lost; fencing node3 first erased vm1's record of its move
-        // to node1, and the next plan, below quorum, started vm1 elsewhere while node1 ran it).
-        let mut needed = fences_needed(&decision);
-        for c in extra_cleanup(&decision) {
-            if presence.get(c) == Some(&Presence::Lost) && !needed.contains(&c) {
-                needed.push(c);
-            }
-        }
-        e.cannot_fence = needed
+        e.cannot_fence = fences_needed(&decision, &presence)
             .into_iter()
             .filter(|n| !rec.fence.iter().any(|(f, _)| f == n))
             .collect();

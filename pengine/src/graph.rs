@@ -104,14 +104,16 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Start | Kind::Stop => {
-                let task = if a.kind == Kind::Start {
-                    "start"
-                } else {
-                    "stop"
+            Kind::Start | Kind::Stop | Kind::Reload | Kind::Delete => {
+                let task = match a.kind {
+                    Kind::Start => "start",
+                    Kind::Stop => "stop",
+                    Kind::Reload => "reload-agent",
+                    _ => "delete",
                 };
                 let r = rname.clone().unwrap_or_default();
-                let ev = if a.pseudo {
+                // Only a start or stop stands for something done elsewhere (a pseudo action).
+                let ev = if a.pseudo && matches!(a.kind, Kind::Start | Kind::Stop) {
                     EventKind::Pseudo
                 } else {
                     EventKind::RscOp
@@ -124,25 +126,6 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     a.node,
                     0,
                     ev,
-                    None,
-                );
-                (i, i, vec![i])
-            }
-            Kind::Reload | Kind::Delete => {
-                let task = if a.kind == Kind::Reload {
-                    "reload-agent"
-                } else {
-                    "delete"
-                };
-                let r = rname.clone().unwrap_or_default();
-                let i = push(
-                    &mut g,
-                    op_key(&r, task, 0),
-                    task,
-                    a.rsc,
-                    a.node,
-                    0,
-                    EventKind::RscOp,
                     None,
                 );
                 (i, i, vec![i])
