@@ -279,8 +279,13 @@ fn answer(
 }
 
 /// Waits while the source has a migration job in flight; false if it is still in flight at
-/// `until`.
-fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
+/// `until`. `call_returned`: the migration call itself returned (success or libvirt's refusal),
+/// so a job reading that fails for a reason other than the daemon is a driver without job
+/// information, with no job to wait for. After a call that did not return (it timed out, or its
+/// connection was lost) the job may go on: a failed reading is then no end of it (cts-sim seed
+/// 1796074916208939: taken for the end, the job was neither waited for nor aborted, the agent
+/// answered 1 "still on the source", and the move completed afterwards).
+fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline, call_returned: bool) -> bool {
     let mut sleep_ms = POLL_MS;
     loop {
         let t = until.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
@@ -291,10 +296,12 @@ fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline) -> bool {
             // A daemon that does not answer now may again in a moment.
             Err(e) if e.daemon_unusable() => ctx.log.debug(&format!("job info: {e}")),
             // A driver without job information has no job to wait for.
-            Err(e) => {
+            Err(e) if call_returned => {
                 ctx.log.debug(&format!("job info: {e}"));
                 return true;
             }
+            // The job may still run: read again until `until`.
+            Err(e) => ctx.log.debug(&format!("job info: {e}")),
         }
         if !until.sleep_within(ctx.clock, sleep_ms) {
             return false;
@@ -329,8 +336,9 @@ fn reserve_ms(budget_ms: u64) -> u64 {
 }
 
 /// Aborts the source's job and waits for it to end, both by `until` (which leaves the answer its
-/// share of the budget); false if the job is still in flight then.
-fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) -> bool {
+/// share of the budget); false if the job is still in flight then (`call_returned` as for
+/// [`wait_for_job`]).
+fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal, call_returned: bool) -> bool {
     let t = until.remaining_ms(ctx.clock).min(5_000);
     let r = ctx.hv.abort_job(name, t);
     let detail = match &r {
@@ -340,7 +348,7 @@ fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal) -> bool {
     ctx.log
         .warn(&format!("aborting the migration job of {name}: {detail}"));
     journal("abort", &detail);
-    wait_for_job(ctx, name, until)
+    wait_for_job(ctx, name, until, call_returned)
 }
 
 /// migrate_to on the source.
@@ -418,8 +426,9 @@ pub fn migrate_to(
                 "a migration job of {name} is already in flight; waiting for it"
             ));
             journal("wait-existing-job", &format!("{job:?}"));
-            let in_flight = !wait_for_job(ctx, name, call_deadline)
-                && !abort(ctx, name, abort_deadline, journal)
+            // A job seen in flight whose later readings fail has not been seen to end.
+            let in_flight = !wait_for_job(ctx, name, call_deadline, false)
+                && !abort(ctx, name, abort_deadline, journal, false)
                 && job_in_flight(ctx, name, deadline);
             return answer(
                 ctx,
@@ -511,8 +520,9 @@ pub fn migrate_to(
     journal("migrate-returned", &libvirt);
     // Never answer while a job is in flight (the call may have returned early with an error, or
     // timed out): wait for it within the call's time, then abort it.
-    let in_flight = !wait_for_job(ctx, name, call_deadline)
-        && !abort(ctx, name, abort_deadline, journal)
+    let call_returned = !matches!(&r, Err(e) if e.daemon_unusable());
+    let in_flight = !wait_for_job(ctx, name, call_deadline, call_returned)
+        && !abort(ctx, name, abort_deadline, journal, call_returned)
         && job_in_flight(ctx, name, deadline);
     answer(ctx, target, name, &libvirt, deadline, in_flight)
 }

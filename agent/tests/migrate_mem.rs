@@ -3,11 +3,15 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use highlander_agent::clock::{Clock, ManualClock};
-use highlander_agent::hypervisor::{DomainState, Hypervisor, MigrateRequest, Op};
+use highlander_agent::hypervisor::{
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, MigrateRequest, Op, ProcessCheck,
+    ShutdownModes,
+};
 use highlander_agent::log::Log;
-use highlander_agent::mem::{Daemon, Fault, MemDomain, MemWorld};
+use highlander_agent::mem::{Daemon, Fault, MemDomain, MemHypervisor, MemWorld};
 use highlander_agent::{Deps, Outcome, journal, run_with};
 use ocf_metadata::{OcfEnv, OcfExitCode};
 
@@ -19,6 +23,60 @@ struct Pair {
     clock: Arc<ManualClock>,
     world: MemWorld,
     dir: tempfile::TempDir,
+    /// When set, node2's daemon answers this many state readings more, then hangs for them
+    /// (every other call still answers): a daemon that stops answering in mid-action.
+    target_state_answers: Option<Arc<AtomicUsize>>,
+}
+
+/// node2's hypervisor whose state readings stop answering after a count (see `Pair`).
+struct StateHangsAfter {
+    inner: MemHypervisor,
+    answers: Arc<AtomicUsize>,
+}
+
+impl Hypervisor for StateHangsAfter {
+    fn uri(&self) -> String {
+        self.inner.uri()
+    }
+    fn state(&self, name: &str, timeout_ms: u64) -> Result<DomainState, HvError> {
+        let left = self.answers.load(Ordering::SeqCst);
+        if left == 0 {
+            return Err(HvError::Timeout {
+                op: Op::State,
+                uri: self.uri(),
+                timeout_ms,
+            });
+        }
+        self.answers.store(left - 1, Ordering::SeqCst);
+        self.inner.state(name, timeout_ms)
+    }
+    fn create(&self, xml: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.create(xml, timeout_ms)
+    }
+    fn shutdown(&self, name: &str, modes: &ShutdownModes, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.shutdown(name, modes, timeout_ms)
+    }
+    fn destroy(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.destroy(name, timeout_ms)
+    }
+    fn info(&self, name: &str, timeout_ms: u64) -> Result<DomainInfo, HvError> {
+        self.inner.info(name, timeout_ms)
+    }
+    fn migrate(&self, name: &str, req: &MigrateRequest, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.migrate(name, req, timeout_ms)
+    }
+    fn abort_job(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.abort_job(name, timeout_ms)
+    }
+    fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError> {
+        self.inner.resume(name, timeout_ms)
+    }
+    fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError> {
+        self.inner.job_info(name, timeout_ms)
+    }
+    fn emulator_processes(&self, name: &str) -> ProcessCheck {
+        self.inner.emulator_processes(name)
+    }
 }
 
 impl Pair {
@@ -33,7 +91,12 @@ impl Pair {
             "<domain type='qemu'><name>vm1</name></domain>",
         )
         .unwrap();
-        Pair { clock, world, dir }
+        Pair {
+            clock,
+            world,
+            dir,
+            target_state_answers: None,
+        }
     }
     fn rsctmp(&self, node: &str) -> PathBuf {
         self.dir.path().join(node)
@@ -59,9 +122,17 @@ impl Pair {
         let env = OcfEnv::from_pairs(pairs).unwrap();
         let log = Log::memory();
         let world = self.world.clone();
+        let answers = self.target_state_answers.clone();
         let connect = move |uri: Option<&str>| -> Box<dyn Hypervisor> {
             let uri = uri.expect("hypervisor is set");
-            Box::new(world.node(uri.strip_prefix("mem://").unwrap_or(uri)))
+            let node = uri.strip_prefix("mem://").unwrap_or(uri);
+            match &answers {
+                Some(a) if node == B => Box::new(StateHangsAfter {
+                    inner: world.node(node),
+                    answers: a.clone(),
+                }),
+                _ => Box::new(world.node(node)),
+            }
         };
         let clock: &dyn Clock = self.clock.as_ref();
         let out = run_with(
@@ -272,7 +343,68 @@ fn an_incoming_copy_left_on_the_target_answers_location_unknown() {
         "the incoming copy is still there"
     );
     assert_eq!(out.code, NotRunning, "{out:?}");
+    // Since seed 1796074916208939 a failed job reading after a call that timed out is no end of
+    // the job: the agent reads on, sees it in flight, and says so.
+    assert!(reason(&out).contains("still in flight"), "{out:?}");
+}
+
+/// The same defence when the call returned: libvirt's migration call reports an error while the
+/// move goes on, and reading the source's job fails (taken as a driver without job information):
+/// the incoming copy on the target still makes the answer 7, not 1.
+#[test]
+fn an_incoming_copy_after_a_returned_call_answers_location_unknown() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    p.world
+        .inject(A, Op::Migrate, Fault::ErrorAfterEffect("lost".into()));
+    for _ in 0..2 {
+        p.world
+            .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    }
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(
+        p.world.domain(B, "vm1").map(|d| d.state),
+        Some(DomainState::MigratingIn),
+        "the incoming copy is still there"
+    );
+    assert_eq!(out.code, NotRunning, "{out:?}");
     assert!(reason(&out).contains("incoming copy"), "{out:?}");
+}
+
+/// cts-sim seed 1796074916208939: the migrate call timed out with its job in flight, the next
+/// reading of the source's job failed (not a daemon problem: taken for "no job information"), so
+/// the job was neither waited for nor aborted; the target's daemon then hung, and the agent
+/// answered 1 "still runs on the source". The move completed afterwards, and the planner started
+/// the VM elsewhere. A job that cannot be read after a call that did not return is not ended.
+#[test]
+fn a_failed_job_reading_after_a_timed_out_migrate_call_is_not_the_jobs_end() {
+    let mut p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    // The target answers the reading before the call, then hangs.
+    p.target_state_answers = Some(Arc::new(AtomicUsize::new(1)));
+    // The job reading before the call hangs (it eats most of the budget, as in the seed); the
+    // one after the call fails.
+    p.world.inject(A, Op::JobInfo, Fault::Hang);
+    p.world
+        .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    // Whatever the answer, it must hold once the migration's time has passed.
+    p.clock.advance_ms(120_000);
+    let on = p.world.running_on("vm1");
+    match out.code {
+        ErrGeneric => assert_eq!(on, vec![A], "1 said still on the source: {out:?}"),
+        NotRunning => {}
+        other => panic!("unexpected answer {other:?}: {out:?}"),
+    }
+    assert!(
+        p.world.calls(A).iter().any(|c| c == "abort job vm1"),
+        "the job in flight is aborted: {:?}",
+        p.world.calls(A)
+    );
 }
 
 #[test]
