@@ -12,7 +12,8 @@
 //! | running, migration job in flight | any | wait for the job within the budget, abort it at the deadline | from both sides afterwards |
 //! | running, no job | unreachable | nothing | 1 at once, the reason |
 //! | running, no job | incoming copy | nothing | 1, stale incoming copy on the target |
-//! | running, no job | not running | live migration with a deadline; on timeout abort the job | from both sides afterwards: target running and source not = 0 whatever libvirt returned |
+//! | running, job unreadable | incoming copy | nothing | 7, it may be an earlier job's |
+//! | running, no job | not running | live migration with a deadline; on timeout abort the job | from both sides afterwards: target running and source not = 0 whatever libvirt returned; 1 only if the job was seen to end or the target read |
 //!
 //! | paused by a migration, no job in flight | not running | resume it here (the orphan below), then migrate | as above |
 //!
@@ -175,6 +176,18 @@ fn destroy_completed_leftover(
     Some(r)
 }
 
+/// What the agent knows of the source's migration job when it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// Read as ended or absent (or no migration was attempted).
+    Idle,
+    /// Its readings failed in a way taken for a driver without job information: no job seen, none
+    /// proven absent either.
+    Unread,
+    /// In flight, or unknown after an abort whose end was never seen: the move may yet complete.
+    InFlight,
+}
+
 /// The answer from both sides after a migration attempt (or none).
 fn answer(
     ctx: &Ctx,
@@ -182,7 +195,7 @@ fn answer(
     name: &str,
     libvirt: &str,
     deadline: Deadline,
-    job_in_flight: bool,
+    job: Job,
 ) -> Outcome {
     // Let transient states settle (an aborted incoming copy being torn down), for half the time
     // left at most: the readings the answer is made of start by then, so a state that does not
@@ -247,7 +260,7 @@ fn answer(
         // An abort that neither took effect nor answered leaves the source's job running: the
         // guest runs on the source now but may yet complete its move, so not "still on the
         // source" (1) but location unknown (7), and the planner probes both.
-        (Ok(s), _) if runs(s) && job_in_flight => Outcome::fail(
+        (Ok(s), _) if runs(s) && job == Job::InFlight => Outcome::fail(
             OcfExitCode::NotRunning,
             format!(
                 "migration of {name} could not be aborted: its job is still in flight on the source ({ss}, target {ts}), it may yet complete; libvirt: {libvirt}"
@@ -260,6 +273,14 @@ fn answer(
             OcfExitCode::NotRunning,
             format!(
                 "migration of {name} did not end: it runs on the source ({ss}) and an incoming copy waits on the target ({ts}), it may yet complete; libvirt: {libvirt}"
+            ),
+        ),
+        // No job was read and the target cannot be read: nothing shows the move did not happen
+        // (cts-sim seed 1796074916208939 in general form). 7, the planner probes both.
+        (Ok(s), Err(_)) if runs(s) && job == Job::Unread => Outcome::fail(
+            OcfExitCode::NotRunning,
+            format!(
+                "migration of {name}: it runs on the source ({ss}), but neither its job here nor the target ({ts}) could be read, so it may yet have moved; libvirt: {libvirt}"
             ),
         ),
         (Ok(s), _) if runs(s) => Outcome::fail(
@@ -278,33 +299,33 @@ fn answer(
     }
 }
 
-/// Waits while the source has a migration job in flight; false if it is still in flight at
-/// `until`. `call_returned`: the migration call itself returned (success or libvirt's refusal),
-/// so a job reading that fails for a reason other than the daemon is a driver without job
-/// information, with no job to wait for. After a call that did not return (it timed out, or its
-/// connection was lost) the job may go on: a failed reading is then no end of it (cts-sim seed
-/// 1796074916208939: taken for the end, the job was neither waited for nor aborted, the agent
-/// answered 1 "still on the source", and the move completed afterwards).
-fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline, call_returned: bool) -> bool {
+/// Waits while the source has a migration job in flight; [`Job::InFlight`] if it still is (or
+/// cannot be read) at `until`. `call_returned`: the migration call itself returned (success or
+/// libvirt's refusal), so a job reading that fails for a reason other than the daemon is taken for
+/// a driver without job information ([`Job::Unread`]). After a call that did not return (it timed
+/// out, or its connection was lost) the job may go on: a failed reading is then no end of it
+/// (cts-sim seed 1796074916208939: taken for the end, the job was neither waited for nor aborted,
+/// the agent answered 1 "still on the source", and the move completed afterwards).
+fn wait_for_job(ctx: &Ctx, name: &str, until: Deadline, call_returned: bool) -> Job {
     let mut sleep_ms = POLL_MS;
     loop {
         let t = until.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
         match ctx.hv.job_info(name, t) {
             Ok(job) if job.in_flight() => {}
             // No job, a finished job, or no domain left here: nothing to wait for.
-            Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => return true,
+            Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => return Job::Idle,
             // A daemon that does not answer now may again in a moment.
             Err(e) if e.daemon_unusable() => ctx.log.debug(&format!("job info: {e}")),
             // A driver without job information has no job to wait for.
             Err(e) if call_returned => {
                 ctx.log.debug(&format!("job info: {e}"));
-                return true;
+                return Job::Unread;
             }
             // The job may still run: read again until `until`.
             Err(e) => ctx.log.debug(&format!("job info: {e}")),
         }
         if !until.sleep_within(ctx.clock, sleep_ms) {
-            return false;
+            return Job::InFlight;
         }
         sleep_ms = (sleep_ms * 2).min(POLL_MAX_MS);
     }
@@ -336,9 +357,8 @@ fn reserve_ms(budget_ms: u64) -> u64 {
 }
 
 /// Aborts the source's job and waits for it to end, both by `until` (which leaves the answer its
-/// share of the budget); false if the job is still in flight then (`call_returned` as for
-/// [`wait_for_job`]).
-fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal, call_returned: bool) -> bool {
+/// share of the budget), as [`wait_for_job`] says.
+fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal, call_returned: bool) -> Job {
     let t = until.remaining_ms(ctx.clock).min(5_000);
     let r = ctx.hv.abort_job(name, t);
     let detail = match &r {
@@ -349,6 +369,24 @@ fn abort(ctx: &Ctx, name: &str, until: Deadline, journal: Journal, call_returned
         .warn(&format!("aborting the migration job of {name}: {detail}"));
     journal("abort", &detail);
     wait_for_job(ctx, name, until, call_returned)
+}
+
+/// The job after a migration call (or an earlier job seen in flight): waited for until
+/// `call_deadline`, aborted and waited for until `abort_deadline`, read once more at the end.
+fn settle_job(
+    ctx: &Ctx,
+    name: &str,
+    (call_deadline, abort_deadline, deadline): (Deadline, Deadline, Deadline),
+    journal: Journal,
+    call_returned: bool,
+) -> Job {
+    match wait_for_job(ctx, name, call_deadline, call_returned) {
+        Job::InFlight => match abort(ctx, name, abort_deadline, journal, call_returned) {
+            Job::InFlight if !job_in_flight(ctx, name, deadline) => Job::Idle,
+            job => job,
+        },
+        job => job,
+    }
 }
 
 /// migrate_to on the source.
@@ -376,7 +414,7 @@ pub fn migrate_to(
             // The source cannot answer; the target may show the migration already happened.
             if let Ok(t) = &t {
                 if runs(t) && e.daemon_unusable() {
-                    return answer(ctx, target, name, "source unreachable", deadline, false);
+                    return answer(ctx, target, name, "source unreachable", deadline, Job::Idle);
                 }
             }
             return Outcome::fail(
@@ -386,7 +424,14 @@ pub fn migrate_to(
         }
     };
     if gone(&src) {
-        return answer(ctx, target, name, "no migration attempted", deadline, false);
+        return answer(
+            ctx,
+            target,
+            name,
+            "no migration attempted",
+            deadline,
+            Job::Idle,
+        );
     }
     // Observed on libvirt 9: a leftover incoming copy being torn down passes through "in
     // shutdown" and, for a moment, paused for another reason, or paused "for a migration" (the
@@ -405,7 +450,7 @@ pub fn migrate_to(
                 name,
                 "earlier migration completed",
                 deadline,
-                false,
+                Job::Idle,
             );
         }
         if runs(t) && !leftover(t) {
@@ -427,17 +472,9 @@ pub fn migrate_to(
             ));
             journal("wait-existing-job", &format!("{job:?}"));
             // A job seen in flight whose later readings fail has not been seen to end.
-            let in_flight = !wait_for_job(ctx, name, call_deadline, false)
-                && !abort(ctx, name, abort_deadline, journal, false)
-                && job_in_flight(ctx, name, deadline);
-            return answer(
-                ctx,
-                target,
-                name,
-                "earlier migration job",
-                deadline,
-                in_flight,
-            );
+            let deadlines = (call_deadline, abort_deadline, deadline);
+            let job = settle_job(ctx, name, deadlines, journal, false);
+            return answer(ctx, target, name, "earlier migration job", deadline, job);
         }
     }
     let mut tgt = match t {
@@ -463,7 +500,28 @@ pub fn migrate_to(
         }
     }
     if runs(&tgt) {
-        return answer(ctx, target, name, "no migration attempted", deadline, false);
+        return answer(
+            ctx,
+            target,
+            name,
+            "no migration attempted",
+            deadline,
+            Job::Idle,
+        );
+    }
+    // The source's job could not be read: the incoming copy may be an earlier migration's, still
+    // in flight, which may yet complete. Not "still on the source" (1): 7, the planner probes both.
+    let job_unread = match &job {
+        Ok(_) | Err(HvError::NoDomain { .. } | HvError::NotRunning { .. }) => None,
+        Err(e) => Some(e),
+    };
+    if let (true, Some(e)) = (transient(&tgt), job_unread) {
+        return Outcome::fail(
+            OcfExitCode::NotRunning,
+            format!(
+                "an incoming copy of {name} waits on the target ({tgt}) and the job here cannot be read ({e}): an earlier migration may still be in flight; not migrating"
+            ),
+        );
     }
     if transient(&tgt) {
         return Outcome::fail(
@@ -521,10 +579,9 @@ pub fn migrate_to(
     // Never answer while a job is in flight (the call may have returned early with an error, or
     // timed out): wait for it within the call's time, then abort it.
     let call_returned = !matches!(&r, Err(e) if e.daemon_unusable());
-    let in_flight = !wait_for_job(ctx, name, call_deadline, call_returned)
-        && !abort(ctx, name, abort_deadline, journal, call_returned)
-        && job_in_flight(ctx, name, deadline);
-    answer(ctx, target, name, &libvirt, deadline, in_flight)
+    let deadlines = (call_deadline, abort_deadline, deadline);
+    let job = settle_job(ctx, name, deadlines, journal, call_returned);
+    answer(ctx, target, name, &libvirt, deadline, job)
 }
 
 /// migrate_from on the target. `source` is `None` when its URI cannot be built.

@@ -407,6 +407,48 @@ fn a_failed_job_reading_after_a_timed_out_migrate_call_is_not_the_jobs_end() {
     );
 }
 
+/// The call returned an error while the move goes on, the job cannot be read (taken for a driver
+/// without job information) and the target's daemon hangs: nothing shows the move did not happen.
+#[test]
+fn no_job_read_and_no_target_read_is_not_still_on_the_source() {
+    let mut p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    p.target_state_answers = Some(Arc::new(AtomicUsize::new(1)));
+    p.world
+        .inject(A, Op::Migrate, Fault::ErrorAfterEffect("lost".into()));
+    for _ in 0..2 {
+        p.world
+            .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    }
+    let out = p.run(A, "migrate_to", &[]);
+    assert_eq!(out.code, NotRunning, "{out:?}");
+    p.clock.advance_ms(120_000);
+    assert_eq!(p.world.running_on("vm1"), vec![B], "the move completed");
+}
+
+/// A job left in flight by an earlier invocation, and the first reading of the source's job
+/// fails: the incoming copy on the target is that job's, not a stale one, and the move may still
+/// complete. Not "still on the source" (1).
+#[test]
+fn an_unreadable_job_before_the_call_is_not_no_job() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_migration_ms(60_000);
+    p.migration_left_in_flight(100);
+    p.world
+        .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    let out = p.run(A, "migrate_to", &[]);
+    p.clock.advance_ms(120_000);
+    let on = p.world.running_on("vm1");
+    match out.code {
+        Success => assert_eq!(on, vec![B], "{out:?}"),
+        ErrGeneric => assert_eq!(on, vec![A], "1 said still on the source: {out:?}"),
+        NotRunning => {}
+        other => panic!("unexpected answer {other:?}: {out:?}"),
+    }
+}
+
 #[test]
 fn completed_migration_reported_as_error_is_a_success() {
     let p = Pair::new();
