@@ -767,7 +767,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
     // Explaining one of these members: record every score change (see `Trace`).
     let recording = ctx.explain.is_some_and(|t| members.contains(&t));
-    if let (Unit::Group(gi), "default") = (u, obs.placement_strategy.as_str()) {
+    if let Unit::Group(gi) = u {
         members::assign_group(ctx, gi, recording);
         for &ri in &members {
             ctx.done[ri] = true;
@@ -1341,9 +1341,17 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             if first == usize::MAX {
                 return (-INFINITY, vec![-INFINITY; nodes.len()]);
             }
-            let kept = ctx.desired.trace[first].len();
-            let mut scores = base_scores(ctx, first);
-            ctx.desired.trace[first].truncate(kept);
+            let mut scores = match *u {
+                // A group counts its members' scores, from the last member back through the
+                // chain of internal colocations while some node stays usable (Pacemaker 2.1.5).
+                Unit::Group(gi) => members::sort_scores(ctx, gi),
+                Unit::Primitive(_) => {
+                    let kept = ctx.desired.trace[first].len();
+                    let scores = base_scores(ctx, first);
+                    ctx.desired.trace[first].truncate(kept);
+                    scores
+                }
+            };
             // Scores of what this unit is colocated with (positive colocations, scaled).
             let own_id = match *u {
                 Unit::Primitive(ri) => obs.resources[ri].id.as_str(),
@@ -1374,9 +1382,10 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 }
             }
             let at = |ni: usize| scores.get(&ni).copied().unwrap_or(-INFINITY);
-            let current = obs.resources[first]
-                .running_on
-                .first()
+            // The node it runs on: a group's is the first its members are found active on.
+            let current = unit_members(obs, *u)
+                .iter()
+                .find_map(|&m| obs.resources[m].running_on.first())
                 .map(|&ni| at(ni))
                 .unwrap_or(-INFINITY);
             (current, nodes.iter().map(|&ni| at(ni)).collect())

@@ -18,8 +18,9 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Ctx, ScoreNote, Step, StepOp, Trace, add_score, base_scores, base_scores_as, no_fencing_device,
-    node_available, record, same_attribute, score_text, target_stopped,
+    Ctx, ScoreNote, Step, StepOp, Trace, Unit, add_score, base_scores, base_scores_as,
+    capacity_cmp, colocated_need, fits_need, no_fencing_device, node_available, record,
+    same_attribute, score_text, target_stopped,
 };
 use crate::cib::INFINITY;
 
@@ -359,6 +360,30 @@ fn record_changes(
     }
 }
 
+/// The scores a group is sorted by when a placement strategy orders the resources: its last
+/// member's, plus each member's before it in turn (through the internal colocations), stopping
+/// at the first member whose scores would leave no usable node.
+pub(super) fn sort_scores(ctx: &mut Ctx, gi: usize) -> BTreeMap<usize, i64> {
+    let members = ctx.obs.groups[gi].members.clone();
+    let Some((&last, before)) = members.split_last() else {
+        return BTreeMap::new();
+    };
+    let mut scores = current_scores(ctx, last);
+    if !any_usable(ctx, &scores) {
+        return scores;
+    }
+    for &m in before.iter().rev() {
+        let mut work = scores.clone();
+        let theirs = current_scores(ctx, m);
+        add_matching(ctx, &mut work, &theirs, None, 1.0);
+        if !any_usable(ctx, &work) {
+            break;
+        }
+        scores = work;
+    }
+    scores
+}
+
 /// Places the members of group `gi` one by one (see the module's facts).
 pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
     let obs = ctx.obs;
@@ -530,9 +555,45 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
         }
         // The choice: unmanaged members stay where they are; others take the best node.
         let current = r.running_on.first().copied();
+        let unmanaged = !r.managed || fencing_unusable;
+        // With a placement strategy, nodes without room are banned: room for the member and
+        // every unplaced resource a mandatory colocation chain ties to it when some node has
+        // that, else room for the member alone, the node with most free capacity preferred.
+        let strategy = obs.placement_strategy.as_str();
+        let mut banned: Vec<usize> = Vec::new();
+        let mut prefer: Option<usize> = None;
+        if strategy != "default" && !unmanaged {
+            let mut need = colocated_need(ctx, Unit::Group(gi));
+            for &m in &members[..k] {
+                for (key, v) in &obs.resources[m].utilization {
+                    *need.entry(key.clone()).or_insert(0) -= v;
+                }
+            }
+            let usable: Vec<usize> = scores
+                .iter()
+                .filter(|&(&ni, &v)| v >= 0 && node_available(obs, ni))
+                .map(|(&ni, _)| ni)
+                .collect();
+            let any_capable = usable.iter().any(|&ni| fits_need(ctx, &need, ni));
+            for &ni in &usable {
+                let fits = if any_capable {
+                    fits_need(ctx, &need, ni)
+                } else {
+                    fits_need(ctx, &r.utilization, ni)
+                };
+                if !fits {
+                    banned.push(ni);
+                }
+                if !any_capable
+                    && prefer.is_none_or(|m| capacity_cmp(ctx, ni, m) == std::cmp::Ordering::Less)
+                {
+                    prefer = Some(ni);
+                }
+            }
+        }
         let mut ranked: Vec<usize> = scores.keys().copied().collect();
         let weight = |ni: usize| {
-            if node_available(obs, ni) {
+            if node_available(obs, ni) && !banned.contains(&ni) {
                 scores.get(&ni).copied().unwrap_or(-INFINITY)
             } else {
                 -INFINITY
@@ -541,25 +602,41 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
         ranked.sort_by(|&a, &b| {
             weight(b)
                 .cmp(&weight(a))
-                .then(ctx.num_resources[a].cmp(&ctx.num_resources[b]))
-                .then((Some(b) == current).cmp(&(Some(a) == current)))
+                .then_with(|| match strategy {
+                    "balanced" => capacity_cmp(ctx, a, b),
+                    _ => std::cmp::Ordering::Equal,
+                })
+                .then_with(|| match strategy {
+                    "minimal" => std::cmp::Ordering::Equal,
+                    _ => ctx.num_resources[a]
+                        .cmp(&ctx.num_resources[b])
+                        .then((Some(b) == current).cmp(&(Some(a) == current))),
+                })
                 .then(obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
         });
         let mut choice = ranked.first().copied();
         if let Some(best) = choice {
             let w = weight(best);
-            if w > 0 {
+            let preferred = prefer.filter(|&p| weight(p) >= w.max(0));
+            if let Some(p) = preferred {
+                if explaining && p != best {
+                    notes.push(format!(
+                        "no node has room for everything colocated with it: {} has the most free capacity",
+                        obs.nodes[p].uname
+                    ));
+                }
+                choice = Some(p);
+            } else if w > 0 {
                 if let Some(cur) = current.filter(|&c| node_available(obs, c)) {
                     if ranked.iter().any(|&n| n == cur && weight(n) == w) {
                         choice = Some(cur);
                     }
                 }
             }
-            if w < 0 {
+            if weight(choice.unwrap_or(best)) < 0 {
                 choice = None;
             }
         }
-        let unmanaged = !r.managed || fencing_unusable;
         if unmanaged {
             choice = current;
             if explaining {
@@ -595,6 +672,9 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                         Some(&s) => match super::unavailable_reason(obs, ni) {
                             Some(reason) => Some(format!("node is {reason}")),
                             None if s < 0 => Some(format!("score {} is negative", score_text(s))),
+                            None if banned.contains(&ni) => Some(format!(
+                                "utilization: not enough free capacity (placement-strategy={strategy})"
+                            )),
                             None => None,
                         },
                     };
