@@ -494,6 +494,17 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             });
         }
     }
+    // An unmanaged resource (not one frozen by a failure) found active on a node is held there
+    // with INFINITY, as Pacemaker 2.1.5 records it when unpacking the status.
+    if !r.managed && !r.blocked {
+        for &ni in &r.running_on {
+            let cur = scores.get(&ni).copied().unwrap_or(0);
+            scores.insert(ni, add_score(cur, INFINITY));
+            record(&mut ctx.recording, ni, StepOp::Add(INFINITY), || {
+                "unmanaged and active here".into()
+            });
+        }
+    }
     let cib = ctx.cib;
     let mut ids = vec![r.id.as_str()];
     ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
@@ -624,7 +635,9 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         .or(r.meta.get("default-resource-stickiness"))
         .and_then(|v| parse_score(v))
         .unwrap_or(0);
-    if r.managed && stickiness != 0 && r.running_on.len() == 1 && !r.failed {
+    // Pacemaker 2.1.5 applies it to a managed resource active on one node, failed or not;
+    // a stickiness below 1 is none.
+    if r.managed && stickiness > 0 && r.running_on.len() == 1 {
         let ni = r.running_on[0];
         if let Some(cur) = scores.get(&ni).copied() {
             scores.insert(ni, add_score(cur, stickiness));
