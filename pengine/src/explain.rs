@@ -85,11 +85,12 @@ pub fn render(t: &Transition, trace: &Trace) -> String {
     }
     out.push('\n');
     if let Some(gi) = trace.group {
-        let _ = writeln!(
-            out,
-            "Placed with its group {}: the scores are the group's.",
-            obs.groups[gi].id
-        );
+        let how = if trace.member_steps.is_empty() {
+            "member by member, each colocated with the member before it"
+        } else {
+            "as a whole: the scores are the group's"
+        };
+        let _ = writeln!(out, "Placed with its group {} {how}.", obs.groups[gi].id);
     }
     let totals = fold(&trace.steps);
     let mut order: Vec<usize> = trace.ranking.clone();

@@ -1060,6 +1060,24 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             ));
         }
     }
+    // A group's own scores, then each member's before its colocations (`pcmk__group_assign`);
+    // only the nodes each has a score on, as Pacemaker lists a resource's allowed nodes.
+    for (gi, g) in obs.groups.iter().enumerate() {
+        let member_rows = g
+            .members
+            .iter()
+            .map(|&ri| (obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
+        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi])).chain(member_rows);
+        for (id, scores) in rows {
+            for (&ni, &v) in scores {
+                lines.push(format!(
+                    "pcmk__group_assign: {id} allocation score on {}: {}",
+                    obs.nodes[ni].uname,
+                    crate::placement::score_text(v)
+                ));
+            }
+        }
+    }
     lines.sort();
     let mut out = String::new();
     for l in lines {

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::cib::{Cib, Element, INFINITY, parse_score};
 use crate::observed::{Observed, Role, Top, natural_cmp};
 
+mod members;
+
 /// One reason a node's score for a resource changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScoreNote {
@@ -27,6 +29,12 @@ pub struct Desired {
     pub unmanaged: Vec<bool>,
     /// Top-level entries in processing order (priority, then score on the current node).
     pub order: Vec<Top>,
+    /// Per group: its own node scores when its members are placed (location constraints on
+    /// the group), as `crm_simulate -s` shows them (`pcmk__group_assign`).
+    pub group_scores: Vec<BTreeMap<usize, i64>>,
+    /// Per group member: its node scores before its colocations (locations, stickiness,
+    /// failures), shown with the group's (`pcmk__group_assign`); empty for other resources.
+    pub member_scores: Vec<BTreeMap<usize, i64>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -467,6 +475,13 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 
 /// Per-resource location scores (constraints, stickiness, failures), before colocation.
 fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
+    base_scores_as(ctx, ri, true)
+}
+
+/// `base_scores`, with the group's location constraints counted in full (`group_full`) or, as
+/// Pacemaker 2.1.5 does for the members after the first of a colocated group, only as allowing
+/// their nodes (score 0): the first member's scores already carry them.
+fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize, i64> {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
     let mut scores: BTreeMap<usize, i64> = BTreeMap::new();
@@ -476,6 +491,17 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
             scores.insert(ni, 0);
             record(&mut ctx.recording, ni, StepOp::Set(0), || {
                 "symmetric-cluster: every node starts at 0".into()
+            });
+        }
+    }
+    // An unmanaged resource (not one frozen by a failure) found active on a node is held there
+    // with INFINITY, as Pacemaker 2.1.5 records it when unpacking the status.
+    if !r.managed && !r.blocked {
+        for &ni in &r.running_on {
+            let cur = scores.get(&ni).copied().unwrap_or(0);
+            scores.insert(ni, add_score(cur, INFINITY));
+            record(&mut ctx.recording, ni, StepOp::Add(INFINITY), || {
+                "unmanaged and active here".into()
             });
         }
     }
@@ -491,11 +517,16 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
                 continue;
             }
         }
+        let allow_only = !group_full && loc.rsc != r.id;
         if let Some(node) = &loc.node {
             let Some(ni) = obs.node_index(node) else {
                 continue;
             };
-            let score = loc.score.as_deref().and_then(parse_score).unwrap_or(0);
+            let score = if allow_only {
+                0
+            } else {
+                loc.score.as_deref().and_then(parse_score).unwrap_or(0)
+            };
             let cur = scores.get(&ni).copied().unwrap_or(0);
             scores.insert(ni, add_score(cur, score));
             record(&mut ctx.recording, ni, StepOp::Add(score), || {
@@ -516,6 +547,7 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
                         continue;
                     }
                     let score = match (score_text, score_attr) {
+                        _ if allow_only => 0,
                         (Some(s), _) => parse_score(s).unwrap_or(0),
                         (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
                         _ => 0,
@@ -603,7 +635,9 @@ fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
         .or(r.meta.get("default-resource-stickiness"))
         .and_then(|v| parse_score(v))
         .unwrap_or(0);
-    if r.managed && stickiness != 0 && r.running_on.len() == 1 && !r.failed {
+    // Pacemaker 2.1.5 applies it to a managed resource active on one node, failed or not;
+    // a stickiness below 1 is none.
+    if r.managed && stickiness > 0 && r.running_on.len() == 1 {
         let ni = r.running_on[0];
         if let Some(cur) = scores.get(&ni).copied() {
             scores.insert(ni, add_score(cur, stickiness));
@@ -746,6 +780,14 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     }
     // Explaining one of these members: record every score change (see `Trace`).
     let recording = ctx.explain.is_some_and(|t| members.contains(&t));
+    if let Unit::Group(gi) = u {
+        members::assign_group(ctx, gi, recording);
+        for &ri in &members {
+            ctx.done[ri] = true;
+        }
+        ctx.in_progress[key] = false;
+        return;
+    }
     let mut member_steps: Vec<(usize, Vec<Step>)> = Vec::new();
     // Member scores.
     let mut member_scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
@@ -1312,9 +1354,17 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             if first == usize::MAX {
                 return (-INFINITY, vec![-INFINITY; nodes.len()]);
             }
-            let kept = ctx.desired.trace[first].len();
-            let mut scores = base_scores(ctx, first);
-            ctx.desired.trace[first].truncate(kept);
+            let mut scores = match *u {
+                // A group counts its members' scores, from the last member back through the
+                // chain of internal colocations while some node stays usable (Pacemaker 2.1.5).
+                Unit::Group(gi) => members::sort_scores(ctx, gi),
+                Unit::Primitive(_) => {
+                    let kept = ctx.desired.trace[first].len();
+                    let scores = base_scores(ctx, first);
+                    ctx.desired.trace[first].truncate(kept);
+                    scores
+                }
+            };
             // Scores of what this unit is colocated with (positive colocations, scaled).
             let own_id = match *u {
                 Unit::Primitive(ri) => obs.resources[ri].id.as_str(),
@@ -1345,9 +1395,10 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 }
             }
             let at = |ni: usize| scores.get(&ni).copied().unwrap_or(-INFINITY);
-            let current = obs.resources[first]
-                .running_on
-                .first()
+            // The node it runs on: a group's is the first its members are found active on.
+            let current = unit_members(obs, *u)
+                .iter()
+                .find_map(|&m| obs.resources[m].running_on.first())
                 .map(|&ni| at(ni))
                 .unwrap_or(-INFINITY);
             (current, nodes.iter().map(|&ni| at(ni)).collect())
@@ -1389,6 +1440,8 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             trace: vec![Vec::new(); n],
             unplaced_reason: vec![None; n],
             order: Vec::new(),
+            group_scores: vec![BTreeMap::new(); obs.groups.len()],
+            member_scores: vec![BTreeMap::new(); n],
             unmanaged: obs
                 .resources
                 .iter()

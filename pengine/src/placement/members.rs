@@ -1,0 +1,697 @@
+//! Placing a colocated group member by member, as Pacemaker 2.1.5 does.
+//!
+//! Facts (Pacemaker 2.1.5, pcmk_sched_group.c, pcmk_sched_primitive.c, pcmk_sched_colocation.c):
+//! - each member is placed as a primitive of its own, in member order; every member after the
+//!   first is colocated (INFINITY) with the member before it, so a member that cannot run leaves
+//!   the members after it nowhere to run;
+//! - the group's location constraints count in full for the first member only; the later members
+//!   only get the nodes allowed (score 0); stickiness and failures are each member's own;
+//! - "group with X" colocations apply to the first member, "X with group" ones to the last
+//!   member (a mandatory one placing X with the last member, an optional one with the first);
+//! - a member first applies its "this with" colocations (an optional one rolled back when it
+//!   would leave no node with a non-negative score), then adds the scores of what is colocated
+//!   with it, scaled by score/INFINITY, recursively (`add_colocated`), each such merge rolled
+//!   back when it would leave no usable node;
+//! - the node is then the best-scored available one, its current node winning a tie of
+//!   positive scores; a negative best score leaves the member stopped.
+
+use std::collections::BTreeMap;
+
+use super::{
+    Ctx, ScoreNote, Step, StepOp, Trace, Unit, add_score, base_scores, base_scores_as,
+    capacity_cmp, colocated_need, fits_need, no_fencing_device, node_available, record,
+    same_attribute, score_text, target_stopped,
+};
+use crate::cib::INFINITY;
+
+/// A resource a colocation names: a primitive (a group member included) or a whole group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Primitive(usize),
+    Group(usize),
+}
+
+/// One colocation as seen while placing members (configured, or a group's internal one).
+#[derive(Debug, Clone)]
+struct Coloc {
+    id: String,
+    dependent: Named,
+    primary: Named,
+    score: i64,
+    attr: Option<String>,
+    influence: bool,
+}
+
+fn named(ctx: &Ctx, id: &str) -> Option<Named> {
+    let obs = ctx.obs;
+    obs.group_index(id)
+        .map(Named::Group)
+        .or_else(|| obs.rsc_index(id).map(Named::Primitive))
+}
+
+/// Pacemaker's resource variant order (primitive < group), then priority, for sorting lists.
+fn rank<'a>(ctx: &Ctx<'a>, n: Named) -> (i64, u8, &'a str) {
+    let obs = ctx.obs;
+    let (meta, variant, id) = match n {
+        Named::Primitive(ri) => (&obs.resources[ri].meta, 0, obs.resources[ri].id.as_str()),
+        Named::Group(gi) => (&obs.groups[gi].meta, 1, obs.groups[gi].id.as_str()),
+    };
+    let priority = meta
+        .get("priority")
+        .and_then(|v| crate::cib::parse_score(v))
+        .unwrap_or(0);
+    (priority, variant, id)
+}
+
+/// Sorts colocations as Pacemaker keeps its lists: by the other side's priority (highest
+/// first), groups before primitives, then the other side's id; stable otherwise.
+fn sort_by_other(ctx: &Ctx, list: &mut [Coloc], other: impl Fn(&Coloc) -> Named) {
+    list.sort_by(|a, b| {
+        let (pa, va, ia) = rank(ctx, other(a));
+        let (pb, vb, ib) = rank(ctx, other(b));
+        pb.cmp(&pa).then(vb.cmp(&va)).then(ia.cmp(ib))
+    });
+}
+
+fn configured(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<Coloc> {
+    if c.score == 0 {
+        return None;
+    }
+    let dependent = named(ctx, &c.rsc)?;
+    let primary = named(ctx, &c.with_rsc)?;
+    let critical = |n: Named| {
+        let meta = match n {
+            Named::Primitive(ri) => &ctx.obs.resources[ri].meta,
+            Named::Group(gi) => &ctx.obs.groups[gi].meta,
+        };
+        meta.get("critical").is_none_or(|v| crate::cib::is_true(v))
+    };
+    Some(Coloc {
+        id: c.id.clone(),
+        dependent,
+        primary,
+        score: c.score,
+        attr: c.node_attribute.clone(),
+        influence: c.influence.unwrap_or_else(|| critical(dependent)),
+    })
+}
+
+fn internal(ctx: &Ctx, dependent: usize, primary: usize) -> Coloc {
+    let critical = ctx.obs.resources[dependent]
+        .meta
+        .get("critical")
+        .is_none_or(|v| crate::cib::is_true(v));
+    Coloc {
+        id: "group:internal_colocation".into(),
+        dependent: Named::Primitive(dependent),
+        primary: Named::Primitive(primary),
+        score: INFINITY,
+        attr: None,
+        influence: critical,
+    }
+}
+
+/// Whether group `gi` has started its placement (its colocations moved to its members).
+fn expanded(ctx: &Ctx, gi: usize) -> bool {
+    ctx.obs.groups[gi]
+        .members
+        .first()
+        .is_some_and(|&m| ctx.in_progress[m] || ctx.done[m])
+}
+
+/// The colocations member `k` of group `gi` applies as the dependent ("this with").
+fn this_with(ctx: &Ctx, gi: usize, k: usize) -> Vec<Coloc> {
+    let obs = ctx.obs;
+    let members = &obs.groups[gi].members;
+    let ri = members[k];
+    let own = Named::Primitive(ri);
+    let group = Named::Group(gi);
+    let earlier_unmanaged = members[..k].iter().any(|&m| !obs.resources[m].managed);
+    let mut list: Vec<Coloc> = ctx
+        .cib
+        .colocations
+        .iter()
+        .filter_map(|c| configured(ctx, c))
+        .filter(|c| c.primary != group && c.primary != own)
+        .filter(|c| {
+            c.dependent == own
+                || (c.dependent == group && (k == 0 || (earlier_unmanaged && c.score >= INFINITY)))
+        })
+        .collect();
+    if k > 0 {
+        list.push(internal(ctx, ri, members[k - 1]));
+    }
+    sort_by_other(ctx, &mut list, |c| c.primary);
+    list
+}
+
+/// The colocations naming `n` as the primary ("with this"): a group's are its last member's
+/// once the group is being placed, and a member's include the next member's internal one.
+fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
+    let obs = ctx.obs;
+    let ri = match n {
+        Named::Group(gi) => match obs.groups[gi].members.last() {
+            Some(&last) => last,
+            None => return Vec::new(),
+        },
+        Named::Primitive(ri) => ri,
+    };
+    let own = Named::Primitive(ri);
+    let group = obs.resources[ri].group;
+    let is_last = group.is_some_and(|g| obs.groups[g].members.last() == Some(&ri));
+    let group_named = group.map(Named::Group);
+    let mut list: Vec<Coloc> = ctx
+        .cib
+        .colocations
+        .iter()
+        .filter_map(|c| configured(ctx, c))
+        .filter(|c| c.dependent != own && Some(c.dependent) != group_named)
+        .filter(|c| {
+            c.primary == own
+                || (is_last
+                    && Some(c.primary) == group_named
+                    && group.is_some_and(|g| expanded(ctx, g)))
+        })
+        .collect();
+    if let Some(g) = group {
+        let members = &obs.groups[g].members;
+        if let Some(k) = members.iter().position(|&m| m == ri) {
+            if let Some(&next) = members.get(k + 1) {
+                list.push(internal(ctx, next, ri));
+            }
+        }
+    }
+    sort_by_other(ctx, &mut list, |c| c.dependent);
+    list
+}
+
+/// Whether the dependent of `c` may pull its primary: `influence`, or the primary is inactive.
+fn has_influence(ctx: &Ctx, c: &Coloc) -> bool {
+    let obs = ctx.obs;
+    let inactive = match c.primary {
+        Named::Primitive(ri) => obs.resources[ri].running_on.is_empty(),
+        Named::Group(gi) => obs.groups[gi]
+            .members
+            .iter()
+            .all(|&m| obs.resources[m].running_on.is_empty()),
+    };
+    c.influence || inactive
+}
+
+/// A resource's node scores as Pacemaker holds them now: final once placed, else before
+/// colocations.
+fn current_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
+    if ctx.done[ri] {
+        return ctx.desired.scores[ri].clone();
+    }
+    let recording = ctx.recording.take();
+    let kept = ctx.desired.trace[ri].len();
+    let scores = match ctx.obs.resources[ri].group {
+        Some(g) => {
+            let first = ctx.obs.groups[g].members.first() == Some(&ri);
+            base_scores_as(ctx, ri, first)
+        }
+        None => base_scores(ctx, ri),
+    };
+    ctx.desired.trace[ri].truncate(kept);
+    ctx.recording = recording;
+    scores
+}
+
+/// Whether some node in `scores` can run resources with a non-negative score.
+fn any_usable(ctx: &Ctx, scores: &BTreeMap<usize, i64>) -> bool {
+    scores
+        .iter()
+        .any(|(&ni, &v)| v >= 0 && node_available(ctx.obs, ni))
+}
+
+/// `factor` times `score`, rounded half away from zero in single precision as Pacemaker does,
+/// never rounding a non-zero score to zero.
+fn scaled(factor: f32, score: i64) -> i64 {
+    let f = factor * score as f32;
+    let mut w = if f < 0.0 { f - 0.5 } else { f + 0.5 } as i64;
+    if w == 0 && score != 0 {
+        w = if factor > 0.0 {
+            1
+        } else if factor < 0.0 {
+            -1
+        } else {
+            0
+        };
+    }
+    w
+}
+
+/// Adds to each node of `work` `factor` times the best score `theirs` has on an available node
+/// sharing the node's `attr` value (a negative factor never turns a negative score positive).
+fn add_matching(
+    ctx: &Ctx,
+    work: &mut BTreeMap<usize, i64>,
+    theirs: &BTreeMap<usize, i64>,
+    attr: Option<&str>,
+    factor: f32,
+) {
+    let obs = ctx.obs;
+    for (&ni, v) in work.iter_mut() {
+        let mut best = -INFINITY;
+        for (&m, &s) in theirs {
+            if s > best && node_available(obs, m) && same_attribute(obs, attr, ni, m) {
+                best = s;
+            }
+        }
+        if factor < 0.0 && best < 0 {
+            continue;
+        }
+        *v = add_score(scaled(factor, best), *v);
+    }
+}
+
+/// Adds the scores of `other` and, recursively, of what is colocated with it, scaled by
+/// `factor`, to `nodes`; rolled back when that leaves no usable node. `merging` breaks loops.
+fn add_colocated(
+    ctx: &mut Ctx,
+    other: Named,
+    nodes: &mut BTreeMap<usize, i64>,
+    attr: Option<&str>,
+    factor: f32,
+    merging: &mut Vec<Named>,
+) {
+    if merging.contains(&other) {
+        return;
+    }
+    merging.push(other);
+    let mut work = nodes.clone();
+    match other {
+        Named::Group(gi) => {
+            if let Some(&first) = ctx.obs.groups[gi].members.first() {
+                add_colocated(
+                    ctx,
+                    Named::Primitive(first),
+                    &mut work,
+                    attr,
+                    factor,
+                    merging,
+                );
+            } else {
+                merging.retain(|n| *n != other);
+                return;
+            }
+        }
+        Named::Primitive(ri) => {
+            let theirs = current_scores(ctx, ri);
+            add_matching(ctx, &mut work, &theirs, attr, factor);
+        }
+    }
+    if !any_usable(ctx, &work) {
+        merging.retain(|n| *n != other);
+        return;
+    }
+    let sign = if factor < 0.0 { -1.0 } else { 1.0 };
+    for c in with_this(ctx, other) {
+        if !has_influence(ctx, &c) {
+            continue;
+        }
+        let f = sign * c.score as f32 / INFINITY as f32;
+        add_colocated(ctx, c.dependent, &mut work, c.attr.as_deref(), f, merging);
+    }
+    *nodes = work;
+    merging.retain(|n| *n != other);
+}
+
+/// Where the primary of a colocation runs: a primitive's node; a group's last member's for a
+/// mandatory colocation, its first member's otherwise. None inside: not placed yet.
+fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Option<usize>> {
+    let ri = match c.primary {
+        Named::Primitive(ri) => ri,
+        Named::Group(gi) => {
+            let members = &ctx.obs.groups[gi].members;
+            let m = if c.score >= INFINITY {
+                members.last()
+            } else {
+                members.first()
+            };
+            *m?
+        }
+    };
+    // A group still being placed, or a primitive not placed yet: nothing to apply.
+    if !ctx.done[ri] {
+        return None;
+    }
+    Some(ctx.desired.assigned[ri])
+}
+
+/// Records, per node, how `after` differs from `before`.
+fn record_changes(
+    steps: &mut Option<Vec<Step>>,
+    before: &BTreeMap<usize, i64>,
+    after: &BTreeMap<usize, i64>,
+    why: &dyn Fn() -> String,
+) {
+    for (&ni, &v) in after {
+        let old = before.get(&ni).copied();
+        if old == Some(v) {
+            continue;
+        }
+        let op = match old {
+            Some(o) if o.abs() < INFINITY && v.abs() < INFINITY => StepOp::Add(v - o),
+            _ => StepOp::Set(v),
+        };
+        record(steps, ni, op, why);
+    }
+}
+
+/// The scores a group is sorted by when a placement strategy orders the resources: its last
+/// member's, plus each member's before it in turn (through the internal colocations), stopping
+/// at the first member whose scores would leave no usable node.
+pub(super) fn sort_scores(ctx: &mut Ctx, gi: usize) -> BTreeMap<usize, i64> {
+    let members = ctx.obs.groups[gi].members.clone();
+    let Some((&last, before)) = members.split_last() else {
+        return BTreeMap::new();
+    };
+    let mut scores = current_scores(ctx, last);
+    if !any_usable(ctx, &scores) {
+        return scores;
+    }
+    for &m in before.iter().rev() {
+        let mut work = scores.clone();
+        let theirs = current_scores(ctx, m);
+        add_matching(ctx, &mut work, &theirs, None, 1.0);
+        if !any_usable(ctx, &work) {
+            break;
+        }
+        scores = work;
+    }
+    scores
+}
+
+/// Places the members of group `gi` one by one (see the module's facts).
+pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
+    let obs = ctx.obs;
+    let members = obs.groups[gi].members.clone();
+    // The group's own scores: location constraints naming the group.
+    let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
+    if obs.symmetric {
+        for ni in 0..obs.nodes.len() {
+            group_scores.insert(ni, 0);
+        }
+    }
+    let gid = obs.groups[gi].id.as_str();
+    for loc in ctx.cib.locations.iter().filter(|l| l.rsc == gid) {
+        if loc
+            .role
+            .as_deref()
+            .and_then(crate::observed::Role::parse)
+            .is_some_and(|r| r != crate::observed::Role::Started)
+        {
+            continue;
+        }
+        if let Some(node) = &loc.node {
+            if let Some(ni) = obs.node_index(node) {
+                let score = loc
+                    .score
+                    .as_deref()
+                    .and_then(crate::cib::parse_score)
+                    .unwrap_or(0);
+                let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                group_scores.insert(ni, add_score(cur, score));
+            }
+        } else {
+            for rule in &loc.rules {
+                for ni in 0..obs.nodes.len() {
+                    let attrs = &obs.nodes[ni].attrs;
+                    if !super::eval_rule(rule, attrs, obs.now, None) {
+                        continue;
+                    }
+                    let score = match (rule.attr("score"), rule.attr("score-attribute")) {
+                        (Some(s), _) => crate::cib::parse_score(s).unwrap_or(0),
+                        (None, Some(a)) => attrs
+                            .get(a)
+                            .and_then(|v| crate::cib::parse_score(v))
+                            .unwrap_or(0),
+                        _ => 0,
+                    };
+                    let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                    group_scores.insert(ni, add_score(cur, score));
+                }
+            }
+        }
+    }
+    ctx.desired.group_scores[gi] = group_scores;
+    // Each member's scores before colocations (shown with the group's).
+    let target = ctx.explain.filter(|_| recording);
+    let mut base_steps: Option<Vec<Step>> = None;
+    let mut pre: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
+    for (k, &ri) in members.iter().enumerate() {
+        ctx.recording = (target == Some(ri)).then(Vec::new);
+        pre.push(base_scores_as(ctx, ri, k == 0));
+        if let Some(steps) = ctx.recording.take() {
+            base_steps = Some(steps);
+        }
+        ctx.desired.member_scores[ri] = pre[k].clone();
+    }
+    let fencing_unusable = no_fencing_device(obs);
+    for (k, &ri) in members.iter().enumerate() {
+        let r = &obs.resources[ri];
+        let explaining = target == Some(ri);
+        let mut steps: Option<Vec<Step>> = if explaining {
+            Some(base_steps.take().unwrap_or_default())
+        } else {
+            None
+        };
+        let mut notes: Vec<String> = Vec::new();
+        let mut scores = pre[k].clone();
+        // "This with" colocations: the member before it, the group's (first member), its own.
+        for c in this_with(ctx, gi, k) {
+            let Some(placed) = primary_node(ctx, &c) else {
+                if explaining {
+                    notes.push(format!(
+                        "colocation {} is ignored: its primary is still being placed (a colocation loop)",
+                        c.id
+                    ));
+                }
+                continue;
+            };
+            if placed.is_none() && c.score < 0 {
+                continue;
+            }
+            let mut work = scores.clone();
+            for (&ni, v) in work.iter_mut() {
+                match placed {
+                    None => *v = add_score(-c.score, *v),
+                    Some(p) if same_attribute(obs, c.attr.as_deref(), ni, p) => {
+                        if c.score < INFINITY {
+                            *v = add_score(c.score, *v);
+                        }
+                    }
+                    Some(_) if c.score >= INFINITY => *v = add_score(-c.score, *v),
+                    Some(_) => {}
+                }
+            }
+            let with_node = placed
+                .map(|p| obs.nodes[p].uname.clone())
+                .unwrap_or_else(|| "no node".into());
+            if c.score.abs() >= INFINITY || any_usable(ctx, &work) {
+                record_changes(&mut steps, &scores, &work, &|| {
+                    format!(
+                        "colocation {} ({} with the primary on {with_node})",
+                        c.id,
+                        score_text(c.score)
+                    )
+                });
+                scores = work;
+            } else if explaining {
+                notes.push(format!(
+                    "colocation {} is rolled back: it would leave no node with a non-negative score",
+                    c.id
+                ));
+            }
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: placed.unwrap_or(usize::MAX),
+                delta: c.score,
+                why: format!("colocation {}", c.id),
+            });
+        }
+        // "With this" colocations: what is colocated with it pulls it, scaled.
+        for c in with_this(ctx, Named::Primitive(ri)) {
+            if !has_influence(ctx, &c) {
+                continue;
+            }
+            let before = scores.clone();
+            let factor = c.score as f32 / INFINITY as f32;
+            let mut merging = vec![Named::Primitive(ri)];
+            add_colocated(
+                ctx,
+                c.dependent,
+                &mut scores,
+                c.attr.as_deref(),
+                factor,
+                &mut merging,
+            );
+            let dependent = match c.dependent {
+                Named::Primitive(d) => obs.resources[d].id.as_str(),
+                Named::Group(g) => obs.groups[g].id.as_str(),
+            };
+            if before == scores && explaining {
+                notes.push(format!(
+                    "colocation {}: {dependent}'s scores are not added (no change, or they would leave no usable node)",
+                    c.id
+                ));
+            }
+            record_changes(&mut steps, &before, &scores, &|| {
+                format!(
+                    "colocation {}: {dependent}'s scores (and what is colocated with it) times {}/INFINITY",
+                    c.id,
+                    score_text(c.score)
+                )
+            });
+        }
+        if target_stopped(obs, ri) {
+            for ni in 0..obs.nodes.len() {
+                scores.insert(ni, -INFINITY);
+                record(&mut steps, ni, StepOp::Set(-INFINITY), || {
+                    "it is to be stopped (target-role, orphan or stop-all-resources)".into()
+                });
+            }
+        }
+        // The choice: unmanaged members stay where they are; others take the best node.
+        let current = r.running_on.first().copied();
+        let unmanaged = !r.managed || fencing_unusable;
+        // With a placement strategy, nodes without room are banned: room for the member and
+        // every unplaced resource a mandatory colocation chain ties to it when some node has
+        // that, else room for the member alone, the node with most free capacity preferred.
+        let strategy = obs.placement_strategy.as_str();
+        let mut banned: Vec<usize> = Vec::new();
+        let mut prefer: Option<usize> = None;
+        if strategy != "default" && !unmanaged {
+            let mut need = colocated_need(ctx, Unit::Group(gi));
+            for &m in &members[..k] {
+                for (key, v) in &obs.resources[m].utilization {
+                    *need.entry(key.clone()).or_insert(0) -= v;
+                }
+            }
+            let usable: Vec<usize> = scores
+                .iter()
+                .filter(|&(&ni, &v)| v >= 0 && node_available(obs, ni))
+                .map(|(&ni, _)| ni)
+                .collect();
+            let any_capable = usable.iter().any(|&ni| fits_need(ctx, &need, ni));
+            for &ni in &usable {
+                let fits = if any_capable {
+                    fits_need(ctx, &need, ni)
+                } else {
+                    fits_need(ctx, &r.utilization, ni)
+                };
+                if !fits {
+                    banned.push(ni);
+                }
+                if !any_capable
+                    && prefer.is_none_or(|m| capacity_cmp(ctx, ni, m) == std::cmp::Ordering::Less)
+                {
+                    prefer = Some(ni);
+                }
+            }
+        }
+        let mut ranked: Vec<usize> = scores.keys().copied().collect();
+        let weight = |ni: usize| {
+            if node_available(obs, ni) && !banned.contains(&ni) {
+                scores.get(&ni).copied().unwrap_or(-INFINITY)
+            } else {
+                -INFINITY
+            }
+        };
+        ranked.sort_by(|&a, &b| {
+            weight(b)
+                .cmp(&weight(a))
+                .then_with(|| match strategy {
+                    "balanced" => capacity_cmp(ctx, a, b),
+                    _ => std::cmp::Ordering::Equal,
+                })
+                .then_with(|| match strategy {
+                    "minimal" => std::cmp::Ordering::Equal,
+                    _ => ctx.num_resources[a]
+                        .cmp(&ctx.num_resources[b])
+                        .then((Some(b) == current).cmp(&(Some(a) == current))),
+                })
+                .then(obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
+        });
+        let mut choice = ranked.first().copied();
+        if let Some(best) = choice {
+            let w = weight(best);
+            let preferred = prefer.filter(|&p| weight(p) >= w.max(0));
+            if let Some(p) = preferred {
+                if explaining && p != best {
+                    notes.push(format!(
+                        "no node has room for everything colocated with it: {} has the most free capacity",
+                        obs.nodes[p].uname
+                    ));
+                }
+                choice = Some(p);
+            } else if w > 0 {
+                if let Some(cur) = current.filter(|&c| node_available(obs, c)) {
+                    if ranked.iter().any(|&n| n == cur && weight(n) == w) {
+                        choice = Some(cur);
+                    }
+                }
+            }
+            if weight(choice.unwrap_or(best)) < 0 {
+                choice = None;
+            }
+        }
+        if unmanaged {
+            choice = current;
+            if explaining {
+                notes.push(if fencing_unusable {
+                    "fencing is enabled but nothing can fence: resources stay where they are".into()
+                } else {
+                    "unmanaged (or blocked): it stays where it is".into()
+                });
+            }
+        } else if obs.stop_all || target_stopped(obs, ri) {
+            choice = None;
+        }
+        if choice.is_none() && k > 0 && explaining && !target_stopped(obs, ri) {
+            notes.push(
+                "it cannot run: colocated with the member before it, which cannot run where it could"
+                    .into(),
+            );
+        }
+        ctx.desired.assigned[ri] = choice;
+        ctx.desired.scores[ri] = scores.clone();
+        if let Some(ni) = choice {
+            ctx.num_resources[ni] += 1;
+            for (key, v) in &r.utilization {
+                *ctx.util_used[ni].entry(key.clone()).or_insert(0) += *v;
+            }
+        }
+        ctx.done[ri] = true;
+        if let Some(steps) = steps {
+            let filtered = (0..obs.nodes.len())
+                .map(|ni| {
+                    let why = match scores.get(&ni) {
+                        None => Some("no score here (not allowed by any location)".to_string()),
+                        Some(&s) => match super::unavailable_reason(obs, ni) {
+                            Some(reason) => Some(format!("node is {reason}")),
+                            None if s < 0 => Some(format!("score {} is negative", score_text(s))),
+                            None if banned.contains(&ni) => Some(format!(
+                                "utilization: not enough free capacity (placement-strategy={strategy})"
+                            )),
+                            None => None,
+                        },
+                    };
+                    (ni, why)
+                })
+                .collect();
+            let ranking = ranked.into_iter().filter(|&ni| weight(ni) >= 0).collect();
+            ctx.trace = Some(Trace {
+                rsc: ri,
+                group: Some(gi),
+                steps,
+                member_steps: Vec::new(),
+                filtered,
+                ranking,
+                notes,
+                assigned: choice,
+            });
+        }
+    }
+}
