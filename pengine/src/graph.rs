@@ -284,14 +284,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::ClearFailcount => {
-                let n = a
-                    .node
-                    .map(|n| obs.nodes[n].uname.clone())
-                    .unwrap_or_default();
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
-                    format!("clear_failcount-{r}-{n}"),
+                    format!("{r}_clear_failcount_0"),
                     "clear_failcount",
                     a.rsc,
                     a.node,
@@ -774,8 +770,14 @@ fn event_tag(a: &GraphAction) -> &'static str {
 }
 
 fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
+    // A shutdown lock's clean-up only touches the CIB.
+    let mode = if a.event == EventKind::Cluster && a.task == "lrm_delete" {
+        " mode=\"cib\""
+    } else {
+        ""
+    };
     let mut s = format!(
-        "<{} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
+        "<{}{mode} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
         event_tag(a),
         id,
         xml_escape(&a.task),
@@ -817,8 +819,14 @@ fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
 pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     let id_of = |a: usize| a + 1;
     let opt = |n: &str, d: &str| obs.option(n).unwrap_or(d).to_string();
+    // A failed start counts INFINITY failures only with start-failure-is-fatal.
+    let start_offset = if obs.start_failure_is_fatal {
+        "INFINITY"
+    } else {
+        "1"
+    };
     let mut out = format!(
-        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"INFINITY\"  transition_id=\"0\">\n",
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\">\n",
         opt("cluster-delay", "60s"),
         opt("stonith-timeout", "60s")
     );
@@ -837,7 +845,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         let mut attrs: Vec<(String, String)> = Vec::new();
         if let Some(ri) = a.rsc {
             let r = &obs.resources[ri];
-            if a.event == EventKind::RscOp {
+            // Cluster actions on a resource (clear_failcount, lrm_delete) name it too.
+            if matches!(a.event, EventKind::RscOp | EventKind::Cluster) {
                 let mut prim = format!(
                     "<primitive id=\"{}\" class=\"{}\"",
                     xml_escape(&r.id),
@@ -883,7 +892,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
             // (a migration's start, a stop implied by fencing).
-            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) {
+            if matches!(
+                a.event,
+                EventKind::RscOp | EventKind::Pseudo | EventKind::Cluster
+            ) {
                 attrs.push((
                     "CRM_meta_timeout".into(),
                     r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
@@ -901,7 +913,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 obs.group_op_timeout_ms(gi).to_string(),
             ));
         }
-        if a.event == EventKind::Cluster && a.task == "do_shutdown" {
+        if a.event == EventKind::Cluster
+            && matches!(a.task.as_str(), "do_shutdown" | "clear_failcount")
+        {
             attrs.push(("CRM_meta_op_no_wait".into(), "true".into()));
         }
         if a.event != EventKind::Pseudo {
