@@ -825,8 +825,12 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     } else {
         "1"
     };
+    let recheck = obs
+        .recheck_by
+        .map(|t| format!(" recheck-by=\"{t}\""))
+        .unwrap_or_default();
     let mut out = format!(
-        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\">\n",
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{recheck}>\n",
         opt("cluster-delay", "60s"),
         opt("stonith-timeout", "60s")
     );
@@ -841,7 +845,20 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
         }
         out.push_str("    <action_set>\n");
-        let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
+        // The stop of a resource locked in this run records the lock (the node's history keeps it).
+        let lock = a
+            .rsc
+            .and_then(|ri| obs.resources[ri].new_lock)
+            .filter(|&(ln, _)| {
+                a.event == EventKind::RscOp && a.task == "stop" && a.node == Some(ln)
+            })
+            .map(|(_, since)| format!(" shutdown-lock=\"{since}\""))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "      {}{lock}>",
+            action_ref(obs, a, id_of(syn.action))
+        );
         let mut attrs: Vec<(String, String)> = Vec::new();
         if let Some(ri) = a.rsc {
             let r = &obs.resources[ri];
