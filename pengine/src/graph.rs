@@ -389,12 +389,20 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
     }
     // Synapse order: per top-level entry in processing order, group pseudo actions then members,
-    // each resource's actions newest first; then the other actions newest first.
+    // each resource's actions newest first (by where Pacemaker creates them: an action created
+    // earlier than the plan adds it is older than the actions after that position); then the
+    // other actions newest first.
     let mut order: Vec<usize> = Vec::new();
+    let created = |pi: usize| match plan.actions[pi].created_at {
+        Some(at) => (at, false),
+        None => (pi, true),
+    };
     let per_plan = |pred: &dyn Fn(usize) -> bool| -> Vec<usize> {
         let mut v = Vec::new();
-        for pi in (0..plan.actions.len()).rev() {
-            if pred(pi) {
+        let mut newest_first: Vec<usize> = (0..plan.actions.len()).filter(|&pi| pred(pi)).collect();
+        newest_first.sort_by_key(|&pi| std::cmp::Reverse((created(pi), pi)));
+        for pi in newest_first {
+            {
                 let mut created = map[pi].2.clone();
                 created.reverse();
                 // a continuing migration maps its migrate_to slot to migrate_from

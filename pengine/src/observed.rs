@@ -133,6 +133,10 @@ pub struct Resource {
     pub dangling_sources: Vec<usize>,
     pub migratable_cleared: bool,
     pub recurring: Vec<ActiveRecurring>,
+    /// The recurring operations (node, interval) Pacemaker creates, optional, while it unpacks
+    /// the history: on an online node, after the last start and any stop after it, not
+    /// pending. A monitor the plan needs there is that action (see `actions::Action::created_at`).
+    pub unpacked_recurring: Vec<(usize, u64)>,
     pub pending_task: Option<(String, usize)>,
     /// Targets whose copy must stop: a migrate_to is pending on a lost, unclean source.
     pub stops_forced: Vec<usize>,
@@ -1376,6 +1380,23 @@ fn unpack_lrm_resource(
                         interval_ms: op.interval_ms,
                     });
                 }
+            }
+        }
+    }
+
+    // The recurring operations Pacemaker creates while unpacking (its start and stop positions
+    // are the last start, else the implied one, and the last successful stop).
+    if nodes[ni].online {
+        let start = start_index.map(|i| i as i64).unwrap_or(-1);
+        let stop = stop_index.map(|i| i as i64).unwrap_or(-1);
+        for (i, op) in sorted.iter().enumerate() {
+            let i = i as i64;
+            let inactive = start < stop && i <= stop;
+            if inactive || i < start || op.interval_ms == 0 || op.op_status == -1 {
+                continue;
+            }
+            if !rsc.unpacked_recurring.contains(&(ni, op.interval_ms)) {
+                rsc.unpacked_recurring.push((ni, op.interval_ms));
             }
         }
     }
