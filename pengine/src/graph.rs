@@ -886,6 +886,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             for (k, v) in &r.params {
                 attrs.push((k.clone(), v.clone()));
             }
+            // A filler's actions name its container.
+            if let Some(ci) = r.container {
+                attrs.push(("CRM_meta_container".into(), obs.resources[ci].id.clone()));
+            }
             if a.interval_ms > 0 {
                 attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
                 attrs.push(("CRM_meta_name".into(), "monitor".into()));
