@@ -87,6 +87,10 @@ pub struct Plan {
     pub edges: Vec<(usize, usize, Rel)>,
     /// Top-level entries in processing order.
     pub order: Vec<Top>,
+    /// Migrations given up for a stop and start because a resource ordered first does not
+    /// migrate: (resource, source, target). Pacemaker keeps their migrate_to and migrate_from,
+    /// unrunnable, so DOT draws them (see `graph::expand`).
+    pub abandoned_migrations: Vec<(usize, usize, usize)>,
 }
 
 impl Plan {
@@ -189,6 +193,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         order: desired.order.clone(),
         ..Default::default()
     };
+    for &ri in rec.move_reasons.keys() {
+        if let Change::Move { source, target, .. } = rec.changes[ri] {
+            plan.abandoned_migrations.push((ri, source, target));
+        }
+    }
     // Fencing first (created while unpacking in Pacemaker).
     let mut fence_ids = Vec::new();
     for (ni, reason) in &rec.fence {

@@ -49,6 +49,9 @@ pub struct TransitionGraph {
     pub synapses: Vec<Synapse>,
     /// Orderings that exist but do not constrain the graph (drawn dashed in DOT).
     pub optional_edges: Vec<(usize, usize)>,
+    /// Orderings of actions that cannot run and constrain nothing, only drawn (dashed) in DOT:
+    /// those of an abandoned migration's migrate_to and migrate_from.
+    pub dot_edges: Vec<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -372,6 +375,46 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.optional_edges.push((map[f].2[0], map[t].2[2]));
             } else {
                 g.edges.push((map[f].1, map[t].2[2]));
+            }
+        }
+    }
+    // An abandoned migration keeps its migrate_to and migrate_from, unrunnable and only drawn:
+    // after what the start waited for, before the stop and the start.
+    for &(ri, source, target) in &plan.abandoned_migrations {
+        let find = |kind: Kind, node: usize| {
+            (0..plan.actions.len()).find(|&pi| {
+                let a = &plan.actions[pi];
+                a.rsc == Some(ri) && a.kind == kind && a.node == Some(node) && !a.dot_only
+            })
+        };
+        let (Some(start), Some(stop)) = (find(Kind::Start, target), find(Kind::Stop, source))
+        else {
+            continue;
+        };
+        let r = &obs.resources[ri].id;
+        let mut half = |task: &str, node: usize| {
+            g.actions.push(GraphAction {
+                key: op_key(r, task, 0),
+                task: task.to_string(),
+                rsc: Some(ri),
+                group: None,
+                node: Some(node),
+                interval_ms: 0,
+                event: EventKind::RscOp,
+                runnable: false,
+                migrate: Some((source, target)),
+                expected_rc: 0,
+            });
+            g.actions.len() - 1
+        };
+        let migrate_to = half("migrate_to", source);
+        let migrate_from = half("migrate_from", target);
+        g.dot_edges.push((migrate_to, migrate_from));
+        g.dot_edges.push((migrate_from, map[start].0));
+        g.dot_edges.push((migrate_from, map[stop].0));
+        for &(f, t, rel) in &plan.edges {
+            if t == start && rel == Rel::Start && plan.actions[f].rsc.is_some_and(|fr| fr != ri) {
+                g.dot_edges.push((map[f].1, migrate_to));
             }
         }
     }
@@ -1051,6 +1094,15 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     }
     for &(f, t) in &g.edges {
         if drawn(f) && drawn(t) && (!g.actions[f].runnable || !g.actions[t].runnable) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
+            ));
+        }
+    }
+    for &(f, t) in &g.dot_edges {
+        if drawn(f) && drawn(t) {
             lines.push(format!(
                 "\"{}\" -> \"{}\" [ style = dashed]",
                 dot_label(obs, &g.actions[f]),
