@@ -73,6 +73,11 @@ pub struct Action {
     pub reason: Option<String>,
     /// A required but unrunnable action kept only so DOT can draw it (never in the graph).
     pub dot_only: bool,
+    /// Where Pacemaker creates this action, as a plan position, when not where the plan adds
+    /// it: an active recurring monitor of the history is created while the history is
+    /// unpacked (before that resource's unpack stops), so it is older than the resource's
+    /// other actions and comes after them in the synapse order (see `graph::expand`).
+    pub created_at: Option<usize>,
 }
 
 /// Actions plus "first before then" edges (indexes into `actions`).
@@ -82,6 +87,10 @@ pub struct Plan {
     pub edges: Vec<(usize, usize, Rel)>,
     /// Top-level entries in processing order.
     pub order: Vec<Top>,
+    /// Migrations given up for a stop and start because a resource ordered first does not
+    /// migrate: (resource, source, target). Pacemaker keeps their migrate_to and migrate_from,
+    /// unrunnable, so DOT draws them (see `graph::expand`).
+    pub abandoned_migrations: Vec<(usize, usize, usize)>,
 }
 
 impl Plan {
@@ -144,6 +153,7 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
         runnable: true,
         reason: None,
         dot_only: false,
+        created_at: None,
     }
 }
 
@@ -183,6 +193,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         order: desired.order.clone(),
         ..Default::default()
     };
+    for &ri in rec.move_reasons.keys() {
+        if let Change::Move { source, target, .. } = rec.changes[ri] {
+            plan.abandoned_migrations.push((ri, source, target));
+        }
+    }
     // Fencing first (created while unpacking in Pacemaker).
     let mut fence_ids = Vec::new();
     for (ni, reason) in &rec.fence {
@@ -339,6 +354,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    // Active recurring monitors of the history are created here by Pacemaker (before the unpack
+    // stops); the monitors below that reuse one take this position.
+    let unpack_mark = plan.actions.len();
     // The stop of a failed copy that recovers is created while the history is unpacked
     // (before the probes); the resource's own actions below reuse it.
     let mut unpack_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
@@ -630,7 +648,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         let m = match early {
                             Some(m) => m,
                             None => {
-                                plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)))
+                                let mut a =
+                                    act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
+                                if r.unpacked_recurring.contains(&(ni, iv)) {
+                                    a.created_at = Some(unpack_mark);
+                                }
+                                plan.add(a)
                             }
                         };
                         if let Some(s) = start_id {

@@ -22,7 +22,7 @@ pub const COLOCATION_ID: &str = "resource-with-container";
 
 /// Sets `Resource::container` from the `container` meta-attribute, and adds the implied order
 /// (container start before the filler's start, filler stop before the container's stop) to
-/// `obs.orders`; members of one group are ordered by the group already.
+/// `obs.orders`, for every filler (a group's `container` is each member's).
 pub fn resolve(obs: &mut Observed) {
     for ri in 0..obs.resources.len() {
         let r = &obs.resources[ri];
@@ -41,10 +41,9 @@ pub fn resolve(obs: &mut Observed) {
         let Some(ci) = obs.resources[ri].container else {
             continue;
         };
+        // Also within one group: each filler waits for the container itself, not only for
+        // the member before it.
         let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
-        if r.group.is_some() && r.group == c.group {
-            continue;
-        }
         let order = Order {
             id: format!("{}-container-order", r.id),
             first: c.id.clone(),

@@ -49,6 +49,9 @@ pub struct TransitionGraph {
     pub synapses: Vec<Synapse>,
     /// Orderings that exist but do not constrain the graph (drawn dashed in DOT).
     pub optional_edges: Vec<(usize, usize)>,
+    /// Orderings of actions that cannot run and constrain nothing, only drawn (dashed) in DOT:
+    /// those of an abandoned migration's migrate_to and migrate_from.
+    pub dot_edges: Vec<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -284,14 +287,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 (i, i, vec![i])
             }
             Kind::ClearFailcount => {
-                let n = a
-                    .node
-                    .map(|n| obs.nodes[n].uname.clone())
-                    .unwrap_or_default();
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
-                    format!("clear_failcount-{r}-{n}"),
+                    format!("{r}_clear_failcount_0"),
                     "clear_failcount",
                     a.rsc,
                     a.node,
@@ -379,6 +378,46 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
+    // An abandoned migration keeps its migrate_to and migrate_from, unrunnable and only drawn:
+    // after what the start waited for, before the stop and the start.
+    for &(ri, source, target) in &plan.abandoned_migrations {
+        let find = |kind: Kind, node: usize| {
+            (0..plan.actions.len()).find(|&pi| {
+                let a = &plan.actions[pi];
+                a.rsc == Some(ri) && a.kind == kind && a.node == Some(node) && !a.dot_only
+            })
+        };
+        let (Some(start), Some(stop)) = (find(Kind::Start, target), find(Kind::Stop, source))
+        else {
+            continue;
+        };
+        let r = &obs.resources[ri].id;
+        let mut half = |task: &str, node: usize| {
+            g.actions.push(GraphAction {
+                key: op_key(r, task, 0),
+                task: task.to_string(),
+                rsc: Some(ri),
+                group: None,
+                node: Some(node),
+                interval_ms: 0,
+                event: EventKind::RscOp,
+                runnable: false,
+                migrate: Some((source, target)),
+                expected_rc: 0,
+            });
+            g.actions.len() - 1
+        };
+        let migrate_to = half("migrate_to", source);
+        let migrate_from = half("migrate_from", target);
+        g.dot_edges.push((migrate_to, migrate_from));
+        g.dot_edges.push((migrate_from, map[start].0));
+        g.dot_edges.push((migrate_from, map[stop].0));
+        for &(f, t, rel) in &plan.edges {
+            if t == start && rel == Rel::Start && plan.actions[f].rsc.is_some_and(|fr| fr != ri) {
+                g.dot_edges.push((map[f].1, migrate_to));
+            }
+        }
+    }
     // Unrunnable actions make their mandatory dependents unrunnable.
     loop {
         let mut changed = false;
@@ -393,12 +432,20 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
     }
     // Synapse order: per top-level entry in processing order, group pseudo actions then members,
-    // each resource's actions newest first; then the other actions newest first.
+    // each resource's actions newest first (by where Pacemaker creates them: an action created
+    // earlier than the plan adds it is older than the actions after that position); then the
+    // other actions newest first.
     let mut order: Vec<usize> = Vec::new();
+    let created = |pi: usize| match plan.actions[pi].created_at {
+        Some(at) => (at, false),
+        None => (pi, true),
+    };
     let per_plan = |pred: &dyn Fn(usize) -> bool| -> Vec<usize> {
         let mut v = Vec::new();
-        for pi in (0..plan.actions.len()).rev() {
-            if pred(pi) {
+        let mut newest_first: Vec<usize> = (0..plan.actions.len()).filter(|&pi| pred(pi)).collect();
+        newest_first.sort_by_key(|&pi| std::cmp::Reverse((created(pi), pi)));
+        for pi in newest_first {
+            {
                 let mut created = map[pi].2.clone();
                 created.reverse();
                 // a continuing migration maps its migrate_to slot to migrate_from
@@ -774,8 +821,14 @@ fn event_tag(a: &GraphAction) -> &'static str {
 }
 
 fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
+    // A shutdown lock's clean-up only touches the CIB.
+    let mode = if a.event == EventKind::Cluster && a.task == "lrm_delete" {
+        " mode=\"cib\""
+    } else {
+        ""
+    };
     let mut s = format!(
-        "<{} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
+        "<{}{mode} id=\"{}\" operation=\"{}\" operation_key=\"{}\"",
         event_tag(a),
         id,
         xml_escape(&a.task),
@@ -817,8 +870,18 @@ fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
 pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     let id_of = |a: usize| a + 1;
     let opt = |n: &str, d: &str| obs.option(n).unwrap_or(d).to_string();
+    // A failed start counts INFINITY failures only with start-failure-is-fatal.
+    let start_offset = if obs.start_failure_is_fatal {
+        "INFINITY"
+    } else {
+        "1"
+    };
+    let recheck = obs
+        .recheck_by
+        .map(|t| format!(" recheck-by=\"{t}\""))
+        .unwrap_or_default();
     let mut out = format!(
-        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"INFINITY\"  transition_id=\"0\">\n",
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{recheck}>\n",
         opt("cluster-delay", "60s"),
         opt("stonith-timeout", "60s")
     );
@@ -833,11 +896,25 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
         }
         out.push_str("    <action_set>\n");
-        let _ = writeln!(out, "      {}>", action_ref(obs, a, id_of(syn.action)));
+        // The stop of a resource locked in this run records the lock (the node's history keeps it).
+        let lock = a
+            .rsc
+            .and_then(|ri| obs.resources[ri].new_lock)
+            .filter(|&(ln, _)| {
+                a.event == EventKind::RscOp && a.task == "stop" && a.node == Some(ln)
+            })
+            .map(|(_, since)| format!(" shutdown-lock=\"{since}\""))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "      {}{lock}>",
+            action_ref(obs, a, id_of(syn.action))
+        );
         let mut attrs: Vec<(String, String)> = Vec::new();
         if let Some(ri) = a.rsc {
             let r = &obs.resources[ri];
-            if a.event == EventKind::RscOp {
+            // Cluster actions on a resource (clear_failcount, lrm_delete) name it too.
+            if matches!(a.event, EventKind::RscOp | EventKind::Cluster) {
                 let mut prim = format!(
                     "<primitive id=\"{}\" class=\"{}\"",
                     xml_escape(&r.id),
@@ -851,6 +928,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
             for (k, v) in &r.params {
                 attrs.push((k.clone(), v.clone()));
+            }
+            // A filler's actions name its container.
+            if let Some(ci) = r.container {
+                attrs.push(("CRM_meta_container".into(), obs.resources[ci].id.clone()));
             }
             if a.interval_ms > 0 {
                 attrs.push(("CRM_meta_interval".into(), a.interval_ms.to_string()));
@@ -883,7 +964,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
             // (a migration's start, a stop implied by fencing).
-            if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) {
+            if matches!(
+                a.event,
+                EventKind::RscOp | EventKind::Pseudo | EventKind::Cluster
+            ) {
                 attrs.push((
                     "CRM_meta_timeout".into(),
                     r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
@@ -901,7 +985,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 obs.group_op_timeout_ms(gi).to_string(),
             ));
         }
-        if a.event == EventKind::Cluster && a.task == "do_shutdown" {
+        if a.event == EventKind::Cluster
+            && matches!(a.task.as_str(), "do_shutdown" | "clear_failcount")
+        {
             attrs.push(("CRM_meta_op_no_wait".into(), "true".into()));
         }
         if a.event != EventKind::Pseudo {
@@ -1008,6 +1094,15 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     }
     for &(f, t) in &g.edges {
         if drawn(f) && drawn(t) && (!g.actions[f].runnable || !g.actions[t].runnable) {
+            lines.push(format!(
+                "\"{}\" -> \"{}\" [ style = dashed]",
+                dot_label(obs, &g.actions[f]),
+                dot_label(obs, &g.actions[t])
+            ));
+        }
+    }
+    for &(f, t) in &g.dot_edges {
+        if drawn(f) && drawn(t) {
             lines.push(format!(
                 "\"{}\" -> \"{}\" [ style = dashed]",
                 dot_label(obs, &g.actions[f]),

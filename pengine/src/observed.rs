@@ -133,6 +133,10 @@ pub struct Resource {
     pub dangling_sources: Vec<usize>,
     pub migratable_cleared: bool,
     pub recurring: Vec<ActiveRecurring>,
+    /// The recurring operations (node, interval) Pacemaker creates, optional, while it unpacks
+    /// the history: on an online node, after the last start and any stop after it, not
+    /// pending. A monitor the plan needs there is that action (see `actions::Action::created_at`).
+    pub unpacked_recurring: Vec<(usize, u64)>,
     pub pending_task: Option<(String, usize)>,
     /// Targets whose copy must stop: a migrate_to is pending on a lost, unclean source.
     pub stops_forced: Vec<usize>,
@@ -182,6 +186,9 @@ pub struct Resource {
     /// cluster option; see `crate::shutdown_lock`), and when the lock started.
     pub lock_node: Option<usize>,
     pub lock_time: i64,
+    /// A lock taken in this run (active on a node shutting down; see `crate::shutdown_lock`):
+    /// the node and the lock's start, which the stop there records in the CIB.
+    pub new_lock: Option<(usize, i64)>,
     /// Nodes where this resource's history is to be erased (`lrm_delete`): an expired lock.
     pub clear_history_on: Vec<usize>,
 }
@@ -247,6 +254,9 @@ pub struct Observed {
     /// The `shutdown-lock` cluster option, and `shutdown-lock-limit` in seconds (0: none).
     pub shutdown_lock: bool,
     pub shutdown_lock_limit_s: i64,
+    /// When the cluster must plan again although nothing happened (a shutdown lock expiring):
+    /// the graph's `recheck-by`, the earliest such time after `now` (see `update_recheck_by`).
+    pub recheck_by: Option<i64>,
     pub orders: Vec<crate::cib::Order>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
@@ -286,6 +296,13 @@ impl Observed {
     }
     pub fn option(&self, name: &str) -> Option<&str> {
         self.options.get(name).map(String::as_str)
+    }
+    /// Asks for a new plan at `when` (kept when it is after `now` and earlier than the time
+    /// already asked for).
+    pub fn update_recheck_by(&mut self, when: i64) {
+        if when > self.now && self.recheck_by.is_none_or(|t| t > when) {
+            self.recheck_by = Some(when);
+        }
     }
     /// The timeout (ms) of a group's pseudo actions: a group has no operations of its own, so
     /// op_defaults' timeout, else 20s.
@@ -647,6 +664,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         shutdown_lock_limit_s: opt("shutdown-lock-limit")
             .map(|v| parse_interval_ms(v) / 1000)
             .unwrap_or(0) as i64,
+        recheck_by: None,
         orders: cib.orders.clone(),
         index: IdIndex::default(),
     };
@@ -1362,6 +1380,23 @@ fn unpack_lrm_resource(
                         interval_ms: op.interval_ms,
                     });
                 }
+            }
+        }
+    }
+
+    // The recurring operations Pacemaker creates while unpacking (its start and stop positions
+    // are the last start, else the implied one, and the last successful stop).
+    if nodes[ni].online {
+        let start = start_index.map(|i| i as i64).unwrap_or(-1);
+        let stop = stop_index.map(|i| i as i64).unwrap_or(-1);
+        for (i, op) in sorted.iter().enumerate() {
+            let i = i as i64;
+            let inactive = start < stop && i <= stop;
+            if inactive || i < start || op.interval_ms == 0 || op.op_status == -1 {
+                continue;
+            }
+            if !rsc.unpacked_recurring.contains(&(ni, op.interval_ms)) {
+                rsc.unpacked_recurring.push((ni, op.interval_ms));
             }
         }
     }
