@@ -543,7 +543,26 @@ impl Resource {
                 .find(|o| o.name == name && o.interval_ms == iv)
                 .and_then(|o| o.attrs.get("timeout").cloned())
         };
+        // A probe without an operation of its own takes the timeout of the enabled recurring
+        // monitor with the shortest interval (the first of equals), before op_defaults.
+        let probe_default = || {
+            if task != "monitor" || interval_ms != 0 {
+                return None;
+            }
+            let mut best: Option<&OpDef> = None;
+            for o in &self.ops {
+                if o.enabled
+                    && o.name.eq_ignore_ascii_case("monitor")
+                    && o.interval_ms > 0
+                    && best.is_none_or(|b| o.interval_ms < b.interval_ms)
+                {
+                    best = Some(o);
+                }
+            }
+            best.and_then(|o| o.attrs.get("timeout").cloned())
+        };
         find(task, interval_ms)
+            .or_else(probe_default)
             .or_else(|| self.op_defaults.get("timeout").cloned())
             .map(|t| parse_interval_ms(&t))
             .unwrap_or(20_000)
