@@ -288,6 +288,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
     let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut early_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
             continue;
@@ -317,6 +318,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending => {
                 early_starts.insert(ri, plan.add(act(Kind::Reload, Some(ri), Some(ni))));
             }
+            // A reload cannot apply to a start still pending: the check requires the stop.
+            Change::Restart { node, .. } if r.reload_on.contains(node) && r.start_pending => {
+                early_stops.insert(
+                    (ri, *node),
+                    plan.add(act(Kind::Stop, Some(ri), Some(*node))),
+                );
+                if r.clear_failcount_changed.contains(node) {
+                    plan.add(act(Kind::ClearFailcount, Some(ri), Some(*node)));
+                }
+            }
             _ => {}
         }
     }
@@ -341,7 +352,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // The stop of a failed copy that recovers is created while the history is unpacked
     // (before the probes); the resource's own actions below reuse it.
-    let mut unpack_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut unpack_stops: BTreeMap<(usize, usize), usize> = early_stops;
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
@@ -483,6 +494,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let mut start_id = None;
             let mut target_node = None;
             let mut dot_start: Option<usize> = None;
+            // The start is optional (shown in the graph only): active monitors stay as they are.
+            let mut optional_start = false;
             match &rec.changes[ri] {
                 Change::Keep => {
                     if let Some(ni) = desired.assigned[ri] {
@@ -492,6 +505,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             // where a start would (after the probes, before the monitors).
                             if let Some(&reload) = early_starts.get(&ri) {
                                 start_id = Some(reload);
+                            } else if r.start_pending {
+                                // A start still pending where the resource stays: Pacemaker
+                                // keeps an optional start that the graph always shows (no
+                                // summary line); recurring monitors order after it, and stay
+                                // optional where they are active.
+                                start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(ni))));
+                                optional_start = true;
                             }
                         }
                     }
@@ -624,7 +644,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
                         let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
-                        if start_id.is_none() && active && !forced {
+                        if (start_id.is_none() || optional_start) && active && !forced {
                             continue;
                         }
                         let m = match early {
