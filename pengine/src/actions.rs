@@ -147,11 +147,23 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
     }
 }
 
+/// Whether another operation of the resource has the same name and interval: Pacemaker
+/// schedules neither as a recurring operation (enabled or not, each is a duplicate).
+fn duplicated(obs: &Observed, ri: usize, op: &crate::cib::OpDef) -> bool {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == op.name && o.interval_ms == op.interval_ms)
+        .count()
+        > 1
+}
+
 fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
     obs.resources[ri]
         .ops
         .iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
         .filter(|o| {
             o.role
                 .as_deref()
@@ -167,6 +179,7 @@ fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
         .ops
         .iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
         .filter(|o| {
             o.role
                 .as_deref()
@@ -709,8 +722,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
             }
-            // Stops on fenced nodes wait for the fencing.
-            for &st in &stop_ids {
+            // Stops on fenced nodes wait for the fencing when the resource needs fencing (a
+            // resource that needs only quorum, such as a fencing device, is stopped by the
+            // fencing itself, without waiting for it).
+            let waits = crate::reconcile::needs_fencing(obs, r);
+            for &st in stop_ids.iter().filter(|_| waits) {
                 if let Some(ni) = plan.actions[st].node {
                     if let Some(pos) = rec.fence.iter().position(|(f, _)| *f == ni) {
                         plan.edge(fence_ids[pos], st);
