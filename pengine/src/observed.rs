@@ -1161,6 +1161,22 @@ fn unpack_lrm_resource(
                 }
             }
         }
+        // An unexpired last failure of a start or monitor whose recorded parameters differ
+        // from the configured ones has its fail count cleared ("resource parameters have
+        // changed"), while the history is unpacked.
+        if !expired
+            && op.id.ends_with("_last_failure_0")
+            && matches!(op.operation.as_str(), "start" | "monitor")
+            && !op.element.name.is_empty()
+        {
+            let params = rsc.op_params(&op.operation, op.interval_ms, &nodes[ni].attrs, now);
+            let check = crate::digest::check(&params, &op.element, &rsc.feature_set, false);
+            if matches!(check, DigestCheck::Restart | DigestCheck::All)
+                && !rsc.clear_failcount_on.contains(&ni)
+            {
+                rsc.clear_failcount_on.push(ni);
+            }
+        }
         if expired && probe && matches!(rc, 0 | 7 | 8 | 190 | 191) {
             expired = false;
         }
