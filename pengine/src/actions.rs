@@ -302,6 +302,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
     let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
     let mut early_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    // A changed agent (see `Resource::agent_changed_on`): where the resource restarts, the
+    // check requires its stop, then cleans the history up (not for a failed resource); the
+    // clean-ups where it is not active follow the fail-count clears found while unpacking.
+    let mut agent_deletes: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        for &ni in &r.agent_changed_on {
+            if !matches!(rec.changes[ri], Change::Restart { node, .. } if node == ni) {
+                continue;
+            }
+            early_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
+            if !r.failed {
+                agent_deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
+            }
+        }
+    }
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
             continue;
@@ -360,6 +378,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         for &ni in &r.clear_failcount_changed {
             if !stops_on(ri, ni) || early_clear(ri, ni) {
                 plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            }
+        }
+    }
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] || r.failed {
+            continue;
+        }
+        for &ni in &r.agent_changed_on {
+            if !early_stops.contains_key(&(ri, ni)) {
+                agent_deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
             }
         }
     }
@@ -808,6 +836,18 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             if plan.actions[stop].node == node {
                 plan.edge(stop, delete);
             }
+        }
+    }
+    // stop -> clean-up -> start (every start of the resource).
+    for (ri, delete) in agent_deletes {
+        let node = plan.actions[delete].node;
+        for stop in plan.stops(ri) {
+            if plan.actions[stop].node == node {
+                plan.edge(stop, delete);
+            }
+        }
+        for start in plan.starts(ri) {
+            plan.edge(delete, start);
         }
     }
     for (ri, clear) in orphan_clears {

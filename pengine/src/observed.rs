@@ -184,6 +184,9 @@ pub struct Resource {
     pub lock_time: i64,
     /// Nodes where this resource's history is to be erased (`lrm_delete`): an expired lock.
     pub clear_history_on: Vec<usize>,
+    /// Nodes whose history ran another agent (class, provider or type) than the configured
+    /// one: the history is cleaned up there (`delete`), after a restart where it is active.
+    pub agent_changed_on: Vec<usize>,
 }
 
 impl Resource {
@@ -904,6 +907,22 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         };
         if shutdown_lock {
             read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+        }
+        // The configuration check compares the agent the history ran (class, provider, type)
+        // with the configured one on every node that can run resources: a change cleans the
+        // history up there, after a restart where the resource is active.
+        let node = &obs.nodes[ni];
+        if !rsc.orphan
+            && node.online
+            && !node.unclean
+            && !node.shutdown
+            && !node.standby
+            && !node.pending
+            && !node.maintenance
+            && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
+            && !rsc.agent_changed_on.contains(&ni)
+        {
+            rsc.agent_changed_on.push(ni);
         }
         unpack_lrm_resource(
             rsc,
