@@ -394,9 +394,38 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // The stop of a failed copy that recovers is created while the history is unpacked
     // (before the probes); the resource's own actions below reuse it.
     let mut unpack_stops: BTreeMap<(usize, usize), usize> = early_stops;
+    // A Stopped-role monitor active in the history where the resource runs exists since the
+    // history was unpacked (before that node's stop); the stop there makes it required.
+    let mut unpack_stopped_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
+    let will_run = |ri: usize| match &rec.changes[ri] {
+        Change::Stop { .. } => None,
+        Change::Start {
+            blocked: Some(_), ..
+        } => None,
+        _ => desired.assigned[ri],
+    };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
+                let n = &obs.nodes[ni];
+                if !desired.unmanaged[ri]
+                    && Some(ni) != will_run(ri)
+                    && n.online
+                    && !n.unclean
+                    && !n.pending
+                    && r.running_on.contains(&ni)
+                {
+                    for iv in stopped_monitors(obs, ri) {
+                        if r.recurring
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                        {
+                            let kind = Kind::StoppedMonitor { interval_ms: iv };
+                            let m = plan.add(act(kind, Some(ri), Some(ni)));
+                            unpack_stopped_monitors.insert((ri, ni, iv), m);
+                        }
+                    }
+                }
                 unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
                 if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
@@ -723,11 +752,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         if active {
                             continue;
                         }
-                        let m = plan.add(act(
-                            Kind::StoppedMonitor { interval_ms: iv },
-                            Some(ri),
-                            Some(ni),
-                        ));
+                        let m = match unpack_stopped_monitors.get(&(ri, ni, iv)) {
+                            Some(&m) => m,
+                            None => plan.add(act(
+                                Kind::StoppedMonitor { interval_ms: iv },
+                                Some(ri),
+                                Some(ni),
+                            )),
+                        };
                         for &(pr, pid) in &probe_ids {
                             if pr == ri && plan.actions[pid].node == Some(ni) {
                                 plan.edge(pid, m);
