@@ -157,11 +157,23 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
     }
 }
 
+/// Whether another operation of the resource has the same name and interval: Pacemaker
+/// schedules neither as a recurring operation (enabled or not, each is a duplicate).
+fn duplicated(obs: &Observed, ri: usize, op: &crate::cib::OpDef) -> bool {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == op.name && o.interval_ms == op.interval_ms)
+        .count()
+        > 1
+}
+
 fn stopped_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
     obs.resources[ri]
         .ops
         .iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
         .filter(|o| {
             o.role
                 .as_deref()
@@ -177,6 +189,7 @@ fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
         .ops
         .iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
         .filter(|o| {
             o.role
                 .as_deref()
@@ -303,6 +316,25 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     let mut early_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
     let mut early_starts: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut early_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    // A changed agent (see `Resource::agent_changed_on`): where the resource restarts, the
+    // check requires its stop, then cleans the history up (not for a failed resource); the
+    // clean-ups where it is not active follow the fail-count clears found while unpacking.
+    let mut agent_deletes: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        for &ni in &r.agent_changed_on {
+            if !matches!(rec.changes[ri], Change::Restart { node, .. } if node == ni) {
+                continue;
+            }
+            early_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
+            if !r.failed {
+                agent_deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
+            }
+        }
+    }
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
             continue;
@@ -332,6 +364,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending => {
                 early_starts.insert(ri, plan.add(act(Kind::Reload, Some(ri), Some(ni))));
             }
+            // A reload cannot apply to a start still pending: the check requires the stop.
+            Change::Restart { node, .. } if r.reload_on.contains(node) && r.start_pending => {
+                early_stops.insert(
+                    (ri, *node),
+                    plan.add(act(Kind::Stop, Some(ri), Some(*node))),
+                );
+                if r.clear_failcount_changed.contains(node) {
+                    plan.add(act(Kind::ClearFailcount, Some(ri), Some(*node)));
+                }
+            }
             _ => {}
         }
     }
@@ -357,12 +399,51 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Active recurring monitors of the history are created here by Pacemaker (before the unpack
     // stops); the monitors below that reuse one take this position.
     let unpack_mark = plan.actions.len();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] || r.failed {
+            continue;
+        }
+        for &ni in &r.agent_changed_on {
+            if !early_stops.contains_key(&(ri, ni)) {
+                agent_deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
+            }
+        }
+    }
     // The stop of a failed copy that recovers is created while the history is unpacked
     // (before the probes); the resource's own actions below reuse it.
-    let mut unpack_stops: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut unpack_stops: BTreeMap<(usize, usize), usize> = early_stops;
+    // A Stopped-role monitor active in the history where the resource runs exists since the
+    // history was unpacked (before that node's stop); the stop there makes it required.
+    let mut unpack_stopped_monitors: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
+    let will_run = |ri: usize| match &rec.changes[ri] {
+        Change::Stop { .. } => None,
+        Change::Start {
+            blocked: Some(_), ..
+        } => None,
+        _ => desired.assigned[ri],
+    };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
+                let n = &obs.nodes[ni];
+                if !desired.unmanaged[ri]
+                    && Some(ni) != will_run(ri)
+                    && n.online
+                    && !n.unclean
+                    && !n.pending
+                    && r.running_on.contains(&ni)
+                {
+                    for iv in stopped_monitors(obs, ri) {
+                        if r.recurring
+                            .iter()
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                        {
+                            let kind = Kind::StoppedMonitor { interval_ms: iv };
+                            let m = plan.add(act(kind, Some(ri), Some(ni)));
+                            unpack_stopped_monitors.insert((ri, ni, iv), m);
+                        }
+                    }
+                }
                 unpack_stops.insert((ri, ni), plan.add(act(Kind::Stop, Some(ri), Some(ni))));
                 if r.clear_failcount_changed.contains(&ni) && !early_clear(ri, ni) {
                     plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
@@ -501,6 +582,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let mut start_id = None;
             let mut target_node = None;
             let mut dot_start: Option<usize> = None;
+            // The start is optional (shown in the graph only): active monitors stay as they are.
+            let mut optional_start = false;
             match &rec.changes[ri] {
                 Change::Keep => {
                     if let Some(ni) = desired.assigned[ri] {
@@ -510,6 +593,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             // where a start would (after the probes, before the monitors).
                             if let Some(&reload) = early_starts.get(&ri) {
                                 start_id = Some(reload);
+                            } else if r.start_pending {
+                                // A start still pending where the resource stays: Pacemaker
+                                // keeps an optional start that the graph always shows (no
+                                // summary line); recurring monitors order after it, and stay
+                                // optional where they are active.
+                                start_id = Some(plan.add(act(Kind::Start, Some(ri), Some(ni))));
+                                optional_start = true;
                             }
                         }
                     }
@@ -642,7 +732,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             .any(|a| a.node == ni && a.interval_ms == iv);
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
                         let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
-                        if start_id.is_none() && active && !forced {
+                        if (start_id.is_none() || optional_start) && active && !forced {
                             continue;
                         }
                         let m = match early {
@@ -685,11 +775,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         if active {
                             continue;
                         }
-                        let m = plan.add(act(
-                            Kind::StoppedMonitor { interval_ms: iv },
-                            Some(ri),
-                            Some(ni),
-                        ));
+                        let m = match unpack_stopped_monitors.get(&(ri, ni, iv)) {
+                            Some(&m) => m,
+                            None => plan.add(act(
+                                Kind::StoppedMonitor { interval_ms: iv },
+                                Some(ri),
+                                Some(ni),
+                            )),
+                        };
                         for &(pr, pid) in &probe_ids {
                             if pr == ri && plan.actions[pid].node == Some(ni) {
                                 plan.edge(pid, m);
@@ -712,8 +805,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
             }
-            // Stops on fenced nodes wait for the fencing.
-            for &st in &stop_ids {
+            // Stops on fenced nodes wait for the fencing when the resource needs fencing (a
+            // resource that needs only quorum, such as a fencing device, is stopped by the
+            // fencing itself, without waiting for it).
+            let waits = crate::reconcile::needs_fencing(obs, r);
+            for &st in stop_ids.iter().filter(|_| waits) {
                 if let Some(ni) = plan.actions[st].node {
                     if let Some(pos) = rec.fence.iter().position(|(f, _)| *f == ni) {
                         plan.edge(fence_ids[pos], st);
@@ -795,6 +891,18 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             if plan.actions[stop].node == node {
                 plan.edge(stop, delete);
             }
+        }
+    }
+    // stop -> clean-up -> start (every start of the resource).
+    for (ri, delete) in agent_deletes {
+        let node = plan.actions[delete].node;
+        for stop in plan.stops(ri) {
+            if plan.actions[stop].node == node {
+                plan.edge(stop, delete);
+            }
+        }
+        for start in plan.starts(ri) {
+            plan.edge(delete, start);
         }
     }
     for (ri, clear) in orphan_clears {

@@ -540,9 +540,10 @@ fn parse_iso_duration_s(s: &str) -> Option<u64> {
                     ('M', false) => 30 * 86400,
                     ('W', false) => 7 * 86400,
                     ('D', false) => 86400,
-                    ('H', true) => 3600,
+                    // 'T' tells minutes from months; hours and seconds need no 'T' ("P30S").
+                    ('H', _) => 3600,
                     ('M', true) => 60,
-                    ('S', true) => 1,
+                    ('S', _) => 1,
                     _ => return None,
                 };
                 total = total.saturating_add(n.saturating_mul(unit_s));
@@ -838,6 +839,8 @@ mod tests {
             ("1min", 60_000),
             ("500ms", 500),
             ("PT5M", 300_000),
+            ("P30S", 30_000),
+            ("P1M", 30 * 86_400_000),
         ] {
             assert_eq!(parse_interval_ms(text), want, "{text}");
         }

@@ -180,7 +180,7 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         ));
     }
     out.push_str("Current cluster status:\n");
-    out.push_str(&status::render_status(current));
+    out.push_str(&status::render_status(current, true));
     out.push('\n');
     if let Some(i) = injected.as_ref().filter(|i| !i.lines.is_empty()) {
         out.push_str("Performing Requested Modifications:\n");
@@ -238,7 +238,7 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
     let revised = observed::observe(&next, now);
     let data = input.summary.then(|| summary::SimulationSummary {
         execution_date: show_date.map(str::to_string),
-        current: summary::cluster_status(current),
+        current: summary::cluster_status(current, true),
         injections: input.injections.to_vec(),
         modifications: injected
             .as_ref()
@@ -253,14 +253,14 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         fencing: summary::fencing_lines(&t.observed, &t.reconciliation),
         transition: graph::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph),
         executed: summary::executed_actions(&t.observed, &t.graph, &fired),
-        revised: summary::cluster_status(&revised),
+        revised: summary::cluster_status(&revised, false),
     });
     if let Some(d) = show_date {
         out.push_str(&format!("Using the original execution date of: {d}\n"));
     }
     out.push('\n');
     out.push_str("Revised Cluster Status:\n");
-    out.push_str(&status::render_status(&revised));
+    out.push_str(&status::render_status(&revised, false));
     Simulation {
         text: out,
         result: next,

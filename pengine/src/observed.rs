@@ -191,6 +191,9 @@ pub struct Resource {
     pub new_lock: Option<(usize, i64)>,
     /// Nodes where this resource's history is to be erased (`lrm_delete`): an expired lock.
     pub clear_history_on: Vec<usize>,
+    /// Nodes whose history ran another agent (class, provider or type) than the configured
+    /// one: the history is cleaned up there (`delete`), after a restart where it is active.
+    pub agent_changed_on: Vec<usize>,
 }
 
 impl Resource {
@@ -560,7 +563,26 @@ impl Resource {
                 .find(|o| o.name == name && o.interval_ms == iv)
                 .and_then(|o| o.attrs.get("timeout").cloned())
         };
+        // A probe without an operation of its own takes the timeout of the enabled recurring
+        // monitor with the shortest interval (the first of equals), before op_defaults.
+        let probe_default = || {
+            if task != "monitor" || interval_ms != 0 {
+                return None;
+            }
+            let mut best: Option<&OpDef> = None;
+            for o in &self.ops {
+                if o.enabled
+                    && o.name.eq_ignore_ascii_case("monitor")
+                    && o.interval_ms > 0
+                    && best.is_none_or(|b| o.interval_ms < b.interval_ms)
+                {
+                    best = Some(o);
+                }
+            }
+            best.and_then(|o| o.attrs.get("timeout").cloned())
+        };
         find(task, interval_ms)
+            .or_else(probe_default)
             .or_else(|| self.op_defaults.get("timeout").cloned())
             .map(|t| parse_interval_ms(&t))
             .unwrap_or(20_000)
@@ -904,6 +926,22 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         if shutdown_lock {
             read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
         }
+        // The configuration check compares the agent the history ran (class, provider, type)
+        // with the configured one on every node that can run resources: a change cleans the
+        // history up there, after a restart where the resource is active.
+        let node = &obs.nodes[ni];
+        if !rsc.orphan
+            && node.online
+            && !node.unclean
+            && !node.shutdown
+            && !node.standby
+            && !node.pending
+            && !node.maintenance
+            && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
+            && !rsc.agent_changed_on.contains(&ni)
+        {
+            rsc.agent_changed_on.push(ni);
+        }
         unpack_lrm_resource(
             rsc,
             ni,
@@ -1158,6 +1196,22 @@ fn unpack_lrm_resource(
                 } else if !rsc.clear_failcount_on.contains(&ni) {
                     rsc.clear_failcount_on.push(ni);
                 }
+            }
+        }
+        // An unexpired last failure of a start or monitor whose recorded parameters differ
+        // from the configured ones has its fail count cleared ("resource parameters have
+        // changed"), while the history is unpacked.
+        if !expired
+            && op.id.ends_with("_last_failure_0")
+            && matches!(op.operation.as_str(), "start" | "monitor")
+            && !op.element.name.is_empty()
+        {
+            let params = rsc.op_params(&op.operation, op.interval_ms, &nodes[ni].attrs, now);
+            let check = crate::digest::check(&params, &op.element, &rsc.feature_set, false);
+            if matches!(check, DigestCheck::Restart | DigestCheck::All)
+                && !rsc.clear_failcount_on.contains(&ni)
+            {
+                rsc.clear_failcount_on.push(ni);
             }
         }
         if expired && probe && matches!(rc, 0 | 7 | 8 | 190 | 191) {

@@ -613,7 +613,11 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             .filter(|&(fi, f)| fi == ri || f.container == Some(ri))
             .flat_map(|(_, f)| f.fail_count.keys().copied())
             .collect();
-        for ni in failed_on {
+        // A fail count cleared in this transition (found while unpacking) bans nothing.
+        for ni in failed_on
+            .into_iter()
+            .filter(|ni| !r.clear_failcount_on.contains(ni))
+        {
             let count = crate::container::failcount_with_fillers(obs, ri, ni);
             if count >= threshold {
                 scores.insert(ni, -INFINITY);

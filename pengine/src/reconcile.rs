@@ -121,6 +121,26 @@ pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
     }
 }
 
+/// Whether a resource's start requires nothing (Pacemaker's `requires`): set so, or by default
+/// for a resource that is no fencing device when fencing is disabled and no-quorum-policy is
+/// ignore.
+fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resource) -> bool {
+    match r
+        .meta
+        .get("requires")
+        .map(|v| v.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("nothing") => true,
+        Some("quorum" | "fencing" | "unfencing") => false,
+        _ => {
+            !r.is_stonith()
+                && !obs.stonith_enabled
+                && obs.no_quorum_policy == crate::observed::NoQuorum::Ignore
+        }
+    }
+}
+
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
@@ -229,9 +249,18 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             stops: vec![s],
                         }
                     } else if r.definition_restart.contains(&s) {
+                        // The start's reason goes when the start requires nothing (Pacemaker
+                        // clears it once the start has its node).
                         Change::Restart {
                             node: s,
-                            reason: Some("resource definition change".into()),
+                            reason: (!start_requires_nothing(obs, r))
+                                .then(|| "resource definition change".into()),
+                        }
+                    } else if r.agent_changed_on.contains(&s) {
+                        // The agent changed: the check requires the stop (no reason).
+                        Change::Restart {
+                            node: s,
+                            reason: None,
                         }
                     } else if r.unpack_stops.contains(&s)
                         || (r.reload_on.contains(&s) && r.managed && r.start_pending)

@@ -597,7 +597,7 @@ pub fn apply(
 }
 
 /// Records an executed operation of resource `ri` on node `ni` (indices into `obs`): a cancel
-/// removes the recurring monitor; a stop that did not fail drops the recurring entries; the
+/// removes the recurring monitor's entry (not its last failure); a stop that did not fail drops the recurring entries; the
 /// result goes through `record_result`. `failure`: the result is a failure, counted in the
 /// node's fail counts as it says. Returns the fail count after it (`None`: not counted).
 pub fn record_op(
@@ -617,9 +617,13 @@ pub fn record_op(
         return count;
     }
     let lrm = lrm_resource(st, &r.id, &r.class, r.provider.as_deref(), &r.kind);
+    // The cancelled operation's own entry goes; a failure it recorded stays (the controller
+    // deletes the entry by the operation's key, so `last_failure` keeps the failure shown).
     if op.task == "cancel" {
-        lrm.ops
-            .retain(|o| !(o.operation == "monitor" && o.interval_ms == op.interval_ms));
+        let last_failure = format!("{}_last_failure_0", r.id);
+        lrm.ops.retain(|o| {
+            !(o.operation == "monitor" && o.interval_ms == op.interval_ms && o.id != last_failure)
+        });
         return count;
     }
     if op.task == "stop" && failure.is_none() {

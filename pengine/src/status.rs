@@ -70,8 +70,15 @@ fn ocf_exit_text(rc: i32) -> &'static str {
     }
 }
 
-/// One resource line, without indentation.
+/// One resource line, without indentation, pending operations shown ("Starting", "Monitoring").
 pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
+    primitive_line_with(obs, r, true)
+}
+
+/// One resource line; `show_pending`: a pending operation shows as the state ("Starting") or a
+/// flag ("Monitoring"). crm_simulate shows them in the current status only, never in the
+/// revised one.
+pub fn primitive_line_with(obs: &Observed, r: &Resource, show_pending: bool) -> String {
     let mut s = format!("{}\t({}):\t", r.id, r.agent());
     if r.orphan {
         s.push_str(" ORPHANED");
@@ -96,7 +103,11 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
         }
     } else {
         s.push(' ');
-        let pending = r.pending_task.as_ref().and_then(|(t, _)| pending_state(t));
+        let pending = r
+            .pending_task
+            .as_ref()
+            .filter(|_| show_pending)
+            .and_then(|(t, _)| pending_state(t));
         s.push_str(pending.unwrap_or(display_role.text()));
     }
     if let Some(ni) = node {
@@ -121,7 +132,7 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
     if node.is_some() && node == r.lock_node {
         flags.push("LOCKED".into());
     }
-    if let Some((task, _)) = &r.pending_task {
+    if let Some((task, _)) = r.pending_task.as_ref().filter(|_| show_pending) {
         if task == "monitor" {
             flags.push("Monitoring".into());
         }
@@ -151,8 +162,9 @@ pub fn primitive_line(obs: &Observed, r: &Resource) -> String {
     s
 }
 
-/// Renders the status block (after the section title line).
-pub fn render_status(obs: &Observed) -> String {
+/// Renders the status block (after the section title line); `show_pending` as for
+/// [`primitive_line_with`].
+pub fn render_status(obs: &Observed, show_pending: bool) -> String {
     let mut out = String::new();
     out.push_str("  * Node List:\n");
     let mut online = Vec::new();
@@ -196,7 +208,7 @@ pub fn render_status(obs: &Observed) -> String {
                     continue;
                 }
                 any = true;
-                let _ = writeln!(out, "    * {}", primitive_line(obs, r));
+                let _ = writeln!(out, "    * {}", primitive_line_with(obs, r, show_pending));
             }
             Top::Group(gi) => {
                 let g = &obs.groups[gi];
@@ -229,7 +241,11 @@ pub fn render_status(obs: &Observed) -> String {
                     );
                 }
                 for &ri in &g.members {
-                    let _ = writeln!(out, "      * {}", primitive_line(obs, &obs.resources[ri]));
+                    let _ = writeln!(
+                        out,
+                        "      * {}",
+                        primitive_line_with(obs, &obs.resources[ri], show_pending)
+                    );
                 }
             }
         }

@@ -77,18 +77,22 @@ pub struct SimulationSummary {
     pub revised: ClusterStatus,
 }
 
-fn resource_state(r: &crate::observed::Resource) -> String {
+fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
     if r.failed {
         return "FAILED".into();
     }
-    let pending = r.pending_task.as_ref().and_then(|(t, _)| match t.as_str() {
-        "start" => Some("Starting"),
-        "stop" => Some("Stopping"),
-        "migrate_to" | "migrate_from" => Some("Migrating"),
-        "promote" => Some("Promoting"),
-        "demote" => Some("Demoting"),
-        _ => None,
-    });
+    let pending = r
+        .pending_task
+        .as_ref()
+        .filter(|_| show_pending)
+        .and_then(|(t, _)| match t.as_str() {
+            "start" => Some("Starting"),
+            "stop" => Some("Stopping"),
+            "migrate_to" | "migrate_from" => Some("Migrating"),
+            "promote" => Some("Promoting"),
+            "demote" => Some("Demoting"),
+            _ => None,
+        });
     let role = if r.role == Role::Unknown {
         Role::Stopped
     } else {
@@ -97,8 +101,9 @@ fn resource_state(r: &crate::observed::Resource) -> String {
     pending.unwrap_or(role.text()).to_string()
 }
 
-/// The status block of `obs`: nodes in name order, primitives in the order they are listed.
-pub fn cluster_status(obs: &Observed) -> ClusterStatus {
+/// The status block of `obs`: nodes in name order, primitives in the order they are listed
+/// (`show_pending` as for `status::primitive_line_with`).
+pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
     let nodes = obs
         .nodes
         .iter()
@@ -134,7 +139,7 @@ pub fn cluster_status(obs: &Observed) -> ClusterStatus {
                 id: r.id.clone(),
                 agent: r.agent(),
                 group: r.group.map(|gi| obs.groups[gi].id.clone()),
-                state: resource_state(r),
+                state: resource_state(r, show_pending),
                 nodes: r
                     .running_on
                     .iter()
