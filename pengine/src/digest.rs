@@ -261,7 +261,13 @@ fn escape(value: &str) -> String {
 
 /// MD5 (RFC 1321) of `data`, as 32 lowercase hex digits.
 pub fn md5_hex(data: &[u8]) -> String {
-    md5(data).iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for b in md5(data) {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// MD5 (RFC 1321) of `data`.
@@ -271,9 +277,11 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
         9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
         15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
     ];
-    // K[i] = floor(abs(sin(i + 1)) * 2^32), the RFC's table.
-    let k: [u32; 64] =
-        std::array::from_fn(|i| (((i as f64) + 1.0).sin().abs() * 4_294_967_296.0) as u32);
+    // K[i] = floor(abs(sin(i + 1)) * 2^32), the RFC's table, computed once.
+    static K: std::sync::OnceLock<[u32; 64]> = std::sync::OnceLock::new();
+    let k = K.get_or_init(|| {
+        std::array::from_fn(|i| (((i as f64) + 1.0).sin().abs() * 4_294_967_296.0) as u32)
+    });
     let mut state: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
     let mut message = data.to_vec();
     let bit_len = (data.len() as u64).wrapping_mul(8);
