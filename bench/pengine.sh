@@ -3,7 +3,9 @@
 # side in one run: generated clusters (gen-cib: nodes x primitives with location, colocation and
 # ordering constraints, operation history, one node draining) and the largest corpus inputs.
 # Prints a Markdown table: median wall and CPU time, the CPU ratio, peak memory (max RSS from
-# /usr/bin/time), whether pengine printed what crm_simulate printed, and growth with size.
+# /usr/bin/time), whether pengine printed what crm_simulate printed, and growth with size. Each
+# row and a closing list say whether crm_simulate ran to completion there, was stopped at the cap
+# (a lower bound) or was not run; no figure is extrapolated.
 #
 #   bench/pengine.sh                      # the default sizes, a few minutes
 #   BENCH_SIZES="64x10000" BENCH_CAP_S=3600 bench/pengine.sh   # let crm_simulate finish
@@ -11,7 +13,8 @@
 # Environment: BENCH_SIZES (NODESxRESOURCES list), BENCH_CAP_S (longest single run, seconds;
 # slower runs are stopped and reported as such), BENCH_REPS (most runs per tool and input),
 # BENCH_BUDGET_S (stop repeating once a tool spent this long on an input), BENCH_SEED,
-# BENCH_DIR (where inputs and outputs go; a temporary directory by default).
+# BENCH_DIR (where inputs and outputs go; a temporary directory by default), BENCH_PENGINE (a
+# pengine binary to time instead of building this tree's; BENCH_PENGINE_REV names its commit).
 # `bench/pengine.sh --report DIR` prints the table of an earlier run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +57,15 @@ measure() {
     echo "$wall $cpu $rss $status $n"
 }
 
+crm_run() { # STATUS RUNS: whether crm_simulate ran for real on this input
+    case $1 in
+        ok) echo "measured ($2 finished runs)" ;;
+        stopped) echo "stopped at the cap: lower bound" ;;
+        skipped) echo "not run" ;;
+        *) echo "failed ($1)" ;;
+    esac
+}
+
 fmt_time() { # SECONDS STATUS
     case $2 in
         ok) awk -v s="$1" 'BEGIN { if (s < 1) printf "%.0f ms", s * 1000; else printf "%.2f s", s }' ;;
@@ -72,8 +84,8 @@ report() {
     echo "\`bench/pengine.sh\` with BENCH_SIZES=\"$SIZES\" BENCH_CAP_S=$CAP_S BENCH_REPS=$REPS BENCH_BUDGET_S=$BUDGET_S BENCH_SEED=$SEED."
     echo "Times are medians (runs in brackets; CPU = user + system, in 10 ms steps); a ratio is crm_simulate's time over pengine's."
     echo
-    echo "| input | nodes | primitives | KiB | crm_simulate wall | crm_simulate CPU | pengine wall | pengine CPU | ratio wall | ratio CPU | crm_simulate max RSS | pengine max RSS | pengine prints what crm_simulate prints |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| input | nodes | primitives | KiB | crm_simulate run | crm_simulate wall | crm_simulate CPU | pengine wall | pengine CPU | ratio wall | ratio CPU | crm_simulate max RSS | pengine max RSS | pengine prints what crm_simulate prints |"
+    echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     while IFS='|' read -r tag label nodes resources kb crm pe; do
         read -r cw cc cr cs cn <<<"$crm"
         read -r pw pc pr ps pn <<<"$pe"
@@ -93,8 +105,22 @@ report() {
         elif [ "$ps" != ok ]; then
             same="pengine $(fmt_time "$pw" "$ps")"
         fi
-        echo "| $label | $nodes | $resources | $kb | $(fmt_time "$cw" "$cs") [$cn] | $(fmt_time "$cc" "$cs") | $(fmt_time "$pw" "$ps") [$pn] | $(fmt_time "$pc" "$ps") | $(ratio "$cw" "$pw") | $(ratio "$cc" "$pc") | $([ "$cs" = skipped ] && echo n/a || echo "$((cr / 1024)) MiB") | $((pr / 1024)) MiB | $same |"
+        echo "| $label | $nodes | $resources | $kb | $(crm_run "$cs" "$cn") | $(fmt_time "$cw" "$cs") [$cn] | $(fmt_time "$cc" "$cs") | $(fmt_time "$pw" "$ps") [$pn] | $(fmt_time "$pc" "$ps") | $(ratio "$cw" "$pw") | $(ratio "$cc" "$pc") | $([ "$cs" = skipped ] && echo n/a || echo "$((cr / 1024)) MiB") | $((pr / 1024)) MiB | $same |"
     done <"$ROWS"
+    echo
+    # Say in words which crm_simulate figures are measurements: nothing here is extrapolated.
+    awk -F'|' '{ split($6, c, " ")
+        if (c[4] == "ok") done = done sprintf(" %s (%s)", $1, c[5])
+        else if (c[4] == "stopped") stopped = stopped " " $1
+        else if (c[4] == "skipped") skipped = skipped " " $1
+        else failed = failed " " $1 }
+        END {
+            printf "crm_simulate ran to completion (runs) on:%s.\n", done == "" ? " none" : done
+            if (stopped != "") printf "crm_simulate was stopped at the %s s cap (its times are lower bounds, not measurements of a finished run) on:%s.\n", cap, stopped
+            if (skipped != "") printf "crm_simulate was not run (a smaller input with as many nodes was stopped) on:%s.\n", skipped
+            if (failed != "") printf "crm_simulate failed on:%s.\n", failed
+            print "No figure in this table is extrapolated."
+        }' cap="$CAP_S" "$ROWS"
     echo
     # Growth: the exponent k in time ~ size^k between consecutive generated sizes with equal nodes.
     awk -F'|' '$1 ~ /^gen-/ {
@@ -119,8 +145,15 @@ fi
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/pengine-bench.XXXXXX)}
 mkdir -p "$DIR"
 bash tools/deps.sh # crm_simulate, crm_verify, /usr/bin/time
-cargo build --release -q -p pengine --bin pengine -p test-cts --bin gen-cib
-PENGINE=$PWD/target/release/pengine
+if [ -n "${BENCH_PENGINE:-}" ]; then
+    # A given pengine binary (e.g. a baseline build) and the built gen-cib: nothing is rebuilt.
+    PENGINE=$BENCH_PENGINE
+    PENGINE_REV=${BENCH_PENGINE_REV:-"$BENCH_PENGINE (unknown commit)"}
+else
+    cargo build --release -q -p pengine --bin pengine -p test-cts --bin gen-cib
+    PENGINE=$PWD/target/release/pengine
+    PENGINE_REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- pengine || echo ' with uncommitted changes')"
+fi
 GEN=$PWD/target/release/gen-cib
 export LC_ALL=C
 
@@ -167,7 +200,7 @@ cat >"$DIR/meta" <<META
 MEASURED="$(date -u +%Y-%m-%d)"
 CPUS="$(nproc)"
 CRM_VERSION="$(crm_simulate --version | head -n 1)"
-PENGINE_REV="$(git rev-parse --short HEAD)"
+PENGINE_REV="$PENGINE_REV"
 LOAD_BEFORE="$LOAD_BEFORE"
 LOAD_AFTER="$(cut -d' ' -f1 /proc/loadavg)"
 SIZES="$SIZES"

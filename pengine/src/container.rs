@@ -36,6 +36,7 @@ pub fn resolve(obs: &mut Observed) {
             continue;
         };
         obs.resources[ri].container = Some(ci);
+        obs.resources[ci].fillers.push(ri);
     }
     for ri in 0..obs.resources.len() {
         let Some(ci) = obs.resources[ri].container else {
@@ -117,10 +118,8 @@ pub fn failcount_with_fillers(obs: &Observed, ri: usize, ni: usize) -> i64 {
         if expired { 0 } else { count }
     };
     let mut total = own(ri);
-    for (fi, f) in obs.resources.iter().enumerate() {
-        if f.container == Some(ri) {
-            total = crate::placement::add_score(total, own(fi));
-        }
+    for &fi in &obs.resources[ri].fillers {
+        total = crate::placement::add_score(total, own(fi));
     }
     total
 }

@@ -137,9 +137,23 @@ pub fn all_params(op: &OpParams) -> BTreeMap<String, String> {
 /// used when the entry has none.
 pub fn digests(op: &OpParams, entry: &crate::cib::Element, cib_feature_set: &str) -> Digests {
     let all = all_params(op);
+    Digests {
+        all: md5_hex(params_text(&all).as_bytes()),
+        secure: secure_digest(op, &all, entry, cib_feature_set),
+        restart: restart_digest(&all, entry),
+    }
+}
+
+/// The secure digest: the parameters without the entry's `op-secure-params` (before feature set
+/// 3.16.0: the configured parameters only, a fencing device's without its fencing ones).
+fn secure_digest(
+    op: &OpParams,
+    all: &BTreeMap<String, String>,
+    entry: &crate::cib::Element,
+    cib_feature_set: &str,
+) -> String {
     let version = entry.attr("crm_feature_set").unwrap_or(cib_feature_set);
     let old = version_less(version, "3.16.0");
-    let secure_list = entry.attr("op-secure-params");
     let mut secure: BTreeMap<String, String> = if old {
         op.params
             .iter()
@@ -152,24 +166,25 @@ pub fn digests(op: &OpParams, entry: &crate::cib::Element, cib_feature_set: &str
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     };
-    if let Some(list) = secure_list {
+    if let Some(list) = entry.attr("op-secure-params") {
         secure.retain(|k, _| !listed(list, k));
     }
     if old && op.fencing {
         secure.retain(|k, _| !fence_param(k));
     }
-    let restart = entry.attr("op-restart-digest").map(|_| {
+    md5_hex(params_text(&secure).as_bytes())
+}
+
+/// The restart digest, when the entry records one: `all` kept to the entry's
+/// `op-force-restart` list.
+fn restart_digest(all: &BTreeMap<String, String>, entry: &crate::cib::Element) -> Option<String> {
+    entry.attr("op-restart-digest").map(|_| {
         let mut kept = all.clone();
         if let Some(list) = entry.attr("op-force-restart") {
             kept.retain(|k, _| listed(list, k));
         }
         md5_hex(params_text(&kept).as_bytes())
-    });
-    Digests {
-        all: md5_hex(params_text(&all).as_bytes()),
-        secure: md5_hex(params_text(&secure).as_bytes()),
-        restart,
-    }
+    })
 }
 
 /// Compares a history entry with the configured parameters, as Pacemaker does when it checks an
@@ -181,14 +196,16 @@ pub fn check(
     cib_feature_set: &str,
     sanitized: bool,
 ) -> DigestCheck {
-    let d = digests(op, entry, cib_feature_set);
+    // The secure digest is computed only when a mismatch asks for it.
+    let all = all_params(op);
+    let all_digest = md5_hex(params_text(&all).as_bytes());
     let recorded_all = entry.attr("op-digest");
     let recorded_restart = entry.attr("op-restart-digest");
-    let result = match (recorded_restart, &d.restart) {
+    let result = match (recorded_restart, restart_digest(&all, entry)) {
         (Some(rec), Some(calc)) if rec != calc => DigestCheck::Restart,
         _ => match recorded_all {
             None => DigestCheck::Unknown,
-            Some(rec) if rec != d.all => {
+            Some(rec) if rec != all_digest => {
                 if op.interval_ms == 0 && !op.extra.is_empty() {
                     DigestCheck::Restart
                 } else {
@@ -200,7 +217,9 @@ pub fn check(
     };
     if sanitized
         && result != DigestCheck::Match
-        && entry.attr("op-secure-digest") == Some(d.secure.as_str())
+        && entry
+            .attr("op-secure-digest")
+            .is_some_and(|rec| rec == secure_digest(op, &all, entry, cib_feature_set))
     {
         return DigestCheck::Match;
     }
@@ -261,7 +280,13 @@ fn escape(value: &str) -> String {
 
 /// MD5 (RFC 1321) of `data`, as 32 lowercase hex digits.
 pub fn md5_hex(data: &[u8]) -> String {
-    md5(data).iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for b in md5(data) {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// MD5 (RFC 1321) of `data`.
@@ -271,9 +296,11 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
         9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
         15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
     ];
-    // K[i] = floor(abs(sin(i + 1)) * 2^32), the RFC's table.
-    let k: [u32; 64] =
-        std::array::from_fn(|i| (((i as f64) + 1.0).sin().abs() * 4_294_967_296.0) as u32);
+    // K[i] = floor(abs(sin(i + 1)) * 2^32), the RFC's table, computed once.
+    static K: std::sync::OnceLock<[u32; 64]> = std::sync::OnceLock::new();
+    let k = K.get_or_init(|| {
+        std::array::from_fn(|i| (((i as f64) + 1.0).sin().abs() * 4_294_967_296.0) as u32)
+    });
     let mut state: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
     let mut message = data.to_vec();
     let bit_len = (data.len() as u64).wrapping_mul(8);

@@ -180,6 +180,8 @@ pub struct Resource {
     /// (it starts after the container, stops before it, runs where it runs, is never probed,
     /// and its failures restart the container; see `crate::container`).
     pub container: Option<usize>,
+    /// The resources whose `container` is this one, in resource order (set with `container`).
+    pub fillers: Vec<usize>,
     /// Nodes where a failure of this resource requires its container's stop there.
     pub container_stops: Vec<usize>,
     /// The node this resource is shutdown-locked to, from its history there (`shutdown-lock`

@@ -606,12 +606,9 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         .unwrap_or(INFINITY);
     if threshold > 0 {
         // Unexpired failures only; a container's count includes its fillers' (see `container`).
-        let failed_on: std::collections::BTreeSet<usize> = obs
-            .resources
-            .iter()
-            .enumerate()
-            .filter(|&(fi, f)| fi == ri || f.container == Some(ri))
-            .flat_map(|(_, f)| f.fail_count.keys().copied())
+        let failed_on: std::collections::BTreeSet<usize> = std::iter::once(ri)
+            .chain(r.fillers.iter().copied())
+            .flat_map(|fi| obs.resources[fi].fail_count.keys().copied())
             .collect();
         // A fail count cleared in this transition (found while unpacking) bans nothing.
         for ni in failed_on
