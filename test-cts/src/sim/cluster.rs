@@ -180,11 +180,22 @@ pub enum Phase {
 pub struct Stats {
     pub events: u64,
     pub transitions: u64,
+    /// Transitions whose actions repeat the previous transition's exactly: the DC re-trying one
+    /// step while it waits (for a node to return, for quorum). The liveness phase bounds these
+    /// by time only; every other transition counts towards its transition bound.
+    pub repeated_transitions: u64,
     pub actions: u64,
     pub faults: u64,
     /// VMs that went from running nowhere to running again while not freshly enabled: restarts.
     pub restarts: u64,
     pub migrations_ok: u64,
+}
+
+impl Stats {
+    /// Transitions that did not merely repeat the one before (see `repeated_transitions`).
+    pub fn progress_transitions(&self) -> u64 {
+        self.transitions - self.repeated_transitions
+    }
 }
 
 pub struct Sim {
@@ -221,6 +232,8 @@ pub struct Sim {
     /// VMs whose migrate_to was sent and no migrate_from succeeded since, while a copy exists
     /// somewhere: a migration in flight or interrupted, for triage.
     pub migration_open: BTreeSet<String>,
+    /// The previous transition's actions (`key@node`, in graph order); empty after an idle plan.
+    last_actions: String,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -277,6 +290,7 @@ impl Sim {
             fence_pending: BTreeSet::new(),
             was_running: vec![(false, false); nvms],
             idle: false,
+            last_actions: String::new(),
             remove_on_migrate: None,
             status_at_violation: String::new(),
             cleanup_pending: false,
@@ -503,6 +517,7 @@ impl Sim {
             .collect();
         let rsc_names: Vec<String> = t.observed.resources.iter().map(|r| r.id.clone()).collect();
         if t.graph.synapses.is_empty() {
+            self.last_actions.clear();
             if !self.idle {
                 self.note(
                     "DC",
@@ -531,14 +546,15 @@ impl Sim {
                 .unwrap_or("-");
             lines.push(format!("{}@{node}", ga.key));
         }
+        let actions = lines.join(" ");
+        if actions == self.last_actions {
+            self.stats.repeated_transitions += 1;
+        }
         self.note(
             "DC",
-            format!(
-                "T{id}: {} | {}",
-                t.reconciliation.summary(),
-                lines.join(" ")
-            ),
+            format!("T{id}: {} | {actions}", t.reconciliation.summary()),
         );
+        self.last_actions = actions;
         let n = t.graph.actions.len();
         let ns = t.graph.synapses.len();
         self.active = Some(Active {
@@ -1406,7 +1422,7 @@ impl Sim {
         self.note("SIM", "faults stop; healing; liveness phase");
         self.phase = Phase::Liveness {
             since_ms: self.now_ms(),
-            since_transitions: self.stats.transitions,
+            since_transitions: self.stats.progress_transitions(),
         };
         self.world.clear_faults();
         for ni in 0..self.nodes.len() {
