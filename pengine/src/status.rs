@@ -43,7 +43,8 @@ pub fn node_text_status(obs: &Observed, ni: usize) -> String {
     }
 }
 
-fn pending_state(task: &str) -> Option<&'static str> {
+/// The role word crm_simulate shows for an operation still in flight (`Starting`, ...).
+pub(crate) fn pending_state(task: &str) -> Option<&'static str> {
     match task {
         "start" => Some("Starting"),
         "stop" => Some("Stopping"),

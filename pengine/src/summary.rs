@@ -85,14 +85,7 @@ fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
         .pending_task
         .as_ref()
         .filter(|_| show_pending)
-        .and_then(|(t, _)| match t.as_str() {
-            "start" => Some("Starting"),
-            "stop" => Some("Stopping"),
-            "migrate_to" | "migrate_from" => Some("Migrating"),
-            "promote" => Some("Promoting"),
-            "demote" => Some("Demoting"),
-            _ => None,
-        });
+        .and_then(|(t, _)| crate::status::pending_state(t));
     let role = if r.role == Role::Unknown {
         Role::Stopped
     } else {
