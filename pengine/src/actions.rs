@@ -593,8 +593,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             // where a start would (after the probes, before the monitors).
                             if let Some(&reload) = early_starts.get(&ri) {
                                 start_id = Some(reload);
-                            } else if r.start_pending {
-                                // A start still pending where the resource stays: Pacemaker
+                            } else if r.start_pending_on.contains(&ni) {
+                                // A start still pending where the resource stays (on that
+                                // node: a pending start elsewhere is no start here): Pacemaker
                                 // keeps an optional start that the graph always shows (no
                                 // summary line); recurring monitors order after it, and stay
                                 // optional where they are active.

@@ -121,6 +121,8 @@ pub struct Resource {
     pub managed: bool,
     pub blocked: bool,
     pub start_pending: bool,
+    /// The nodes where a start is still pending.
+    pub start_pending_on: BTreeSet<usize>,
     pub failure_ignored: bool,
     pub orphan: bool,
     pub known_on: BTreeSet<usize>,
@@ -1297,6 +1299,7 @@ fn unpack_lrm_resource(
             -1 => {
                 if op.operation == "start" {
                     rsc.start_pending = true;
+                    rsc.start_pending_on.insert(ni);
                     if role < Role::Started {
                         role = Role::Started;
                     }
