@@ -1411,6 +1411,7 @@ impl Sim {
                 for h in sends {
                     self.execute_op(ni, h.rsc, h.op, h.interval_ms, h.origin, h.pending);
                 }
+                self.publish(ni);
             }
         }
     }
