@@ -361,11 +361,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             Change::Restart { node, .. } if r.definition_restart.contains(node) => {
                 early_starts.insert(ri, plan.add(act(Kind::Start, Some(ri), Some(*node))));
             }
-            Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending => {
+            Change::Keep if r.reload_on.contains(&ni) && !r.failed && !r.start_pending() => {
                 early_starts.insert(ri, plan.add(act(Kind::Reload, Some(ri), Some(ni))));
             }
             // A reload cannot apply to a start still pending: the check requires the stop.
-            Change::Restart { node, .. } if r.reload_on.contains(node) && r.start_pending => {
+            Change::Restart { node, .. } if r.reload_on.contains(node) && r.start_pending() => {
                 early_stops.insert(
                     (ri, *node),
                     plan.add(act(Kind::Stop, Some(ri), Some(*node))),

@@ -120,7 +120,6 @@ pub struct Resource {
     pub stop_flag: bool,
     pub managed: bool,
     pub blocked: bool,
-    pub start_pending: bool,
     /// The nodes where a start is still pending.
     pub start_pending_on: BTreeSet<usize>,
     pub failure_ignored: bool,
@@ -212,6 +211,10 @@ impl Resource {
     }
     pub fn is_stonith(&self) -> bool {
         self.class == "stonith"
+    }
+    /// Whether a start is still pending on some node.
+    pub fn start_pending(&self) -> bool {
+        !self.start_pending_on.is_empty()
     }
 }
 
@@ -1298,7 +1301,6 @@ fn unpack_lrm_resource(
             1 => continue,
             -1 => {
                 if op.operation == "start" {
-                    rsc.start_pending = true;
                     rsc.start_pending_on.insert(ni);
                     if role < Role::Started {
                         role = Role::Started;

@@ -196,7 +196,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                 && r.managed
                 && !r.failed
                 && !r.migratable_cleared
-                && !r.start_pending
+                && !r.start_pending()
                 && [s, t]
                     .iter()
                     .all(|&n| obs.nodes[n].online && !obs.nodes[n].unclean)
@@ -263,7 +263,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             reason: None,
                         }
                     } else if r.unpack_stops.contains(&s)
-                        || (r.reload_on.contains(&s) && r.managed && r.start_pending)
+                        || (r.reload_on.contains(&s) && r.managed && r.start_pending())
                     {
                         // A stop required while unpacking (a filler's failure restarts its
                         // container), or a reload that cannot apply to a start still pending:
