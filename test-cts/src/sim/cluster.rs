@@ -1404,7 +1404,9 @@ impl Sim {
                 );
                 let held = std::mem::take(&mut self.nodes[ni].held);
                 let sends = std::mem::take(&mut self.nodes[ni].held_sends);
-                self.publish(ni);
+                // One publish, after the held requests ran: publishing before them would erase
+                // the pending entries the DC wrote when it sent them. Delivering a held result
+                // reads no status (a replan it causes comes later), so it need not come first.
                 for (r, recurring) in held {
                     self.deliver(r, recurring);
                 }
