@@ -45,6 +45,8 @@ use crate::hypervisor::{DomainState, HvError, Hypervisor, JobOperation, MigrateR
 
 const POLL_MS: u64 = 100;
 const POLL_MAX_MS: u64 = 500;
+/// The least time a migration call is started with; with less it could only be aborted.
+const MIN_MIGRATE_CALL_MS: u64 = 1_000;
 
 /// Where guest code runs (or ran and is held paused), as far as the migration is concerned. An
 /// incoming or starting-up copy has not run yet; a crashed one runs no more.
@@ -562,6 +564,21 @@ pub fn migrate_to(
         );
     }
     let timeout_ms = call_deadline.remaining_ms(ctx.clock);
+    if timeout_ms < MIN_MIGRATE_CALL_MS {
+        // The readings above used up the call's time: a migration started now could only be
+        // aborted. None is started; the answer comes from both sides as they are.
+        journal(
+            "not-migrated",
+            &format!("{timeout_ms} ms left for the call"),
+        );
+        let job = if job_unread.is_some() {
+            Job::Unread
+        } else {
+            Job::Idle
+        };
+        let why = format!("no migration started: {timeout_ms} ms left of the migration's time");
+        return answer(ctx, target, name, &why, deadline, job);
+    }
     journal(
         "migrate-called",
         &format!("to {} within {timeout_ms} ms", req.target_uri),

@@ -282,6 +282,28 @@ fn deadline_shorter_than_the_migration_aborts_and_stays_on_the_source() {
     assert_eq!(p.code(A, "migrate_to"), Success);
 }
 
+/// The readings before the migration used up the time its call had (the source's job reading
+/// hung, every call slow): no migration is started that could not end within the budget; the
+/// answer is 1, the guest still running on the source, and nothing moved.
+#[test]
+fn no_migration_starts_when_the_call_has_no_time_left() {
+    let p = Pair::new();
+    assert_eq!(p.code(A, "start"), Success);
+    p.world.set_call_ms(500);
+    p.world.inject(A, Op::JobInfo, Fault::Hang);
+    let t0 = p.clock.now_ms();
+    let out = p.run(A, "migrate_to", &[]);
+    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    assert!(
+        !p.world.calls(A).iter().any(|c| c == "migrate vm1"),
+        "a migration was started without time for it: {:?}",
+        p.world.calls(A)
+    );
+    assert_eq!(out.code, ErrGeneric, "{out:?}");
+    assert!(reason(&out).contains("still runs on the source"), "{out:?}");
+    assert_eq!(p.world.running_on("vm1"), vec![A]);
+}
+
 /// The source daemon takes the abort but does not answer it before its timeout (seen in CI under
 /// load): the abort may use its own share of the budget only, and both sides are still read for
 /// the answer, which is 1 with the guest on the source (not 7 "source unknown").
@@ -389,9 +411,16 @@ fn a_failed_job_reading_after_a_timed_out_migrate_call_is_not_the_jobs_end() {
     p.world.inject(A, Op::JobInfo, Fault::Hang);
     p.world
         .inject(A, Op::JobInfo, Fault::Error("job info failed".into()));
+    // A 40 s timeout, so the call still has time after the hung reading (with 20 s, none is
+    // started: `no_migration_starts_when_the_call_has_no_time_left`).
     let t0 = p.clock.now_ms();
-    let out = p.run(A, "migrate_to", &[]);
-    assert!(p.clock.now_ms() - t0 <= BUDGET_MS, "within the budget");
+    let out = p.run(A, "migrate_to", &[("OCF_RESKEY_CRM_meta_timeout", "40000")]);
+    assert!(p.clock.now_ms() - t0 <= 2 * BUDGET_MS, "within the budget");
+    assert!(
+        p.world.calls(A).iter().any(|c| c == "migrate vm1"),
+        "the migration is started: {:?}",
+        p.world.calls(A)
+    );
     // Whatever the answer, it must hold once the migration's time has passed.
     p.clock.advance_ms(120_000);
     let on = p.world.running_on("vm1");
