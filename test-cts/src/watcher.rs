@@ -11,6 +11,12 @@
 //! (incoming or switched-over) domain does not execute. libvirt shows every QEMU it kills as "in
 //! shutdown" for a moment, also an incoming copy that never ran: "in shutdown" counts as executing
 //! only when the daemon's previous other state was running or blocked (a guest shutting down).
+//!
+//! A daemon that restarts (a test may restart one on purpose) ends its `virsh` session: the
+//! watcher opens a new one, at most every [`RESPAWN_INTERVAL`]. Until it answers, the daemon's
+//! reads are unknown and count as "may execute": a sample in which the domain executes elsewhere
+//! (or a second daemon is unknown too) is unproven, and fails the check like a violation. Each
+//! gap is kept in the report.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -26,10 +32,13 @@ use crate::process::ProcessError;
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(5);
 /// Violations and state changes kept in a report (all are counted).
 const KEPT: usize = 200;
+/// The least time between two attempts to open a new session to a daemon that stopped answering.
+pub const RESPAWN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// An interactive `virsh -c <uri>`: commands on stdin, a unique marker echoed after each.
 struct VirshSession {
     stdin: ChildStdin,
+    /// virsh's stdout and stderr.
     stdout: ChildStdout,
     buffer: Vec<u8>,
     next_marker: u64,
@@ -37,9 +46,12 @@ struct VirshSession {
 
 impl VirshSession {
     fn spawn(uri: &str) -> Result<(Child, Self), LibvirtError> {
-        let mut cmd = Command::new("virsh");
-        cmd.arg("-q")
-            .arg("-c")
+        // stdout and stderr in one pipe (through `sh`): an error ("failed to get domain", or a
+        // lost connection) arrives in order with the answers, so a failed reading is never taken
+        // for "unknown here".
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("exec virsh -q -c \"$0\" 2>&1")
             .arg(uri)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -95,7 +107,7 @@ impl VirshSession {
         };
         let answer = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
         self.buffer.drain(..end + needle.len());
-        Ok(parse_state(&answer))
+        parse_answer(&answer)
     }
 }
 
@@ -103,9 +115,25 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The one state line in virsh's answer; prompts and echoed commands are not states.
-fn parse_state(answer: &str) -> Option<DomState> {
-    answer.lines().find_map(DomState::from_virsh)
+/// The one state line in virsh's answer (prompts and echoed commands are not states); `None` when
+/// virsh says the daemon does not know the domain; an error for any other answer (a lost
+/// connection, a daemon restarting), which is never read as "not here".
+fn parse_answer(answer: &str) -> Result<Option<DomState>, String> {
+    if let Some(state) = answer.lines().find_map(DomState::from_virsh) {
+        return Ok(Some(state));
+    }
+    // "Unknown here" only when that is virsh's one complaint: a lost connection adds its own.
+    let mut errors = answer
+        .lines()
+        .filter_map(|l| l.split_once("error: ").map(|(_, e)| e))
+        .peekable();
+    // (A domain gone between virsh's lookup and its reading: "Domain not found".)
+    let not_here =
+        |e: &str| e.starts_with("failed to get domain") || e.starts_with("Domain not found");
+    if errors.peek().is_some() && errors.all(not_here) {
+        return Ok(None);
+    }
+    Err(format!("virsh answered no state: {:?}", answer.trim()))
 }
 
 /// One sample in which the domain executed on two or more daemons.
@@ -113,9 +141,22 @@ fn parse_state(answer: &str) -> Option<DomState> {
 pub struct Violation {
     /// Since the watcher started.
     pub at: Duration,
-    /// Per daemon (label, first read, second read).
+    /// Per daemon (label, first read, second read); `None` also for a daemon that could not be
+    /// read (the executing ones were).
     pub states: Vec<(String, Option<DomState>, Option<DomState>)>,
 }
+
+/// One sample in which a daemon could not be read while the domain executed on another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unproven {
+    /// Since the watcher started.
+    pub at: Duration,
+    /// Per daemon (label, first read, second read); `None`: not read.
+    pub states: Vec<(String, Option<DomRead>, Option<DomRead>)>,
+}
+
+/// One read of the domain on one daemon: its state, `None` when the daemon does not know it.
+pub type DomRead = Option<DomState>;
 
 /// What a watcher saw.
 #[derive(Debug, Clone, Default)]
@@ -131,8 +172,16 @@ pub struct WatchReport {
     pub executing_samples: Vec<u64>,
     /// Every change of the first-pass states, with its time (the first ones).
     pub timeline: Vec<(Duration, Vec<Option<DomState>>)>,
-    /// Session failures: the watch was interrupted, so "never both" is unproven.
+    /// Failures that ended the watch (the first sample failed): "never both" is unproven.
     pub errors: Vec<String>,
+    /// Samples in which one daemon could not be read while the domain executed on another (or a
+    /// second one could not be read either): a double run there cannot be excluded (all counted).
+    pub unproven_count: u64,
+    /// The first unproven samples.
+    pub unproven: Vec<Unproven>,
+    /// Every interval in which a daemon could not be read: label, start, end (`None`: to the
+    /// end of the watch), and why it began.
+    pub gaps: Vec<(String, Duration, Option<Duration>, String)>,
     pub watched_for: Duration,
 }
 
@@ -153,6 +202,17 @@ impl WatchReport {
         }
         if self.samples == 0 {
             return Err(format!("the watcher of {} took no sample", self.domain));
+        }
+        if self.unproven_count > 0 {
+            return Err(format!(
+                "{} could not be read on one daemon while it executed on another in {} of {} samples, so 'never on two' is unproven; first: {:?}\ngaps: {:?}\ntimeline: {}",
+                self.domain,
+                self.unproven_count,
+                self.samples,
+                self.unproven.first(),
+                self.gaps,
+                self.render_timeline()
+            ));
         }
         if self.violation_count > 0 {
             return Err(format!(
@@ -191,7 +251,83 @@ impl WatchReport {
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<WatchReport>>,
-    children: Arc<Mutex<Vec<Child>>>,
+    /// Per daemon, the `virsh` of its current session.
+    children: Children,
+}
+
+type Children = Arc<Mutex<Vec<Option<Child>>>>;
+
+/// One daemon: its session while it answers, and when a new one may be opened.
+struct Slot {
+    uri: String,
+    label: String,
+    session: Option<VirshSession>,
+    next_open: Instant,
+    /// The open gap (an index into `WatchReport::gaps`) while the daemon cannot be read.
+    gap: Option<usize>,
+}
+
+impl Slot {
+    /// Opens a new session unless one was tried within [`RESPAWN_INTERVAL`]; the old `virsh`
+    /// is killed first.
+    fn open(&mut self, i: usize, children: &Children) -> Result<(), String> {
+        let now = Instant::now();
+        if now < self.next_open {
+            return Err("waiting to open a new session".into());
+        }
+        self.next_open = now + RESPAWN_INTERVAL;
+        let mut kids = children.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut old) = kids.get_mut(i).and_then(Option::take) {
+            let _ = old.kill();
+            let _ = old.wait();
+        }
+        let (child, session) = VirshSession::spawn(&self.uri).map_err(|e| e.to_string())?;
+        if let Some(k) = kids.get_mut(i) {
+            *k = Some(child);
+        }
+        self.session = Some(session);
+        Ok(())
+    }
+
+    /// The domain's state here, `None` when the daemon cannot be read now (a gap is opened).
+    fn read(
+        &mut self,
+        i: usize,
+        children: &Children,
+        domain: &str,
+        report: &mut WatchReport,
+        started: Instant,
+    ) -> Option<DomRead> {
+        let result = match self.session.as_mut() {
+            Some(session) => session.domstate(domain),
+            None => self
+                .open(i, children)
+                .and_then(|()| match self.session.as_mut() {
+                    Some(session) => session.domstate(domain),
+                    None => Err("no session".into()),
+                }),
+        };
+        match result {
+            Ok(state) => {
+                if let Some(g) = self.gap.take() {
+                    if let Some(gap) = report.gaps.get_mut(g) {
+                        gap.2 = Some(started.elapsed());
+                    }
+                }
+                Some(state)
+            }
+            Err(why) => {
+                self.session = None;
+                if self.gap.is_none() {
+                    self.gap = Some(report.gaps.len());
+                    report
+                        .gaps
+                        .push((self.label.clone(), started.elapsed(), None, why));
+                }
+                None
+            }
+        }
+    }
 }
 
 impl Watcher {
@@ -207,24 +343,29 @@ impl Watcher {
         daemons: &[&LibvirtDaemon],
         interval: Duration,
     ) -> Result<Self, LibvirtError> {
-        let mut children = Vec::new();
-        let mut sessions = Vec::new();
+        let children: Children = Arc::new(Mutex::new(Vec::new()));
+        let mut slots = Vec::new();
         for daemon in daemons {
             match VirshSession::spawn(daemon.uri()) {
                 Ok((child, session)) => {
-                    children.push(child);
-                    sessions.push(session);
+                    children
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(Some(child));
+                    slots.push(Slot {
+                        uri: daemon.uri().to_string(),
+                        label: daemon.label().to_string(),
+                        session: Some(session),
+                        next_open: Instant::now(),
+                        gap: None,
+                    });
                 }
                 Err(e) => {
-                    for mut child in children {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                    }
+                    kill_all(&children);
                     return Err(e);
                 }
             }
         }
-        let children = Arc::new(Mutex::new(children));
         let stop = Arc::new(AtomicBool::new(false));
         let mut report = WatchReport {
             domain: domain.to_string(),
@@ -234,9 +375,19 @@ impl Watcher {
         };
         let started = Instant::now();
         let mut last = None;
-        let mut ran = vec![false; sessions.len()];
+        let mut ran = vec![false; slots.len()];
         // The first sample before returning: the watch demonstrably covers what follows.
-        sample(&mut sessions, &mut report, started, &mut last, &mut ran);
+        let mut watch = Sampler {
+            slots,
+            children: Arc::clone(&children),
+            started,
+        };
+        watch.sample(&mut report, &mut last, &mut ran);
+        if let Some((label, _, _, why)) = report.gaps.first().cloned() {
+            report
+                .errors
+                .push(format!("the first sample could not read {label}: {why}"));
+        }
         let (first_sample_failed, first_error) = (
             !report.errors.is_empty(),
             report.errors.first().cloned().unwrap_or_default(),
@@ -248,7 +399,7 @@ impl Watcher {
             while report.errors.is_empty() {
                 std::thread::sleep(interval);
                 let stopping = stop_flag.load(Ordering::Relaxed);
-                sample(&mut sessions, &mut report, started, &mut last, &mut ran);
+                watch.sample(&mut report, &mut last, &mut ran);
                 if stopping {
                     break;
                 }
@@ -286,15 +437,7 @@ impl Watcher {
             std::thread::sleep(Duration::from_millis(1));
         }
         let killed = !thread.is_finished();
-        let mut children = self
-            .children
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for child in children.iter_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        drop(children);
+        kill_all(&self.children);
         let mut report = thread.join().ok()?;
         if killed {
             report
@@ -311,56 +454,88 @@ impl Drop for Watcher {
     }
 }
 
-/// Reads every daemon twice in order and records the outcome in `report`.
-fn sample(
-    sessions: &mut [VirshSession],
-    report: &mut WatchReport,
+fn kill_all(children: &Children) {
+    let mut kids = children.lock().unwrap_or_else(|p| p.into_inner());
+    for child in kids.iter_mut().filter_map(Option::as_mut) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// The sampling side of a watcher: the daemons' sessions.
+struct Sampler {
+    slots: Vec<Slot>,
+    children: Children,
     started: Instant,
-    last: &mut Option<Vec<Option<DomState>>>,
-    ran: &mut [bool],
-) {
-    let mut reads = Vec::with_capacity(sessions.len() * 2);
-    for _pass in 0..2 {
-        for session in sessions.iter_mut() {
-            match session.domstate(&report.domain) {
-                Ok(state) => reads.push(state),
-                Err(e) => {
-                    report.errors.push(e);
-                    return;
+}
+
+impl Sampler {
+    /// Reads every daemon twice in order and records the outcome in `report`.
+    fn sample(
+        &mut self,
+        report: &mut WatchReport,
+        last: &mut Option<Vec<Option<DomState>>>,
+        ran: &mut [bool],
+    ) {
+        let n = self.slots.len();
+        let mut reads: Vec<Option<DomRead>> = Vec::with_capacity(n * 2);
+        for _pass in 0..2 {
+            for (i, slot) in self.slots.iter_mut().enumerate() {
+                let domain = report.domain.clone();
+                reads.push(slot.read(i, &self.children, &domain, report, self.started));
+            }
+        }
+        let at = self.started.elapsed();
+        let (first, second) = reads.split_at(n);
+        report.samples += 1;
+        let (mut executing, mut unknown) = (0, 0);
+        for (i, (a, b)) in first.iter().zip(second).enumerate() {
+            match (a, b) {
+                // `&`, not `&&`: both reads update `ran`.
+                (Some(a), Some(b)) => {
+                    if executes(*a, &mut ran[i]) & executes(*b, &mut ran[i]) {
+                        executing += 1;
+                        report.executing_samples[i] += 1;
+                    }
+                }
+                _ => {
+                    unknown += 1;
+                    for r in [a, b].into_iter().flatten() {
+                        executes(*r, &mut ran[i]);
+                    }
                 }
             }
         }
-    }
-    let at = started.elapsed();
-    let n = sessions.len();
-    let (first, second) = reads.split_at(n);
-    report.samples += 1;
-    let mut executing = 0;
-    for (i, (a, b)) in first.iter().zip(second).enumerate() {
-        // `&`, not `&&`: both reads update `ran`.
-        if executes(*a, &mut ran[i]) & executes(*b, &mut ran[i]) {
-            executing += 1;
-            report.executing_samples[i] += 1;
+        let labelled = || -> Vec<(String, Option<DomRead>, Option<DomRead>)> {
+            report
+                .labels
+                .iter()
+                .cloned()
+                .zip(first.iter().zip(second))
+                .map(|(l, (a, b))| (l, *a, *b))
+                .collect()
+        };
+        if executing >= 2 {
+            report.violation_count += 1;
+            if report.violations.len() < KEPT {
+                let states = labelled()
+                    .into_iter()
+                    .map(|(l, a, b)| (l, a.flatten(), b.flatten()))
+                    .collect();
+                report.violations.push(Violation { at, states });
+            }
+        } else if unknown >= 1 && executing + unknown >= 2 {
+            report.unproven_count += 1;
+            if report.unproven.len() < KEPT {
+                let states = labelled();
+                report.unproven.push(Unproven { at, states });
+            }
         }
-    }
-    if executing >= 2 {
-        report.violation_count += 1;
-        if report.violations.len() < KEPT {
-            report.violations.push(Violation {
-                at,
-                states: report
-                    .labels
-                    .iter()
-                    .cloned()
-                    .zip(first.iter().zip(second))
-                    .map(|(l, (a, b))| (l, *a, *b))
-                    .collect(),
-            });
+        let shown: Vec<Option<DomState>> = first.iter().map(|r| r.flatten()).collect();
+        if last.as_deref() != Some(&shown[..]) && report.timeline.len() < KEPT {
+            report.timeline.push((at, shown.clone()));
+            *last = Some(shown);
         }
-    }
-    if last.as_deref() != Some(first) && report.timeline.len() < KEPT {
-        report.timeline.push((at, first.to_vec()));
-        *last = Some(first.to_vec());
     }
 }
 
@@ -400,9 +575,22 @@ mod tests {
     #[test]
     fn state_found_among_prompts_and_echoes() {
         let answer = "virsh # domstate vm1\nrunning\n\nvirsh # echo @@hl3@@";
-        assert_eq!(parse_state(answer), Some(DomState::Running));
-        assert_eq!(parse_state("shut off\n\n"), Some(DomState::ShutOff));
-        assert_eq!(parse_state("virsh # domstate gone\n"), None);
+        assert_eq!(parse_answer(answer), Ok(Some(DomState::Running)));
+        assert_eq!(parse_answer("shut off\n\n"), Ok(Some(DomState::ShutOff)));
+        let unknown = "virsh # domstate gone\nerror: failed to get domain 'gone'\n";
+        assert_eq!(parse_answer(unknown), Ok(None));
+        let vanished = "error: Domain not found: no domain with matching uuid 'b7e2' (vm1)\n";
+        assert_eq!(parse_answer(vanished), Ok(None));
+    }
+
+    #[test]
+    fn a_failed_reading_is_not_unknown_here() {
+        let lost = "error: Disconnected from qemu:///system due to end of file\nerror: failed to connect to the hypervisor\n";
+        assert!(parse_answer(lost).is_err());
+        assert!(parse_answer("").is_err());
+        let both =
+            "error: failed to get domain 'vm1'\nerror: internal error: client socket is closed\n";
+        assert!(parse_answer(both).is_err());
     }
 
     #[test]

@@ -375,3 +375,61 @@ fn daemons_of_a_killed_owner_are_torn_down_by_their_guard() {
         t.elapsed().as_secs_f64()
     );
 }
+
+/// A daemon restarted under the watcher ends its session: the watcher opens a new one and keeps
+/// the gap. Restarting the daemon where the guest runs, with no copy elsewhere, proves nothing
+/// wrong; restarting the other daemon while the guest executes makes the check fail (the blind
+/// daemon could have run a copy), never pass.
+#[test]
+fn watcher_bridges_a_daemon_restart_and_fails_closed_while_blind() {
+    if !real_infra_or_skip(
+        "watcher_bridges_a_daemon_restart_and_fails_closed_while_blind",
+        &[],
+    ) {
+        return;
+    }
+    // A pair of its own: the shared one keeps serving the other tests meanwhile.
+    let (a, b) = pair().expect("two private libvirtds start");
+    let name = unique_name("blind");
+    let scratch = Scratch::new(&name);
+    let xml = write_tiny_guest(scratch.path(), &name, 32).expect("guest xml");
+    create_guest(&a, &xml, &[]);
+
+    let watcher = Watcher::start(&name, &[&a, &b]).expect("watcher starts");
+    a.restart_libvirtd().expect("A's libvirtd restarts");
+    assert!(
+        a.wait_state(&name, Some(DomState::Running), Duration::from_secs(20))
+            .expect("domstate A"),
+        "the guest still runs on A after the restart"
+    );
+    let report = watcher.finish();
+    eprintln!("restart of A: gaps {:?}", report.gaps);
+    report.assert_never_both();
+    assert!(report.saw_executing_on(0), "the guest was seen on A");
+    let last = report.timeline.last().map(|(_, s)| s.clone());
+    assert_eq!(
+        last,
+        Some(vec![Some(DomState::Running), None]),
+        "read again after the restart{}",
+        report.render_timeline()
+    );
+
+    let watcher = Watcher::start(&name, &[&a, &b]).expect("watcher starts");
+    b.restart_libvirtd().expect("B's libvirtd restarts");
+    let report = watcher.finish();
+    eprintln!(
+        "restart of B: gaps {:?}, unproven {}",
+        report.gaps, report.unproven_count
+    );
+    let _ = a.virsh(&["destroy", &name]);
+    assert!(
+        report.gaps.iter().any(|(label, ..)| label == b.label()),
+        "B's restart ended its session: {:?}",
+        report.gaps
+    );
+    assert!(report.unproven_count >= 1, "{report:?}");
+    assert!(
+        report.check_never_both().is_err(),
+        "blind on B while the guest ran on A must not pass"
+    );
+}
