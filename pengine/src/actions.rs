@@ -1014,6 +1014,39 @@ fn group_actions(
     if let Some(gs) = ids[0].filter(|_| blocked_start) {
         plan.actions[gs].runnable = false;
     }
+    // Members whose start is required but cannot run (drawn only) make the group's start and
+    // running required too (a group action is required when a member's is): both are drawn,
+    // unrunnable, with the members' orderings.
+    let dot_starts: Vec<Vec<usize>> = members
+        .iter()
+        .map(|&m| {
+            (0..plan.actions.len())
+                .filter(|&i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(m) && a.kind == Kind::Start && a.dot_only
+                })
+                .collect()
+        })
+        .collect();
+    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
+        for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
+            let id = match ids[slot] {
+                Some(id) => id,
+                None => {
+                    let mut a = act(kind, None, None);
+                    a.group = Some(gi);
+                    a.pseudo = true;
+                    a.dot_only = true;
+                    plan.add(a)
+                }
+            };
+            plan.actions[id].runnable = false;
+            ids[slot] = Some(id);
+        }
+        dot_starts
+    } else {
+        starts
+    };
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();

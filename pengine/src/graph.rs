@@ -1116,8 +1116,14 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
     for (a, ga) in g.actions.iter().enumerate() {
         if !ga.runnable {
+            // A pseudo action is named in orange, runnable or not.
+            let font = if ga.event == EventKind::Pseudo {
+                "orange"
+            } else {
+                "black"
+            };
             lines.push(format!(
-                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"black\"]",
+                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"{font}\"]",
                 dot_label(obs, ga)
             ));
             let _ = a;
