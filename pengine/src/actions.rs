@@ -883,6 +883,23 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 gi,
                 rec.blocked_group_starts.contains(&gi),
             );
+            // A member that needs fencing and stops on a fenced node orders that fencing
+            // before the group's stop too (Pacemaker orders it before the top-level parent's).
+            if let Some(gstop) = plan.find_group(gi, &Kind::GroupStop) {
+                for &m in &obs.groups[gi].members {
+                    if !crate::reconcile::needs_fencing(obs, &obs.resources[m]) {
+                        continue;
+                    }
+                    for st in plan.stops(m) {
+                        let Some(ni) = plan.actions[st].node else {
+                            continue;
+                        };
+                        if let Some(pos) = rec.fence.iter().position(|(f, _)| *f == ni) {
+                            plan.edge(fence_ids[pos], gstop);
+                        }
+                    }
+                }
+            }
         }
     }
     // Stops release load before starts consume it.
