@@ -200,6 +200,60 @@ fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The recurring monitors of an unmanaged resource (not blocked by a failure, not in
+/// maintenance). Pacemaker keeps it where it is active (its current node: the first node it
+/// runs on, the first clean one when it does not need fencing) with its role, and schedules
+/// its recurring monitors as for a managed one, without ordering them after its (optional)
+/// start: on the current node (unless that node is in maintenance) each monitor for its role
+/// that the history does not hold there is required, and a Stopped-role monitor the history
+/// holds there is cancelled (that cancel reuses the history's action, created while unpacking);
+/// on every other online node, each Stopped-role monitor the history does not hold is required.
+fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: usize) {
+    let r = &obs.resources[ri];
+    if r.blocked || obs.maintenance_mode || r.meta_bool("maintenance", false) {
+        return;
+    }
+    let clean = |ni: usize| obs.nodes[ni].online && !obs.nodes[ni].unclean;
+    let current = if crate::reconcile::needs_fencing(obs, r) {
+        r.running_on.first().copied()
+    } else {
+        r.running_on
+            .iter()
+            .copied()
+            .find(|&ni| clean(ni))
+            .or(r.running_on.first().copied())
+    };
+    let in_history = |ni: usize, iv: u64| r.unpacked_recurring.contains(&(ni, iv));
+    if let Some(ni) = current {
+        if r.role == crate::observed::Role::Started && !obs.nodes[ni].maintenance {
+            for iv in recurring_monitors(obs, ri) {
+                if !in_history(ni, iv) {
+                    let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
+                    a.runnable = clean(ni);
+                    plan.add(a);
+                }
+            }
+        }
+    }
+    for iv in stopped_monitors(obs, ri) {
+        for (ni, n) in obs.nodes.iter().enumerate() {
+            if Some(ni) == current {
+                if in_history(ni, iv) {
+                    let mut a = act(Kind::Cancel { interval_ms: iv }, Some(ri), Some(ni));
+                    a.created_at = Some(unpack_mark);
+                    plan.add(a);
+                }
+            } else if !in_history(ni, iv) && n.online && !n.unclean && !n.pending {
+                plan.add(act(
+                    Kind::StoppedMonitor { interval_ms: iv },
+                    Some(ri),
+                    Some(ni),
+                ));
+            }
+        }
+    }
+}
+
 /// Builds the actions and their ordering.
 pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut plan = Plan {
@@ -797,6 +851,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
             }
+            if desired.unmanaged[ri] && target_node.is_none() {
+                unmanaged_recurring(obs, &mut plan, ri, unpack_mark);
+            }
             for &(pr, pid) in &probe_ids {
                 // A probe that cannot run keeps a resource active nowhere from starting; an
                 // active one goes on as it is.
@@ -826,6 +883,23 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 gi,
                 rec.blocked_group_starts.contains(&gi),
             );
+            // A member that needs fencing and stops on a fenced node orders that fencing
+            // before the group's stop too (Pacemaker orders it before the top-level parent's).
+            if let Some(gstop) = plan.find_group(gi, &Kind::GroupStop) {
+                for &m in &obs.groups[gi].members {
+                    if !crate::reconcile::needs_fencing(obs, &obs.resources[m]) {
+                        continue;
+                    }
+                    for st in plan.stops(m) {
+                        let Some(ni) = plan.actions[st].node else {
+                            continue;
+                        };
+                        if let Some(pos) = rec.fence.iter().position(|(f, _)| *f == ni) {
+                            plan.edge(fence_ids[pos], gstop);
+                        }
+                    }
+                }
+            }
         }
     }
     // Stops release load before starts consume it.
@@ -957,6 +1031,39 @@ fn group_actions(
     if let Some(gs) = ids[0].filter(|_| blocked_start) {
         plan.actions[gs].runnable = false;
     }
+    // Members whose start is required but cannot run (drawn only) make the group's start and
+    // running required too (a group action is required when a member's is): both are drawn,
+    // unrunnable, with the members' orderings.
+    let dot_starts: Vec<Vec<usize>> = members
+        .iter()
+        .map(|&m| {
+            (0..plan.actions.len())
+                .filter(|&i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(m) && a.kind == Kind::Start && a.dot_only
+                })
+                .collect()
+        })
+        .collect();
+    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
+        for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
+            let id = match ids[slot] {
+                Some(id) => id,
+                None => {
+                    let mut a = act(kind, None, None);
+                    a.group = Some(gi);
+                    a.pseudo = true;
+                    a.dot_only = true;
+                    plan.add(a)
+                }
+            };
+            plan.actions[id].runnable = false;
+            ids[slot] = Some(id);
+        }
+        dot_starts
+    } else {
+        starts
+    };
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();

@@ -942,6 +942,21 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) && a.task != "cancel" {
                 attrs.extend(meta_fields(&r.op_meta(&a.task, a.interval_ms)));
             }
+            // A cancel carries the cancelled operation's name, and the meta-attributes of that
+            // operation's configuration when it has one (Pacemaker looks the cancel's key up
+            // among the configured operations; an orphaned operation has none).
+            if a.task == "cancel" {
+                attrs.push(("CRM_meta_operation".into(), "monitor".into()));
+                let configured = r
+                    .ops
+                    .iter()
+                    .any(|o| o.name == "monitor" && o.interval_ms == a.interval_ms);
+                if configured {
+                    attrs.extend(meta_fields(&r.op_meta("monitor", a.interval_ms)));
+                } else {
+                    attrs.retain(|(k, _)| k != "CRM_meta_name");
+                }
+            }
             if let Some((source, target)) = a.migrate {
                 attrs.push((
                     "CRM_meta_migrate_source".into(),
@@ -1039,6 +1054,22 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 }
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
+    // Fencing is drawn as its task, fencing action and target.
+    if a.event == EventKind::Fence {
+        let host = a
+            .node
+            .map(|n| obs.nodes[n].uname.as_str())
+            .unwrap_or("<none>");
+        return format!("stonith 'reboot' {host}");
+    }
+    // A cancel is drawn as "Cancel" and the key of the operation it cancels.
+    if a.task == "cancel" {
+        let host = a
+            .node
+            .map(|n| obs.nodes[n].uname.as_str())
+            .unwrap_or("<none>");
+        return format!("Cancel {} {host}", a.key);
+    }
     match a.node {
         // A node's shutdown is named by its task (its key names the node already).
         Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
@@ -1085,8 +1116,14 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
     for (a, ga) in g.actions.iter().enumerate() {
         if !ga.runnable {
+            // A pseudo action is named in orange, runnable or not.
+            let font = if ga.event == EventKind::Pseudo {
+                "orange"
+            } else {
+                "black"
+            };
             lines.push(format!(
-                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"black\"]",
+                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"{font}\"]",
                 dot_label(obs, ga)
             ));
             let _ = a;

@@ -344,6 +344,21 @@ struct StartState {
     reason: Option<String>,
     /// The resource is unmanaged: its change stays Keep whatever the orderings say.
     unmanaged: bool,
+    /// The resource is active and its change stops it (a stop, move, recovery, restart or
+    /// migration) before any ordering applies.
+    stopping: bool,
+}
+
+/// How a mandatory ordering acts on its then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Start then start, symmetrical: implies-then and runnable-left.
+    Symmetric,
+    /// Start then start, symmetrical=false: an unrunnable first blocks a then that moves.
+    Asymmetric,
+    /// Stop then stop with implies-then: a required first stop requires the then's stop (an
+    /// active then that stays restarts).
+    Stop,
 }
 
 /// One side of a mandatory ordering: a primitive's start, or a group's running/start.
@@ -352,6 +367,19 @@ enum End {
     Start(usize),
     GroupRunning(usize),
     GroupStart(usize),
+    /// A primitive's stop, as a first or a then.
+    Stop(usize),
+    /// A group's stop: its stopped pseudo action as a first, its members' stops as a then.
+    GroupStop(usize),
+}
+
+/// Whether a resource's stop is required: it is active and stops (its change, or a start an
+/// ordering made unrunnable or required).
+fn stop_required(obs: &Observed, st: &[StartState], ri: usize) -> bool {
+    let s = &st[ri];
+    !obs.resources[ri].running_on.is_empty()
+        && !s.unmanaged
+        && (s.stopping || s.required || !s.runnable)
 }
 
 fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String) {
@@ -367,6 +395,19 @@ fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String
             let required = m.iter().any(|&ri| st[ri].required && st[ri].runnable);
             (runnable, required, format!("{} running", obs.groups[gi].id))
         }
+        End::Stop(ri) => (
+            true,
+            stop_required(obs, st, ri),
+            format!("{} stop", obs.resources[ri].id),
+        ),
+        End::GroupStop(gi) => (
+            true,
+            obs.groups[gi]
+                .members
+                .iter()
+                .any(|&ri| stop_required(obs, st, ri)),
+            format!("{} stopped", obs.groups[gi].id),
+        ),
     }
 }
 
@@ -377,8 +418,90 @@ fn r_partial(obs: &Observed, ri: usize) -> bool {
 
 fn then_members(obs: &Observed, e: End) -> Vec<usize> {
     match e {
-        End::Start(ri) => vec![ri],
-        End::GroupRunning(gi) | End::GroupStart(gi) => obs.groups[gi].members.clone(),
+        End::Start(ri) | End::Stop(ri) => vec![ri],
+        End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
+            obs.groups[gi].members.clone()
+        }
+    }
+}
+
+/// Whether a change of `ri`'s start can change what ordering end `e` says as a first.
+fn first_involves(obs: &Observed, e: End, ri: usize) -> bool {
+    match e {
+        End::Start(r) | End::Stop(r) => r == ri,
+        End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
+            obs.groups[gi].members.contains(&ri)
+        }
+    }
+}
+
+/// Applies one mandatory ordering to one then start; returns whether the start changed.
+/// Pacemaker keeps the first reason set on an action: a required first makes an optional then
+/// required ("required" reason) before an unrunnable first makes it unrunnable ("unrunnable").
+/// An active resource whose start cannot run stops, and its required stop requires its start
+/// (Pacemaker orders stop before start with implies-then), which in turn requires what follows.
+fn apply_ordering(
+    obs: &Observed,
+    desired: &Desired,
+    st: &mut [StartState],
+    f: End,
+    ri: usize,
+    mode: Mode,
+) -> bool {
+    let (f_runnable, f_required, desc) = first_state(obs, st, f);
+    let s = &mut st[ri];
+    if !s.exists {
+        return false;
+    }
+    let before = (s.runnable, s.required);
+    if mode == Mode::Stop {
+        // The then's stop is required (no reason on its start: a restart shows none).
+        if f_required && !s.required && !s.unmanaged && !obs.resources[ri].running_on.is_empty() {
+            s.required = true;
+        }
+        return before != (s.runnable, s.required);
+    }
+    if mode == Mode::Asymmetric {
+        let running = &obs.resources[ri].running_on;
+        let stays = running.len() == 1 && desired.assigned[ri] == Some(running[0]) && !s.required;
+        if !stays && !f_runnable && s.runnable {
+            s.runnable = false;
+            s.reason.get_or_insert(format!("unrunnable {desc}"));
+        }
+        return before != (s.runnable, s.required);
+    }
+    if f_required && !s.required {
+        s.required = true;
+        s.reason.get_or_insert(format!("required {desc}"));
+    }
+    if !f_runnable && s.runnable {
+        s.runnable = false;
+        s.reason.get_or_insert(format!("unrunnable {desc}"));
+        if !s.unmanaged && !obs.resources[ri].running_on.is_empty() {
+            s.required = true;
+        }
+    }
+    before != (s.runnable, s.required)
+}
+
+/// Re-applies, depth first, the orderings whose first is `ri`'s start (or its group's), after
+/// that start changed, as Pacemaker re-processes a changed action's dependents at once.
+fn settle(
+    obs: &Observed,
+    desired: &Desired,
+    rels: &[(End, End, Mode)],
+    st: &mut [StartState],
+    ri: usize,
+) {
+    for &(f, t, mode) in rels {
+        if !first_involves(obs, f, ri) {
+            continue;
+        }
+        for m in then_members(obs, t) {
+            if apply_ordering(obs, desired, st, f, m, mode) {
+                settle(obs, desired, rels, st, m);
+            }
+        }
     }
 }
 
@@ -405,6 +528,8 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         let s = &mut st[ri];
         s.exists = true;
         s.runnable = desired.assigned[ri].is_some();
+        s.stopping = !obs.resources[ri].running_on.is_empty()
+            && !matches!(rec.changes[ri], Change::Keep | Change::Start { .. });
         match &rec.changes[ri] {
             Change::Keep => {}
             Change::Start { blocked, .. } => {
@@ -418,16 +543,42 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             _ => s.required = true,
         }
     }
-    // (first, then, asymmetrical): an asymmetrical mandatory ordering (symmetrical=false)
+    // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
-    let mut rels: Vec<(End, End, bool)> = Vec::new();
+    let mut rels: Vec<(End, End, Mode)> = Vec::new();
     for g in 0..obs.groups.len() {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
-            rels.push((End::Start(w[0]), End::Start(w[1]), false));
+            rels.push((End::Start(w[0]), End::Start(w[1]), Mode::Symmetric));
         }
     }
     for o in &obs.orders {
+        if o.first_action == "stop" && o.then_action == "stop" {
+            // Stop then stop implies the then's stop when symmetrical and mandatory, or when
+            // optional and the then has the deprecated restart-type=restart.
+            let end = |id: &str| match (obs.group_index(id), obs.rsc_index(id)) {
+                (Some(g), _) => Some(End::GroupStop(g)),
+                (None, Some(r)) => Some(End::Stop(r)),
+                _ => None,
+            };
+            let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                (Some(g), _) => Some(&obs.groups[g].meta),
+                (None, Some(r)) => Some(&obs.resources[r].meta),
+                _ => None,
+            };
+            let restart_type = then_meta
+                .and_then(|m| m.get("restart-type"))
+                .is_some_and(|v| v.eq_ignore_ascii_case("restart"));
+            let implies_then = match o.kind.as_str() {
+                "mandatory" => o.symmetrical != Some(false),
+                "optional" => restart_type,
+                _ => false,
+            };
+            if let (true, Some(f), Some(t)) = (implies_then, end(&o.first), end(&o.then)) {
+                rels.push((f, t, Mode::Stop));
+            }
+            continue;
+        }
         if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
             continue;
         }
@@ -441,37 +592,20 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             (None, Some(r)) => End::Start(r),
             _ => continue,
         };
-        rels.push((first, then, o.symmetrical == Some(false)));
+        let mode = if o.symmetrical == Some(false) {
+            Mode::Asymmetric
+        } else {
+            Mode::Symmetric
+        };
+        rels.push((first, then, mode));
     }
     for _ in 0..(n + 2) {
         let mut changed = false;
-        for &(f, t, asymmetrical) in &rels {
-            let (f_runnable, f_required, desc) = first_state(obs, &st, f);
+        for &(f, t, mode) in &rels {
             for ri in then_members(obs, t) {
-                let s = &mut st[ri];
-                if !s.exists {
-                    continue;
-                }
-                if asymmetrical {
-                    let running = &obs.resources[ri].running_on;
-                    let stays = running.len() == 1
-                        && desired.assigned[ri] == Some(running[0])
-                        && !s.required;
-                    if !stays && !f_runnable && s.runnable {
-                        s.runnable = false;
-                        s.reason = Some(format!("unrunnable {desc}"));
-                        changed = true;
-                    }
-                    continue;
-                }
-                if !f_runnable && s.runnable {
-                    s.runnable = false;
-                    s.reason = Some(format!("unrunnable {desc}"));
+                if apply_ordering(obs, desired, &mut st, f, ri, mode) {
                     changed = true;
-                } else if f_runnable && f_required && !s.required && s.runnable {
-                    s.required = true;
-                    s.reason = Some(format!("required {desc}"));
-                    changed = true;
+                    settle(obs, desired, &rels, &mut st, ri);
                 }
             }
         }
@@ -523,7 +657,8 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     }
     for ri in 0..n {
         let s = &st[ri];
-        if !s.exists || s.reason.is_none() || s.unmanaged {
+        // A start an ordering changed has a reason, except one required by a stop ordering.
+        if !s.exists || (s.reason.is_none() && !s.required) || s.unmanaged {
             continue;
         }
         let r = &obs.resources[ri];
