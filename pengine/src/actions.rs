@@ -826,6 +826,23 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 gi,
                 rec.blocked_group_starts.contains(&gi),
             );
+            // A member's stop that waits for its node's fencing also orders that fencing
+            // before the group's stop (Pacemaker orders it before the top resource's stop).
+            if let Some(gstop) = plan.find_group(gi, &Kind::GroupStop) {
+                for &m in &obs.groups[gi].members {
+                    if !crate::reconcile::needs_fencing(obs, &obs.resources[m]) {
+                        continue;
+                    }
+                    for st in plan.stops(m) {
+                        let fencing = plan.actions[st]
+                            .node
+                            .and_then(|ni| rec.fence.iter().position(|(f, _)| *f == ni));
+                        if let Some(pos) = fencing {
+                            plan.edge(fence_ids[pos], gstop);
+                        }
+                    }
+                }
+            }
         }
     }
     // Stops release load before starts consume it.
