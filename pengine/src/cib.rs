@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+mod tickets;
+pub use tickets::{RscTicket, TicketState};
+
 /// Score value used for INFINITY.
 pub const INFINITY: i64 = 1_000_000;
 
@@ -376,6 +379,10 @@ pub struct Cib {
     pub locations: Vec<Location>,
     pub colocations: Vec<Colocation>,
     pub orders: Vec<Order>,
+    /// `<rsc_ticket>` constraints, one entry per dependent resource (see `cib::tickets`).
+    pub rsc_tickets: Vec<RscTicket>,
+    /// `<status><tickets>`: the ticket states (a ticket not listed is revoked).
+    pub tickets: Vec<TicketState>,
     pub status: Vec<NodeState>,
     pub have_quorum: bool,
     pub quorum_panic: bool,
@@ -660,7 +667,11 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
             _ => {}
         }
     }
+    tickets::check_references(&cib.rsc_tickets, &cib.resources, &mut diags);
     if let Some(status) = root.child("status") {
+        for t in status.children_named("tickets") {
+            tickets::parse_ticket_states(t, &mut cib.tickets);
+        }
         for ns in status.children_named("node_state") {
             let mut st = NodeState {
                 id: ns.id().to_string(),
@@ -805,6 +816,7 @@ fn parse_constraint(ctx: &Ctx, c: &Element, cib: &mut Cib, diags: &mut Vec<Diagn
                 symmetrical: c.attr("symmetrical").map(is_true),
             });
         }
+        "rsc_ticket" => tickets::parse_rsc_ticket(ctx, c, &mut cib.rsc_tickets, diags),
         other => diag(
             diags,
             c,

@@ -1071,6 +1071,17 @@ fn dot_label(obs: &Observed, a: &GraphAction) -> String {
         return format!("Cancel {} {host}", a.key);
     }
     match a.node {
+        // Fencing is named by task, fencing action and node ("stonith 'reboot' node2").
+        Some(n) if a.event == EventKind::Fence => {
+            let uname = &obs.nodes[n].uname;
+            let action = a
+                .key
+                .strip_prefix("stonith-")
+                .and_then(|k| k.strip_prefix(uname.as_str()))
+                .and_then(|k| k.strip_prefix('-'))
+                .unwrap_or("reboot");
+            format!("{} '{action}' {uname}", a.task)
+        }
         // A node's shutdown is named by its task (its key names the node already).
         Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
             format!("{} {}", a.task, obs.nodes[n].uname)

@@ -22,6 +22,7 @@ pub mod shutdown_lock;
 pub mod simulate;
 pub mod status;
 pub mod summary;
+pub mod tickets;
 
 pub use cib::{Cib, CibError, parse_cib};
 
@@ -39,6 +40,8 @@ pub struct Transition {
     pub recovery: Vec<recovery::Note>,
     /// What the node lifecycle rules decided (see `lifecycle`).
     pub lifecycle: Vec<lifecycle::Note>,
+    /// What ticket dependencies did (see `tickets`).
+    pub tickets: Vec<tickets::Note>,
 }
 
 /// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
@@ -54,6 +57,8 @@ pub fn schedule_traced(
     explain: Option<&str>,
 ) -> (Transition, Option<placement::Trace>) {
     let mut observed = observed::observe(cib, now);
+    // Ticket dependencies (no-op without `rsc_ticket`): bans, fencing, freezing.
+    let tickets = tickets::apply(cib, &mut observed);
     // Pacemaker's shutdown locks (no-op unless the `shutdown-lock` option is set): bans only.
     shutdown_lock::apply(&mut observed);
     // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
@@ -85,6 +90,7 @@ pub fn schedule_traced(
         atomic,
         recovery,
         lifecycle,
+        tickets,
     };
     (transition, trace)
 }
@@ -139,7 +145,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         (!input.injections.is_empty()).then(|| simulate::inject(cib, input.injections, when));
     let planned = injected.as_ref().map(|i| &i.cib).unwrap_or(cib);
     let t = schedule(planned, now);
-    let before = injected.as_ref().map(|_| observed::observe(cib, now));
+    // The status before the injections, and before the scheduler's ticket effects.
+    let before = (injected.is_some() || tickets::alters_status(&t.tickets))
+        .then(|| observed::observe(cib, now));
     let current = before.as_ref().unwrap_or(&t.observed);
     let mut out = String::new();
     if let Some(d) = show_date {

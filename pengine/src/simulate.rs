@@ -774,6 +774,15 @@ fn op_rsc(op: &RscOp) -> &str {
 /// The status section of `cib` as XML elements.
 fn status_element(cib: &Cib) -> Element {
     let mut status = attr_el("status", &[]);
+    if !cib.tickets.is_empty() {
+        let mut tickets = attr_el("tickets", &[]);
+        for t in &cib.tickets {
+            let mut el = attr_el("ticket_state", &[("id", Some(t.id.clone()))]);
+            el.attrs.extend(t.attrs.iter().cloned());
+            tickets.children.push(el);
+        }
+        status.children.push(tickets);
+    }
     for st in &cib.status {
         let mut ns = attr_el(
             "node_state",
