@@ -237,8 +237,9 @@ fn resolve_ref(
     Ok(())
 }
 
-/// The constraint's `resource_set` children, id-refs followed and references resolved.
-fn read_sets(ctx: &Ctx, c: &Element, names: &Names) -> Result<Vec<RscSet>, SetError> {
+/// The constraint's `resource_set` children, id-refs followed and references resolved (also for
+/// `rsc_ticket`, which Pacemaker expands the same way).
+pub(crate) fn read_sets(ctx: &Ctx, c: &Element, names: &Names) -> Result<Vec<RscSet>, SetError> {
     let mut sets = Vec::new();
     for s in c.children_named("resource_set") {
         let s = ctx.resolve(s);
@@ -252,8 +253,9 @@ fn read_sets(ctx: &Ctx, c: &Element, names: &Names) -> Result<Vec<RscSet>, SetEr
 }
 
 /// A constraint end naming a tag or template, as the set Pacemaker makes of it; a plain resource
-/// as a one-member set when `convert_resource`; `Ok(None)` otherwise.
-fn end_as_set(
+/// as a one-member set when `convert_resource`; `Ok(None)` otherwise (`rsc_ticket`'s `rsc` is
+/// converted with `convert_resource` false, as for `rsc_location`).
+pub(crate) fn end_as_set(
     names: &Names,
     id: Option<&str>,
     convert_resource: bool,
