@@ -1152,6 +1152,9 @@ struct OrderRef {
     then_action: String,
     symmetrical: bool,
     mandatory: bool,
+    /// The stop-before-start ordering of a mandatory anti-colocation: Pacemaker keeps it (and
+    /// the probe orderings it implies) only between actions on the same node.
+    anti_colocation: bool,
 }
 
 fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
@@ -1164,6 +1167,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             then_action: o.then_action.clone(),
             symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
             mandatory: o.kind == "mandatory",
+            anti_colocation: o.kind == "anti-colocation",
         })
         .collect()
 }
@@ -1198,14 +1202,33 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         ("stop", "start") => Rel::StopStart,
         _ => Rel::Plain,
     };
+    let same_node =
+        |plan: &Plan, a: usize, b: usize| match (plan.actions[a].node, plan.actions[b].node) {
+            (Some(x), Some(y)) => x == y,
+            _ => true,
+        };
     for &f in &firsts {
         for &t in &thens {
+            if o.anti_colocation && !same_node(plan, f, t) {
+                continue;
+            }
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
     if o.first_action == "stop" && o.first != o.then {
         if let Some(ri) = obs.rsc_index(&o.first) {
-            probes_before(plan, ri, &thens);
+            if o.anti_colocation {
+                for p in plan.find(ri, &Kind::Probe) {
+                    for &t in &thens {
+                        if same_node(plan, p, t) && !matches!(plan.actions[t].kind, Kind::Shutdown)
+                        {
+                            plan.edge(p, t);
+                        }
+                    }
+                }
+            } else {
+                probes_before(plan, ri, &thens);
+            }
         }
         if o.mandatory {
             block_after_blocked_stop(obs, plan, &o.first, &thens);

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+mod sets;
+mod templates;
 mod tickets;
 pub use tickets::{RscTicket, TicketState};
 
@@ -393,6 +395,11 @@ pub struct Cib {
     /// The root's `crm_feature_set` (for digests of history entries that record none).
     pub feature_set: Option<String>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Configuration errors that Pacemaker also answers by ignoring the element (it logs them;
+    /// crm_simulate prints nothing), so the plan is Pacemaker's: a constraint naming something
+    /// that is neither a resource nor a tag or template with resources, a colocation of two tags
+    /// or templates, a primitive naming a missing template. Not printed by the CLI.
+    pub config_errors: Vec<Diagnostic>,
     /// Element ids for id-ref resolution.
     pub unsupported: Vec<String>,
 }
@@ -439,7 +446,10 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn resolve(&self, el: &'a Element) -> &'a Element {
+    fn resolve<'b>(&self, el: &'b Element) -> &'b Element
+    where
+        'a: 'b,
+    {
         if let Some(r) = el.attr("id-ref") {
             if let Some(found) = self.ids.get(&format!("{}:{}", el.name, r)) {
                 return found;
@@ -448,7 +458,10 @@ impl<'a> Ctx<'a> {
         el
     }
 
-    fn nvset(&self, el: &'a Element) -> NvSet {
+    fn nvset<'b>(&self, el: &'b Element) -> NvSet
+    where
+        'a: 'b,
+    {
         let el = self.resolve(el);
         let mut set = NvSet {
             id: el.id().to_string(),
@@ -471,11 +484,17 @@ impl<'a> Ctx<'a> {
         set
     }
 
-    fn sets(&self, el: &'a Element, name: &str) -> Vec<NvSet> {
+    fn sets<'b>(&self, el: &'b Element, name: &str) -> Vec<NvSet>
+    where
+        'a: 'b,
+    {
         el.children_named(name).map(|c| self.nvset(c)).collect()
     }
 
-    fn primitive(&self, el: &'a Element) -> Primitive {
+    fn primitive<'b>(&self, el: &'b Element) -> Primitive
+    where
+        'a: 'b,
+    {
         let mut p = Primitive {
             id: el.id().to_string(),
             class: el.attr("class").unwrap_or("").to_string(),
@@ -594,6 +613,8 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
     let mut diags = Vec::new();
     let empty = Element::default();
     let config = root.child("configuration").unwrap_or(&empty);
+    let names = sets::Names::from_configuration(config);
+    let mut config_errors = Vec::new();
     for section in &config.children {
         match section.name.as_str() {
             "crm_config" => {
@@ -615,10 +636,14 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                 }
             }
             "resources" => {
+                let templates = templates::collect(section);
                 // A second resource with an id already seen would be planned as a second
                 // instance of the first (two starts): ignored, with a diagnostic.
                 let mut seen = std::collections::BTreeSet::new();
                 for r in &section.children {
+                    if r.name == "template" {
+                        continue;
+                    }
                     let rsc_ids: Vec<&Element> = std::iter::once(r)
                         .chain(r.children_named("primitive"))
                         .filter(|e| matches!(e.name.as_str(), "primitive" | "group"))
@@ -633,11 +658,19 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     }
                     seen.extend(rsc_ids.iter().map(|e| e.id().to_string()));
                     match r.name.as_str() {
-                        "primitive" => cib.resources.push(ResourceDef::Primitive(ctx.primitive(r))),
+                        "primitive" => {
+                            if let Some(p) =
+                                templated_primitive(&ctx, r, &templates, &mut config_errors)
+                            {
+                                cib.resources.push(ResourceDef::Primitive(p));
+                            }
+                        }
                         "group" => {
                             let members = r
                                 .children_named("primitive")
-                                .map(|p| ctx.primitive(p))
+                                .filter_map(|p| {
+                                    templated_primitive(&ctx, p, &templates, &mut config_errors)
+                                })
                                 .collect();
                             cib.resources.push(ResourceDef::Group(Group {
                                 id: r.id().to_string(),
@@ -661,7 +694,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
             "op_defaults" => cib.op_defaults = ctx.sets(section, "meta_attributes"),
             "constraints" => {
                 for c in &section.children {
-                    parse_constraint(&ctx, c, &mut cib, &mut diags);
+                    parse_constraint(&ctx, c, &names, &mut cib, &mut diags, &mut config_errors);
                 }
             }
             _ => {}
@@ -737,6 +770,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
         }
     }
     cib.diagnostics = diags;
+    cib.config_errors = config_errors;
     Ok(cib)
 }
 
@@ -745,15 +779,45 @@ fn parse_interval_ms_plain(s: &str) -> u64 {
     s.trim().parse().unwrap_or(0)
 }
 
-fn parse_constraint(ctx: &Ctx, c: &Element, cib: &mut Cib, diags: &mut Vec<Diagnostic>) {
+/// A primitive read from its element, expanded from its template first when it names one (see
+/// `templates`); `None`, with a configuration error, when the template cannot be used (Pacemaker
+/// ignores the resource).
+fn templated_primitive(
+    ctx: &Ctx,
+    el: &Element,
+    templates: &BTreeMap<String, &Element>,
+    config_errors: &mut Vec<Diagnostic>,
+) -> Option<Primitive> {
+    match templates::expand(el, templates) {
+        Ok(None) => Some(ctx.primitive(el)),
+        Ok(Some(expanded)) => Some(ctx.primitive(&expanded)),
+        Err(e) => {
+            diag(config_errors, el, format!("{e}: resource ignored"));
+            None
+        }
+    }
+}
+
+fn parse_constraint(
+    ctx: &Ctx,
+    c: &Element,
+    names: &sets::Names,
+    cib: &mut Cib,
+    diags: &mut Vec<Diagnostic>,
+    config_errors: &mut Vec<Diagnostic>,
+) {
     let c = ctx.resolve(c);
+    // Sets, tags and templates: the pairwise constraints they stand for.
+    if sets::expand(ctx, c, names, cib, diags, config_errors) {
+        return;
+    }
     match c.name.as_str() {
         "rsc_location" => {
             let Some(rsc) = c.attr("rsc") else {
                 diag(
                     diags,
                     c,
-                    "rsc_location without rsc (pattern or set) not supported",
+                    "rsc_location without rsc or resource_set (rsc-pattern is not supported)",
                 );
                 return;
             };
