@@ -880,7 +880,7 @@ fn parse_constraint(
                 symmetrical: c.attr("symmetrical").map(is_true),
             });
         }
-        "rsc_ticket" => tickets::parse_rsc_ticket(ctx, c, &mut cib.rsc_tickets, diags),
+        "rsc_ticket" => tickets::parse_rsc_ticket(ctx, c, names, &mut cib.rsc_tickets, diags),
         other => diag(
             diags,
             c,

@@ -99,7 +99,7 @@ impl Names {
 
     /// The resources a template or tag stands for (`None`: not a template or tag, or one with
     /// no resources).
-    fn group_of(&self, id: &str) -> Option<&[String]> {
+    pub(crate) fn group_of(&self, id: &str) -> Option<&[String]> {
         self.templates
             .get(id)
             .or_else(|| self.tags.get(id))
@@ -107,7 +107,7 @@ impl Names {
             .filter(|m| !m.is_empty())
     }
 
-    fn is_tag_or_template(&self, id: &str) -> bool {
+    pub(crate) fn is_tag_or_template(&self, id: &str) -> bool {
         !self.resources.contains(id)
             && (self.templates.contains_key(id) || self.tags.contains_key(id))
     }

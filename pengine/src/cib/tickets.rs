@@ -64,10 +64,11 @@ fn leading_i64(s: &str) -> Option<i64> {
 /// Reads `<rsc_ticket>` into one `RscTicket` per dependent resource. Unsupported forms (a
 /// deprecated `rsc-instance`, `<resource_set>` without an id) and configuration errors that make
 /// Pacemaker ignore the constraint (no id, no ticket, no resource) give a diagnostic naming the
-/// element.
+/// element. A tag or template (as `rsc` or in a set) stands for its resources, in its order.
 pub(super) fn parse_rsc_ticket(
     ctx: &Ctx,
     c: &Element,
+    names: &super::sets::Names,
     out: &mut Vec<RscTicket>,
     diags: &mut Vec<Diagnostic>,
 ) {
@@ -95,16 +96,18 @@ pub(super) fn parse_rsc_ticket(
             diag(diags, c, "rsc_ticket without rsc or resource_set ignored");
             return;
         };
-        out.push(RscTicket {
-            id: id.to_string(),
-            constraint: id.to_string(),
-            set: None,
-            rsc: rsc.to_string(),
-            ticket: ticket.to_string(),
-            role: c.attr("rsc-role").map(str::to_string),
-            loss_policy,
-            line: c.line,
-        });
+        for rsc in expand_name(names, rsc) {
+            out.push(RscTicket {
+                id: id.to_string(),
+                constraint: id.to_string(),
+                set: None,
+                rsc,
+                ticket: ticket.to_string(),
+                role: c.attr("rsc-role").map(str::to_string),
+                loss_policy: loss_policy.clone(),
+                line: c.line,
+            });
+        }
         return;
     }
     for set in sets {
@@ -119,18 +122,29 @@ pub(super) fn parse_rsc_ticket(
             );
             return;
         }
-        for r in set.children_named("resource_ref") {
+        for (r, rsc) in set
+            .children_named("resource_ref")
+            .flat_map(|r| expand_name(names, r.id()).into_iter().map(move |m| (r, m)))
+        {
             out.push(RscTicket {
                 id: set_id.to_string(),
                 constraint: id.to_string(),
                 set: Some(set_id.to_string()),
-                rsc: r.id().to_string(),
+                rsc,
                 ticket: ticket.to_string(),
                 role: set.attr("role").map(str::to_string),
                 loss_policy: loss_policy.clone(),
                 line: r.line,
             });
         }
+    }
+}
+
+/// The resources a name stands for: a tag's or template's, else the name itself.
+fn expand_name(names: &super::sets::Names, id: &str) -> Vec<String> {
+    match names.group_of(id) {
+        Some(members) if names.is_tag_or_template(id) => members.to_vec(),
+        _ => vec![id.to_string()],
     }
 }
 
