@@ -6,7 +6,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 mod tickets;
-pub use tickets::{RscTicket, TicketState};
+pub use tickets::{RscTicket, TicketState, set_ticket_flag};
 
 /// Score value used for INFINITY.
 pub const INFINITY: i64 = 1_000_000;
