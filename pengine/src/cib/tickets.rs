@@ -180,7 +180,7 @@ pub(super) fn check_references(
             id,
             line: dep.line,
             message: format!(
-                "rsc_ticket {}: {} is no configured primitive or group (tags, templates, \
+                "rsc_ticket {}: {} is not a configured primitive or group (tags, templates, \
                  clones and bundles are not supported): ignored",
                 dep.constraint, dep.rsc
             ),
