@@ -8,7 +8,7 @@ use quick_xml::events::{BytesStart, Event};
 mod sets;
 mod templates;
 mod tickets;
-pub use tickets::{RscTicket, TicketState};
+pub use tickets::{RscTicket, TicketState, set_ticket_flag};
 
 /// Score value used for INFINITY.
 pub const INFINITY: i64 = 1_000_000;

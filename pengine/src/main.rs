@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cli_node;
-use pengine::simulate::{self, Injection, InjectionError};
+use pengine::simulate::{self, Injection, InjectionError, TicketChange};
 
 #[derive(Parser)]
 #[command(
@@ -86,6 +86,18 @@ struct SimulateArgs {
     /// Simulate a node failing (repeatable).
     #[arg(short = 'f', long = "node-fail", value_name = "NODE")]
     node_fail: Vec<String>,
+    /// Simulate granting a ticket (repeatable).
+    #[arg(short = 'g', long = "ticket-grant", value_name = "TICKET")]
+    ticket_grant: Vec<String>,
+    /// Simulate revoking a ticket (repeatable).
+    #[arg(short = 'r', long = "ticket-revoke", value_name = "TICKET")]
+    ticket_revoke: Vec<String>,
+    /// Simulate making a ticket standby (repeatable).
+    #[arg(short = 'b', long = "ticket-standby", value_name = "TICKET")]
+    ticket_standby: Vec<String>,
+    /// Simulate activating a ticket (out of standby; repeatable).
+    #[arg(short = 'e', long = "ticket-activate", value_name = "TICKET")]
+    ticket_activate: Vec<String>,
     /// Inject an operation result before scheduling: RSC_TASK_INTERVAL@NODE=RC
     /// (e.g. vm1_monitor_10000@node1=7; repeatable).
     #[arg(short = 'i', long = "op-inject", value_name = "OPSPEC")]
@@ -143,6 +155,19 @@ fn injections(args: &SimulateArgs) -> Result<Vec<Injection>, InjectionError> {
     }
     for n in &args.node_fail {
         out.push(Injection::NodeFail(simulate::parse_node(n)?));
+    }
+    for (change, tickets) in [
+        (TicketChange::Grant, &args.ticket_grant),
+        (TicketChange::Revoke, &args.ticket_revoke),
+        (TicketChange::Standby, &args.ticket_standby),
+        (TicketChange::Activate, &args.ticket_activate),
+    ] {
+        for t in tickets {
+            out.push(Injection::Ticket {
+                change,
+                ticket: simulate::parse_ticket(t)?,
+            });
+        }
     }
     for spec in &args.op_inject {
         out.push(Injection::Op(simulate::parse_op_spec(spec)?));

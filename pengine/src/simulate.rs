@@ -54,8 +54,59 @@ pub enum Injection {
     NodeDown(String),
     /// `-f/--node-fail`: the node is lost (not in the membership, history kept).
     NodeFail(String),
+    /// `-g/-r/-b/-e` (`--ticket-grant`, `--ticket-revoke`, `--ticket-standby`,
+    /// `--ticket-activate`): a ticket's state changed.
+    Ticket {
+        change: TicketChange,
+        ticket: String,
+    },
     /// `-i/--op-inject`: an operation result recorded in the history.
     Op(OpSpec),
+}
+
+/// What a ticket injection does, in crm_simulate's order of application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TicketChange {
+    /// `granted="true"`.
+    Grant,
+    /// `granted="false"`.
+    Revoke,
+    /// `standby="true"`.
+    Standby,
+    /// `standby="false"`.
+    Activate,
+}
+
+impl TicketChange {
+    /// The ticket state attribute it sets, and its value.
+    pub fn flag(self) -> (&'static str, bool) {
+        match self {
+            TicketChange::Grant => ("granted", true),
+            TicketChange::Revoke => ("granted", false),
+            TicketChange::Standby => ("standby", true),
+            TicketChange::Activate => ("standby", false),
+        }
+    }
+
+    /// The line crm_simulate prints for it.
+    pub fn line(self, ticket: &str) -> String {
+        match self {
+            TicketChange::Grant => format!("Granting ticket {ticket}"),
+            TicketChange::Revoke => format!("Revoking ticket {ticket}"),
+            TicketChange::Standby => format!("Making ticket {ticket} standby"),
+            TicketChange::Activate => format!("Activating ticket {ticket}"),
+        }
+    }
+
+    /// The name used in the JSON summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            TicketChange::Grant => "ticket-grant",
+            TicketChange::Revoke => "ticket-revoke",
+            TicketChange::Standby => "ticket-standby",
+            TicketChange::Activate => "ticket-activate",
+        }
+    }
 }
 
 /// Why an injection argument could not be read; each carries the offending text.
@@ -73,6 +124,8 @@ pub enum InjectionError {
     Node { spec: String },
     #[error("invalid quorum value '{value}': expected true/false (1/0)")]
     Quorum { value: String },
+    #[error("empty ticket name in '{spec}'")]
+    Ticket { spec: String },
 }
 
 /// Splits an operation key `RSC_TASK_INTERVAL` as Pacemaker does: the interval after the last
@@ -153,6 +206,16 @@ pub fn parse_op_spec(text: &str) -> Result<OpSpec, InjectionError> {
 pub fn parse_node(text: &str) -> Result<String, InjectionError> {
     if text.trim().is_empty() {
         return Err(InjectionError::Node {
+            spec: text.to_string(),
+        });
+    }
+    Ok(text.to_string())
+}
+
+/// Checks a ticket name given to `-g/-r/-b/-e`.
+pub fn parse_ticket(text: &str) -> Result<String, InjectionError> {
+    if text.trim().is_empty() {
+        return Err(InjectionError::Ticket {
             spec: text.to_string(),
         });
     }
@@ -447,7 +510,8 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
         Injection::NodeUp(_) => 1,
         Injection::NodeDown(_) => 2,
         Injection::NodeFail(_) => 3,
-        Injection::Op(_) => 4,
+        Injection::Ticket { change, .. } => 4 + *change as usize,
+        Injection::Op(_) => 8,
     };
     let mut ordered: Vec<&Injection> = injections.iter().collect();
     ordered.sort_by_key(|i| rank(i));
@@ -471,6 +535,11 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
                 let st = inject_node(&mut next, n);
                 set_membership(st, true);
                 st.in_ccm = Some("false".into());
+            }
+            Injection::Ticket { change, ticket } => {
+                let _ = writeln!(lines, "  * {}", change.line(ticket));
+                let (name, value) = change.flag();
+                crate::cib::set_ticket_flag(&mut next.tickets, ticket, name, value);
             }
             Injection::Op(spec) => {
                 let _ = writeln!(
@@ -896,6 +965,50 @@ mod tests {
             }
         });
         (next, asked)
+    }
+
+    #[test]
+    fn ticket_injections_apply_in_crm_simulates_order_and_create_missing_states() {
+        let cib = crate::parse_cib(FRESH).expect("valid CIB");
+        let t = |change, ticket: &str| Injection::Ticket {
+            change,
+            ticket: ticket.into(),
+        };
+        // Given activate, standby, revoke, grant: crm_simulate grants, revokes, puts in
+        // standby, then activates, whatever the order of the arguments.
+        let injected = inject(
+            &cib,
+            &[
+                t(TicketChange::Activate, "A"),
+                t(TicketChange::Standby, "A"),
+                t(TicketChange::Revoke, "B"),
+                t(TicketChange::Grant, "A"),
+            ],
+            1000,
+        );
+        assert_eq!(
+            injected.lines,
+            "  * Granting ticket A\n  * Revoking ticket B\n  * Making ticket A standby\n  * Activating ticket A\n"
+        );
+        let states: Vec<(&str, Vec<(&str, &str)>)> = injected
+            .cib
+            .tickets
+            .iter()
+            .map(|s| {
+                let attrs = s.attrs.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                (s.id.as_str(), attrs.collect())
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("A", vec![("granted", "true"), ("standby", "false")]),
+                ("B", vec![("granted", "false")]),
+            ]
+        );
+        assert!(injected.cib.tickets[0].granted && !injected.cib.tickets[0].standby);
+        assert!(!injected.cib.tickets[1].granted);
+        assert!(parse_ticket(" ").is_err());
     }
 
     #[test]

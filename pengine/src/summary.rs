@@ -214,6 +214,7 @@ fn injection_json(i: &Injection) -> Value {
         Injection::NodeUp(n) => json!({ "kind": "node-up", "node": n }),
         Injection::NodeDown(n) => json!({ "kind": "node-down", "node": n }),
         Injection::NodeFail(n) => json!({ "kind": "node-fail", "node": n }),
+        Injection::Ticket { change, ticket } => json!({ "kind": change.name(), "ticket": ticket }),
         Injection::Op(s) => {
             let mut v = op_spec_json(s);
             if let Some(o) = v.as_object_mut() {

@@ -1,5 +1,5 @@
-//! `pengine simulate` with crm_simulate's injections (`-i -F -u -d -f -q -O`) against
-//! crm_simulate itself (Pacemaker 2.1.5) as the oracle: the same CIB and the same flags must
+//! `pengine simulate` with crm_simulate's injections (`-i -F -u -d -f -q -g -r -b -e -O`)
+//! against crm_simulate itself (Pacemaker 2.1.5) as the oracle: the same CIB and the same flags must
 //! print the same thing, and the CIB written with `-O` must read back (in crm_simulate too) as
 //! the revised status.
 //!
@@ -156,6 +156,15 @@ fn cases() -> Vec<(PathBuf, Vec<&'static str>)> {
             ("migrate-2", vec!["-i", "rsc3_stop_0@node1=1"]),
             ("probe-1", vec!["-F", "DcIPaddr_start_0@c001n05=1"]),
             ("probe-1", vec!["-f", "c001n05"]),
+            // Ticket injections: granted, revoked (fence and freeze loss policies), standby.
+            ("ticket-primitive-3", vec!["-g", "ticketA"]),
+            ("ticket-group-8", vec!["-r", "ticketA"]),
+            ("ticket-primitive-22", vec!["-r", "ticketA"]),
+            ("ticket-primitive-1", vec!["-b", "ticketA", "-g", "ticketA"]),
+            (
+                "ticket-group-5",
+                vec!["-e", "ticketA", "-r", "ticketB", "-b", "ticketA"],
+            ),
         ] {
             cases.push((dir.join(format!("{name}.xml")), args));
         }

@@ -50,6 +50,28 @@ impl TicketState {
     }
 }
 
+/// Sets a ticket's boolean attribute (`granted`, `standby`) to "true" or "false" as
+/// crm_simulate's ticket injections write it, adding the ticket's state when it has none.
+pub fn set_ticket_flag(tickets: &mut Vec<TicketState>, id: &str, name: &str, value: bool) {
+    let pos = match tickets.iter().position(|t| t.id == id) {
+        Some(pos) => pos,
+        None => {
+            tickets.push(TicketState {
+                id: id.to_string(),
+                ..Default::default()
+            });
+            tickets.len() - 1
+        }
+    };
+    let state = &mut tickets[pos];
+    let text = if value { "true" } else { "false" };
+    match state.attrs.iter_mut().find(|(k, _)| k == name) {
+        Some(slot) => slot.1 = text.to_string(),
+        None => state.attrs.push((name.to_string(), text.to_string())),
+    }
+    state.refresh();
+}
+
 /// strtoll's reading: a leading integer, the rest ignored.
 fn leading_i64(s: &str) -> Option<i64> {
     let t = s.trim();
@@ -172,7 +194,7 @@ pub(super) fn check_references(
             id,
             line: dep.line,
             message: format!(
-                "rsc_ticket {}: {} is no configured primitive or group (tags, templates, \
+                "rsc_ticket {}: {} is not a configured primitive or group (tags, templates, \
                  clones and bundles are not supported): ignored",
                 dep.constraint, dep.rsc
             ),
