@@ -385,6 +385,10 @@ pub struct Cib {
     pub execution_date: Option<i64>,
     /// The root's `crm_feature_set` (for digests of history entries that record none).
     pub feature_set: Option<String>,
+    /// Unfencing is in use (Pacemaker's `enable_unfencing`, found before unpacking): a
+    /// `meta_attributes` nvpair anywhere under `resources`, or in `rsc_defaults`, sets
+    /// `provides` or `requires` to exactly "unfencing".
+    pub unfencing: bool,
     pub diagnostics: Vec<Diagnostic>,
     /// Element ids for id-ref resolution.
     pub unsupported: Vec<String>,
@@ -557,6 +561,20 @@ fn parse_i64(s: Option<&str>) -> i64 {
     s.and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(0)
 }
 
+/// Whether a `meta_attributes` child of `el` (at any depth when `deep`) has an nvpair naming
+/// `provides` or `requires` with the value "unfencing" (compared exactly, as Pacemaker's XPath
+/// does; rules and id-refs are not looked at).
+fn declares_unfencing(el: &Element, deep: bool) -> bool {
+    el.children.iter().any(|c| {
+        let here = c.name == "meta_attributes"
+            && c.children_named("nvpair").any(|p| {
+                matches!(p.attr("name"), Some("provides" | "requires"))
+                    && p.attr("value") == Some("unfencing")
+            });
+        here || (deep && declares_unfencing(c, true))
+    })
+}
+
 /// Parses CIB text into a typed `Cib`.
 pub fn parse_cib(text: &str) -> Result<Cib, CibError> {
     let root = parse_xml(text)?;
@@ -608,6 +626,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                 }
             }
             "resources" => {
+                cib.unfencing |= declares_unfencing(section, true);
                 // A second resource with an id already seen would be planned as a second
                 // instance of the first (two starts): ignored, with a diagnostic.
                 let mut seen = std::collections::BTreeSet::new();
@@ -650,7 +669,10 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     }
                 }
             }
-            "rsc_defaults" => cib.rsc_defaults = ctx.sets(section, "meta_attributes"),
+            "rsc_defaults" => {
+                cib.rsc_defaults = ctx.sets(section, "meta_attributes");
+                cib.unfencing |= declares_unfencing(section, false);
+            }
             "op_defaults" => cib.op_defaults = ctx.sets(section, "meta_attributes"),
             "constraints" => {
                 for c in &section.children {

@@ -138,10 +138,16 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
     let mut transition: Vec<String> = array(&json["transition"], "fencing")
         .iter()
         .map(|f| {
+            let reason = text(f, "reason");
+            let quoted = if reason.is_empty() {
+                String::new()
+            } else {
+                format!("'{reason}'")
+            };
             squash(&format!(
-                "Fence (reboot) {} '{}'",
+                "Fence ({}) {} {quoted}",
+                text(f, "action"),
                 text(f, "node"),
-                text(f, "reason")
             ))
         })
         .collect();
