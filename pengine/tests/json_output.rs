@@ -179,6 +179,7 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
                 "resource" => format!("Resource action: {rsc} {task} on {node}"),
                 "pseudo" => format!("Pseudo action: {}", text(a, "key")),
                 "fence" => format!("Fencing {node} (reboot)"),
+                "unfence" => format!("Fencing {node} (on)"),
                 _ if !rsc.is_empty() => format!("Cluster action: {task} for {rsc} on {node}"),
                 _ => format!("Cluster action: {task} on {node}"),
             })
