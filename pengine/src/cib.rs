@@ -484,7 +484,8 @@ impl<'a> Ctx<'a> {
             ops: Vec::new(),
             line: el.line,
         };
-        if let Some(ops) = el.child("operations") {
+        // An `operations` element may reference another one's ops (`id-ref`).
+        if let Some(ops) = el.child("operations").map(|o| self.resolve(o)) {
             for op in ops.children_named("op") {
                 let op = self.resolve(op);
                 let interval = op.attr("interval").map(parse_interval_ms).unwrap_or(0);
