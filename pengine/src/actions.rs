@@ -477,7 +477,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             })
             .collect();
         tops.sort_by_key(|t| std::cmp::Reverse(t.0));
-        let ris: Vec<usize> = tops.into_iter().flat_map(|(_, m)| m).collect();
+        // Only resources with utilization are ordered against the load (Pacemaker's
+        // utilization constraints).
+        let ris: Vec<usize> = tops
+            .into_iter()
+            .flat_map(|(_, m)| m)
+            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
+            .collect();
         for ri in ris {
             let allowed = by_name
                 .iter()
@@ -844,6 +850,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 continue;
             };
             let Some(ls) = load_stopped[ni] else { continue };
+            let uses_load = plan.actions[i]
+                .rsc
+                .is_some_and(|ri| !obs.resources[ri].utilization.is_empty());
+            if !uses_load {
+                continue;
+            }
             match plan.actions[i].kind {
                 Kind::Stop => plan.edge(i, ls),
                 Kind::Start => plan.edge(ls, i),
