@@ -33,6 +33,8 @@ pub enum Kind {
     GroupStop,
     GroupStopped,
     Fence,
+    /// Unfencing of the node (fencing action "on"; see `unfencing`).
+    Unfence,
     Shutdown,
     ClearFailcount,
     /// Erase the resource's history on the node (`lrm_delete`): an expired shutdown lock.
@@ -529,7 +531,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             })
             .collect();
         tops.sort_by_key(|t| std::cmp::Reverse(t.0));
-        let ris: Vec<usize> = tops.into_iter().flat_map(|(_, m)| m).collect();
+        // Only resources with utilization are ordered against the load (Pacemaker's
+        // utilization constraints).
+        let ris: Vec<usize> = tops
+            .into_iter()
+            .flat_map(|(_, m)| m)
+            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
+            .collect();
         for ri in ris {
             let allowed = by_name
                 .iter()
@@ -557,6 +565,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         // Nothing runs on a pending node.
         probe.runnable = !obs.nodes[ni].pending;
         probe_ids.push((ri, plan.add(probe)));
+    }
+    // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
+    let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
+    for u in &rec.unfence {
+        let mut a = act(Kind::Unfence, None, Some(u.node));
+        a.reason = u.reason.clone();
+        unfence_ids.push((u.node, plan.add(a)));
     }
     // An orphan's fail counts are cleared on every online node (before its stop).
     let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
@@ -909,6 +924,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 continue;
             };
             let Some(ls) = load_stopped[ni] else { continue };
+            let uses_load = plan.actions[i]
+                .rsc
+                .is_some_and(|ri| !obs.resources[ri].utilization.is_empty());
+            if !uses_load {
+                continue;
+            }
             match plan.actions[i].kind {
                 Kind::Stop => plan.edge(i, ls),
                 Kind::Start => plan.edge(ls, i),
@@ -936,6 +957,28 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
             if crate::reconcile::needs_fencing(obs, r) || unknown_there {
                 plan.edge(fence_ids[fi], s);
+            }
+        }
+    }
+    // Unfencing before the probes and starts there of what it concerns, after the stops there
+    // of what requires it.
+    for &(ni, u) in &unfence_ids {
+        for i in 0..plan.actions.len() {
+            let a = &plan.actions[i];
+            let Some(ri) = a.rsc.filter(|_| !a.dot_only) else {
+                continue;
+            };
+            let r = &obs.resources[ri];
+            if !crate::unfencing::concerns(obs, r) {
+                continue;
+            }
+            match a.kind {
+                Kind::Probe | Kind::Start if a.node == Some(ni) => plan.edge(u, i),
+                Kind::Migrate { target, .. } if target == ni => plan.edge(u, i),
+                Kind::Stop if a.node == Some(ni) && crate::unfencing::needs_unfencing(obs, r) => {
+                    plan.edge(i, u)
+                }
+                _ => {}
             }
         }
     }

@@ -394,6 +394,10 @@ pub struct Cib {
     pub execution_date: Option<i64>,
     /// The root's `crm_feature_set` (for digests of history entries that record none).
     pub feature_set: Option<String>,
+    /// Unfencing is in use (Pacemaker's `enable_unfencing`, found before unpacking): a
+    /// `meta_attributes` nvpair anywhere under `resources`, or in `rsc_defaults`, sets
+    /// `provides` or `requires` to exactly "unfencing".
+    pub unfencing: bool,
     pub diagnostics: Vec<Diagnostic>,
     /// Configuration errors that Pacemaker also answers by ignoring the element (it logs them;
     /// crm_simulate prints nothing), so the plan is Pacemaker's: a constraint naming something
@@ -506,7 +510,8 @@ impl<'a> Ctx<'a> {
             ops: Vec::new(),
             line: el.line,
         };
-        if let Some(ops) = el.child("operations") {
+        // An `operations` element may reference another one's ops (`id-ref`).
+        if let Some(ops) = el.child("operations").map(|o| self.resolve(o)) {
             for op in ops.children_named("op") {
                 let op = self.resolve(op);
                 let interval = op.attr("interval").map(parse_interval_ms).unwrap_or(0);
@@ -583,6 +588,20 @@ fn parse_i64(s: Option<&str>) -> i64 {
     s.and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(0)
 }
 
+/// Whether a `meta_attributes` child of `el` (at any depth when `deep`) has an nvpair naming
+/// `provides` or `requires` with the value "unfencing" (compared exactly, as Pacemaker's XPath
+/// does; rules and id-refs are not looked at).
+fn declares_unfencing(el: &Element, deep: bool) -> bool {
+    el.children.iter().any(|c| {
+        let here = c.name == "meta_attributes"
+            && c.children_named("nvpair").any(|p| {
+                matches!(p.attr("name"), Some("provides" | "requires"))
+                    && p.attr("value") == Some("unfencing")
+            });
+        here || (deep && declares_unfencing(c, true))
+    })
+}
+
 /// Parses CIB text into a typed `Cib`.
 pub fn parse_cib(text: &str) -> Result<Cib, CibError> {
     let root = parse_xml(text)?;
@@ -637,6 +656,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
             }
             "resources" => {
                 let templates = templates::collect(section);
+                cib.unfencing |= declares_unfencing(section, true);
                 // A second resource with an id already seen would be planned as a second
                 // instance of the first (two starts): ignored, with a diagnostic.
                 let mut seen = std::collections::BTreeSet::new();
@@ -690,7 +710,10 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     }
                 }
             }
-            "rsc_defaults" => cib.rsc_defaults = ctx.sets(section, "meta_attributes"),
+            "rsc_defaults" => {
+                cib.rsc_defaults = ctx.sets(section, "meta_attributes");
+                cib.unfencing |= declares_unfencing(section, false);
+            }
             "op_defaults" => cib.op_defaults = ctx.sets(section, "meta_attributes"),
             "constraints" => {
                 for c in &section.children {

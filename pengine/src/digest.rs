@@ -144,6 +144,21 @@ pub fn digests(op: &OpParams, entry: &crate::cib::Element, cib_feature_set: &str
     }
 }
 
+/// A fencing device's digests for unfencing (all parameters, non-secret ones): computed for an
+/// action without history, so the secret parameters are Pacemaker's default list ("passwd",
+/// "password", "user") and the version is the CIB's feature set.
+pub fn unfencing_digests(op: &OpParams, cib_feature_set: &str) -> (String, String) {
+    let entry = crate::cib::Element {
+        attrs: vec![(
+            "op-secure-params".to_string(),
+            " passwd password user ".to_string(),
+        )],
+        ..Default::default()
+    };
+    let d = digests(op, &entry, cib_feature_set);
+    (d.all, d.secure)
+}
+
 /// The secure digest: the parameters without the entry's `op-secure-params` (before feature set
 /// 3.16.0: the configured parameters only, a fencing device's without its fencing ones).
 fn secure_digest(

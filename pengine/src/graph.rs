@@ -12,6 +12,8 @@ pub enum EventKind {
     RscOp,
     Pseudo,
     Fence,
+    /// Unfencing (fencing action "on"): brings no node down.
+    Unfence,
     Cluster,
 }
 
@@ -251,19 +253,24 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Fence => {
+            Kind::Fence | Kind::Unfence => {
                 let n = a
                     .node
                     .map(|n| obs.nodes[n].uname.clone())
                     .unwrap_or_default();
+                let (action, ev) = if a.kind == Kind::Fence {
+                    ("reboot", EventKind::Fence)
+                } else {
+                    ("on", EventKind::Unfence)
+                };
                 let i = push(
                     &mut g,
-                    format!("stonith-{n}-reboot"),
+                    format!("stonith-{n}-{action}"),
                     "stonith",
                     None,
                     a.node,
                     0,
-                    EventKind::Fence,
+                    ev,
                     None,
                 );
                 (i, i, vec![i])
@@ -556,7 +563,7 @@ pub fn fire(
             }
             fired[si] = true;
             let outcome = match a.event {
-                EventKind::RscOp | EventKind::Fence => outcome_of(a),
+                EventKind::RscOp | EventKind::Fence | EventKind::Unfence => outcome_of(a),
                 EventKind::Cluster | EventKind::Pseudo => Outcome::Rc(a.expected_rc),
             };
             let f = Fired {
@@ -614,6 +621,9 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
             EventKind::Fence => {
                 let _ = writeln!(out, "  * Fencing {} (reboot)", node);
             }
+            EventKind::Unfence => {
+                let _ = writeln!(out, "  * Fencing {} (on)", node);
+            }
             EventKind::Cluster => match ga.rsc {
                 Some(r) => {
                     let _ = writeln!(
@@ -660,6 +670,14 @@ pub fn render_summary(
             "  * Fence (reboot) {} '{}'",
             obs.nodes[*ni].uname, reason
         );
+    }
+    // Unfencings are created before the fencing of unclean nodes: printed after it.
+    for u in rec.unfence.iter().rev() {
+        let _ = write!(out, "  * Fence (on) {}", obs.nodes[u.node].uname);
+        if let Some(reason) = &u.reason {
+            let _ = write!(out, " '{reason}'");
+        }
+        out.push('\n');
     }
     let lines = summary_lines(obs, plan, rec, g);
     let mut rsc_width = 5usize;
@@ -816,7 +834,7 @@ fn event_tag(a: &GraphAction) -> &'static str {
     match a.event {
         EventKind::RscOp => "rsc_op",
         EventKind::Pseudo => "pseudo_event",
-        EventKind::Fence | EventKind::Cluster => "crm_event",
+        EventKind::Fence | EventKind::Unfence | EventKind::Cluster => "crm_event",
     }
 }
 
@@ -1011,8 +1029,25 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 attrs.push(("CRM_meta_on_node_uuid".into(), obs.nodes[n].id.clone()));
             }
         }
-        if a.event == EventKind::Fence {
-            attrs.push(("CRM_meta_stonith_action".into(), "reboot".into()));
+        if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
+            let action = if a.event == EventKind::Fence {
+                "reboot"
+            } else {
+                "on"
+            };
+            attrs.push(("CRM_meta_stonith_action".into(), action.into()));
+            if let Some(ni) = a.node {
+                // The node's attributes, but those the cluster generates (with '#' or ':').
+                for (k, v) in &obs.nodes[ni].attrs {
+                    if !k.contains(['#', ':']) {
+                        attrs.push((format!("CRM_meta_{}", k.replace('-', "_")), v.clone()));
+                    }
+                }
+                if let Some((all, secure)) = crate::unfencing::fencing_digests(obs, ni) {
+                    attrs.push(("CRM_meta_digests_all".into(), all));
+                    attrs.push(("CRM_meta_digests_secure".into(), secure));
+                }
+            }
         }
         // A meta-attribute set twice keeps its first value (an operation's record-pending wins
         // over a migrate_to's default).
@@ -1085,6 +1120,15 @@ fn dot_label(obs: &Observed, a: &GraphAction) -> String {
         // A node's shutdown is named by its task (its key names the node already).
         Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
             format!("{} {}", a.task, obs.nodes[n].uname)
+        }
+        // Fencing is named by its task and action.
+        Some(n) if matches!(a.event, EventKind::Fence | EventKind::Unfence) => {
+            let action = if a.event == EventKind::Fence {
+                "reboot"
+            } else {
+                "on"
+            };
+            format!("{} '{action}' {}", a.task, obs.nodes[n].uname)
         }
         Some(n)
             if a.rsc.is_some()

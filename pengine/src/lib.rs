@@ -1,7 +1,8 @@
 //! pengine: Pacemaker transition planning as a pure pipeline (CIB in; graph, summary and DOT out).
 //!
 //! No I/O here: no clock, no environment, no processes. "Now" is an input.
-//! Stages: `cib` -> `observed` -> `placement` -> `reconcile` -> `actions` -> `graph` -> `simulate`;
+//! Stages: `cib` -> `observed` -> `placement` -> `reconcile` (-> `unfencing`) -> `actions` ->
+//! `graph` -> `simulate`;
 //! `status` renders the cluster status block.
 
 pub mod actions;
@@ -23,6 +24,7 @@ pub mod simulate;
 pub mod status;
 pub mod summary;
 pub mod tickets;
+pub mod unfencing;
 
 pub use cib::{Cib, CibError, parse_cib};
 
@@ -77,6 +79,8 @@ pub fn schedule_traced(
     atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
     reconcile::propagate_orderings(&observed, &desired, &mut reconciliation);
     atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
+    // Unfencing (no-op unless the configuration declares it): see `unfencing`.
+    unfencing::plan(&observed, &desired, &mut reconciliation);
     let mut plan = actions::build(&observed, &desired, &reconciliation);
     atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);
     let mut graph = graph::expand(&observed, &plan);

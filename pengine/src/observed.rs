@@ -261,6 +261,8 @@ pub struct Observed {
     pub now: i64,
     pub start_failure_is_fatal: bool,
     pub have_stonith_resource: bool,
+    /// Unfencing is in use (`Cib::unfencing`; see `unfencing`).
+    pub unfencing: bool,
     /// The `shutdown-lock` cluster option, and `shutdown-lock-limit` in seconds (0: none).
     pub shutdown_lock: bool,
     pub shutdown_lock_limit_s: i64,
@@ -689,6 +691,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         now,
         start_failure_is_fatal: flag("start-failure-is-fatal", true),
         have_stonith_resource: false,
+        unfencing: cib.unfencing,
         shutdown_lock: flag("shutdown-lock", false),
         shutdown_lock_limit_s: opt("shutdown-lock-limit")
             .map(|v| parse_interval_ms(v) / 1000)

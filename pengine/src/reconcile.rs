@@ -44,6 +44,8 @@ pub struct Reconciliation {
     pub probes: Vec<(usize, usize)>,
     /// Nodes to fence, in creation order, with the reason.
     pub fence: Vec<(usize, String)>,
+    /// Required unfencings, in creation order (see `unfencing`).
+    pub unfence: Vec<crate::unfencing::Unfence>,
     /// Nodes to shut down cleanly.
     pub shutdown: Vec<usize>,
     /// Why a resource that could migrate moves by stop and start instead (summary reason).

@@ -365,6 +365,7 @@ impl World {
                     ));
                 }
                 (EventKind::Fence, _) => ran.push(format!("fence:{uname}")),
+                (EventKind::Unfence, _) => ran.push(format!("unfence:{uname}")),
                 (EventKind::Cluster, _) => {
                     // A shutdown's key names its node already: the log names its task.
                     let name = if ga.task == "do_shutdown" {

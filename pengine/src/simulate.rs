@@ -634,6 +634,23 @@ pub fn apply(
                 st.lrm.clear();
                 st.attrs.clear();
             }
+            // crm_simulate records nothing for an unfencing; the controller records that the
+            // node was unfenced, and with which device digests.
+            EventKind::Unfence => {
+                let Some(ni) = ga.node else { continue };
+                if failed || record.counting != FailCounting::Controller {
+                    continue;
+                }
+                let n = &obs.nodes[ni];
+                let digests = crate::unfencing::fencing_digests(obs, ni);
+                let st = node_state(&mut next, &n.id, &n.uname);
+                st.attrs
+                    .insert("#node-unfenced".into(), record.when.to_string());
+                if let Some((all, secure)) = digests {
+                    st.attrs.insert("#digests-all".into(), all);
+                    st.attrs.insert("#digests-secure".into(), secure);
+                }
+            }
             EventKind::RscOp => {
                 let (Some(ri), Some(ni)) = (ga.rsc, ga.node) else {
                     continue;

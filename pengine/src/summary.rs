@@ -70,11 +70,21 @@ pub struct SimulationSummary {
     pub modifications: Vec<String>,
     /// `-F`: actions made to fail when the transition runs.
     pub op_fail: Vec<OpSpec>,
-    /// "Fence (reboot)" lines: node and reason.
-    pub fencing: Vec<(String, String)>,
+    /// "Fence (ACTION)" lines, as printed.
+    pub fencing: Vec<FenceLine>,
     pub transition: Vec<SummaryLine>,
     pub executed: Vec<ExecutedAction>,
     pub revised: ClusterStatus,
+}
+
+/// One "Fence (ACTION) NODE 'REASON'" line of the transition summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FenceLine {
+    pub node: String,
+    /// The fencing action: "reboot", or "on" for an unfencing.
+    pub action: String,
+    /// Empty when the line gives none.
+    pub reason: String,
 }
 
 fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
@@ -163,6 +173,7 @@ pub fn executed_actions(
                     EventKind::RscOp => "resource",
                     EventKind::Pseudo => "pseudo",
                     EventKind::Fence => "fence",
+                    EventKind::Unfence => "unfence",
                     EventKind::Cluster => "cluster",
                 },
                 task: ga.task.clone(),
@@ -235,9 +246,10 @@ impl SimulationSummary {
             "modifications": self.modifications,
             "op_fail": self.op_fail.iter().map(op_spec_json).collect::<Vec<_>>(),
             "transition": {
-                "fencing": self.fencing.iter().map(|(node, reason)| json!({
-                    "node": node,
-                    "reason": reason,
+                "fencing": self.fencing.iter().map(|f| json!({
+                    "node": f.node,
+                    "action": f.action,
+                    "reason": f.reason,
                 })).collect::<Vec<_>>(),
                 "actions": self.transition.iter().map(|l| json!({
                     "verb": l.verb,
@@ -261,13 +273,21 @@ impl SimulationSummary {
 }
 
 /// The fencing lines of the transition summary, as printed (latest decision first).
-pub fn fencing_lines(
-    obs: &Observed,
-    rec: &crate::reconcile::Reconciliation,
-) -> Vec<(String, String)> {
-    rec.fence
+pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> Vec<FenceLine> {
+    let line = |ni: usize, action: &str, reason: Option<&String>| FenceLine {
+        node: obs.nodes[ni].uname.clone(),
+        action: action.into(),
+        reason: reason.cloned().unwrap_or_default(),
+    };
+    let fencing = rec
+        .fence
         .iter()
         .rev()
-        .map(|(ni, reason)| (obs.nodes[*ni].uname.clone(), reason.clone()))
-        .collect()
+        .map(|(ni, reason)| line(*ni, "reboot", Some(reason)));
+    let unfencing = rec
+        .unfence
+        .iter()
+        .rev()
+        .map(|u| line(u.node, "on", u.reason.as_ref()));
+    fencing.chain(unfencing).collect()
 }

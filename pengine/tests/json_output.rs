@@ -138,10 +138,16 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
     let mut transition: Vec<String> = array(&json["transition"], "fencing")
         .iter()
         .map(|f| {
+            let reason = text(f, "reason");
+            let quoted = if reason.is_empty() {
+                String::new()
+            } else {
+                format!("'{reason}'")
+            };
             squash(&format!(
-                "Fence (reboot) {} '{}'",
+                "Fence ({}) {} {quoted}",
+                text(f, "action"),
                 text(f, "node"),
-                text(f, "reason")
             ))
         })
         .collect();
@@ -173,6 +179,7 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
                 "resource" => format!("Resource action: {rsc} {task} on {node}"),
                 "pseudo" => format!("Pseudo action: {}", text(a, "key")),
                 "fence" => format!("Fencing {node} (reboot)"),
+                "unfence" => format!("Fencing {node} (on)"),
                 _ if !rsc.is_empty() => format!("Cluster action: {task} for {rsc} on {node}"),
                 _ => format!("Cluster action: {task} on {node}"),
             })

@@ -684,6 +684,9 @@ impl Sim {
         let rsc = ga.rsc.and_then(|r| a.rsc_names.get(r).cloned());
         match ga.event {
             EventKind::Pseudo => self.confirm(ai, false),
+            // The simulated cluster declares no unfencing device: an unfencing (never planned
+            // here) changes nothing and succeeds.
+            EventKind::Unfence => self.confirm(ai, false),
             EventKind::Fence => {
                 let Some(ni) = node else {
                     self.confirm(ai, true);
