@@ -59,6 +59,9 @@ pub enum Rel {
     StopStart,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
+    /// An optional ordering (a group's stopped before its start): it orders the graph when
+    /// both run, but a first that cannot run leaves its then runnable.
+    Optional,
 }
 
 /// One action of the plan.
@@ -933,7 +936,10 @@ fn group_actions(
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
     // A group that stops but keeps members placed restarts: its start pseudo action follows.
-    let keeps_members = members.iter().any(|&m| desired.assigned[m].is_some())
+    // (an unmanaged member's start is optional: it keeps nothing)
+    let keeps_members = members
+        .iter()
+        .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
         && members
             .iter()
             .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
@@ -989,7 +995,7 @@ fn group_actions(
             }
         }
         if let Some(gstart) = ids[0] {
-            plan.edge(gd, gstart);
+            plan.edge_rel(gd, gstart, Rel::Optional);
         }
     }
     // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.

@@ -52,6 +52,9 @@ pub struct TransitionGraph {
     /// Orderings of actions that cannot run and constrain nothing, only drawn (dashed) in DOT:
     /// those of an abandoned migration's migrate_to and migrate_from.
     pub dot_edges: Vec<(usize, usize)>,
+    /// The edges of optional orderings (`Rel::Optional`): inputs like the others, but an
+    /// unrunnable first does not make the then unrunnable.
+    pub optional_orderings: std::collections::BTreeSet<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -347,6 +350,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
+        if rel == Rel::Optional {
+            g.optional_orderings.insert((source, target));
+        }
         // load_stopped and the probe order the (pseudo) start too, besides the migration's
         // first action.
         if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
@@ -422,7 +428,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
-            if !g.actions[f].runnable && g.actions[t].runnable {
+            if !g.actions[f].runnable
+                && g.actions[t].runnable
+                && !g.optional_orderings.contains(&(f, t))
+            {
                 g.actions[t].runnable = false;
                 changed = true;
             }
@@ -1085,9 +1094,16 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
     for (a, ga) in g.actions.iter().enumerate() {
         if !ga.runnable {
+            // A pseudo action is drawn orange whether it runs or not.
+            let font = if ga.event == EventKind::Pseudo {
+                "orange"
+            } else {
+                "black"
+            };
             lines.push(format!(
-                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"black\"]",
-                dot_label(obs, ga)
+                "\"{}\" [ style=dashed color=\"red\" fontcolor=\"{}\"]",
+                dot_label(obs, ga),
+                font
             ));
             let _ = a;
         }
