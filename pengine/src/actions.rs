@@ -676,8 +676,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     start_id = Some(plan.add(start));
                     target_node = Some(*target);
                 }
-                Change::Restart { node, .. } => {
-                    stop_ids.push(stop_on(&mut plan, *node, None));
+                Change::Restart { node, reason } => {
+                    // A group member restarting because of an ordering (its stop is not
+                    // required for its own sake) stops because the member before it stops.
+                    let induced = reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with("required "));
+                    let previous = r.group.and_then(|gi| {
+                        let m = &obs.groups[gi].members;
+                        let i = m.iter().position(|&x| x == ri)?;
+                        i.checked_sub(1).map(|p| m[p])
+                    });
+                    let stop_reason = previous
+                        .filter(|&p| induced && !plan.stops(p).is_empty())
+                        .map(|p| format!("required {} stop", obs.resources[p].id));
+                    stop_ids.push(stop_on(&mut plan, *node, stop_reason));
                     start_id = Some(match early_starts.get(&ri) {
                         Some(&s) => s,
                         None => plan.add(act(Kind::Start, Some(ri), Some(*node))),
@@ -1010,15 +1023,23 @@ fn group_actions(
             let previous_stops = plan.stops(members[i - 1]);
             probes_before(plan, m, &previous_stops);
             // "member stop then previous member stop" is a restart ordering: a member frozen
-            // by a failure blocks the stop of the member before it.
-            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops);
+            // by a failure blocks the stop of the member before it, which gives the reason.
+            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops, true);
         }
     }
 }
 
 /// A mandatory ordering whose first action is the stop of a resource frozen by a failure
-/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders.
-fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) {
+/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders. A restart
+/// ordering (`restart`: a group's member stops) also says why ("unrunnable FIRST stop"),
+/// unless the action has a reason already.
+fn block_after_blocked_stop(
+    obs: &Observed,
+    plan: &mut Plan,
+    first: &str,
+    thens: &[usize],
+    restart: bool,
+) {
     let frozen = |ri: usize| obs.resources[ri].blocked && !obs.resources[ri].managed;
     let is_frozen = match obs.group_index(first) {
         Some(gi) => obs.groups[gi].members.iter().any(|&m| frozen(m)),
@@ -1027,6 +1048,9 @@ fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens:
     if is_frozen {
         for &t in thens {
             plan.actions[t].runnable = false;
+            if restart && plan.actions[t].reason.is_none() {
+                plan.actions[t].reason = Some(format!("unrunnable {first} stop"));
+            }
         }
     }
 }
@@ -1107,7 +1131,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             probes_before(plan, ri, &thens);
         }
         if o.mandatory {
-            block_after_blocked_stop(obs, plan, &o.first, &thens);
+            block_after_blocked_stop(obs, plan, &o.first, &thens, false);
         }
     }
     if o.symmetrical {
@@ -1134,7 +1158,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 probes_before(plan, ri, &thens);
             }
             if o.mandatory {
-                block_after_blocked_stop(obs, plan, &o.then, &thens);
+                block_after_blocked_stop(obs, plan, &o.then, &thens, false);
             }
         }
     }
