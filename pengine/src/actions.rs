@@ -885,9 +885,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
     }
-    // Shutdown after every stop on the node.
+    // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
+    // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
+    // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
+    // the resource out.
     for &ni in &rec.shutdown {
-        let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
+        let mut shutdown = act(Kind::Shutdown, None, Some(ni));
+        shutdown.runnable = obs.nodes[ni].maintenance
+            || !obs.resources.iter().any(|r| {
+                r.blocked
+                    && !r.managed
+                    && r.running_on.contains(&ni)
+                    && !obs.maintenance_mode
+                    && !r.meta_bool("maintenance", false)
+            });
+        let sd = plan.add(shutdown);
         for i in 0..plan.actions.len() {
             if plan.actions[i].dot_only {
                 continue;
@@ -975,6 +987,15 @@ fn group_actions(
     }
     if let Some(gs) = ids[0].filter(|_| blocked_start) {
         plan.actions[gs].runnable = false;
+    }
+    // An active member frozen by a failure (on-fail=block) has a stop that cannot run: the
+    // group is never stopped.
+    let frozen = members.iter().any(|&m| {
+        let r = &obs.resources[m];
+        r.blocked && !r.managed && !r.running_on.is_empty()
+    });
+    if let Some(gd) = ids[3].filter(|_| frozen) {
+        plan.actions[gd].runnable = false;
     }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
