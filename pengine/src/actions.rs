@@ -623,12 +623,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     for &s in sources {
                         stop_ids.push(stop_on(&mut plan, s, reason.clone()));
                     }
+                    // An ordering whose first is this resource's start creates that start
+                    // (with no node) when the resource has none; so does the inverse of a
+                    // symmetrical "X stop then this stop".
+                    let is_this =
+                        |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
                     let referenced = obs.orders.iter().any(|o| {
-                        o.first_action == "start"
-                            && (o.first == r.id
-                                || r.group
-                                    .map(|g| obs.groups[g].id == o.first)
-                                    .unwrap_or(false))
+                        (o.first_action == "start" && is_this(&o.first))
+                            || (o.then_action == "stop"
+                                && o.symmetrical.unwrap_or(o.kind != "serialize")
+                                && is_this(&o.then))
                     });
                     if !desired.unmanaged[ri]
                         && (r.failed || referenced || desired.assigned[ri].is_some())
