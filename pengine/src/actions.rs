@@ -61,6 +61,9 @@ pub enum Rel {
     StopStart,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
+    /// An optional ordering (a group's stopped before its start): it orders the graph when
+    /// both run, but a first that cannot run leaves its then runnable.
+    Optional,
 }
 
 /// One action of the plan.
@@ -689,12 +692,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     for &s in sources {
                         stop_ids.push(stop_on(&mut plan, s, reason.clone()));
                     }
+                    // An ordering whose first is this resource's start creates that start
+                    // (with no node) when the resource has none; so does the inverse of a
+                    // symmetrical "X stop then this stop".
+                    let is_this =
+                        |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
                     let referenced = obs.orders.iter().any(|o| {
-                        o.first_action == "start"
-                            && (o.first == r.id
-                                || r.group
-                                    .map(|g| obs.groups[g].id == o.first)
-                                    .unwrap_or(false))
+                        (o.first_action == "start" && is_this(&o.first))
+                            || (o.then_action == "stop"
+                                && o.symmetrical.unwrap_or(o.kind != "serialize")
+                                && is_this(&o.then))
                     });
                     if !desired.unmanaged[ri]
                         && (r.failed || referenced || desired.assigned[ri].is_some())
@@ -742,8 +749,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     start_id = Some(plan.add(start));
                     target_node = Some(*target);
                 }
-                Change::Restart { node, .. } => {
-                    stop_ids.push(stop_on(&mut plan, *node, None));
+                Change::Restart { node, reason } => {
+                    // A group member restarting because of an ordering (its stop is not
+                    // required for its own sake) stops because the member before it stops.
+                    let induced = reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with("required "));
+                    let previous = r.group.and_then(|gi| {
+                        let m = &obs.groups[gi].members;
+                        let i = m.iter().position(|&x| x == ri)?;
+                        i.checked_sub(1).map(|p| m[p])
+                    });
+                    let stop_reason = previous
+                        .filter(|&p| induced && !plan.stops(p).is_empty())
+                        .map(|p| format!("required {} stop", obs.resources[p].id));
+                    stop_ids.push(stop_on(&mut plan, *node, stop_reason));
                     start_id = Some(match early_starts.get(&ri) {
                         Some(&s) => s,
                         None => plan.add(act(Kind::Start, Some(ri), Some(*node))),
@@ -986,9 +1006,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
     }
-    // Shutdown after every stop on the node.
+    // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
+    // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
+    // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
+    // the resource out.
     for &ni in &rec.shutdown {
-        let sd = plan.add(act(Kind::Shutdown, None, Some(ni)));
+        let mut shutdown = act(Kind::Shutdown, None, Some(ni));
+        shutdown.runnable = obs.nodes[ni].maintenance
+            || !obs.resources.iter().any(|r| {
+                r.blocked
+                    && !r.managed
+                    && r.running_on.contains(&ni)
+                    && !obs.maintenance_mode
+                    && !r.meta_bool("maintenance", false)
+            });
+        let sd = plan.add(shutdown);
         for i in 0..plan.actions.len() {
             if plan.actions[i].dot_only {
                 continue;
@@ -1050,7 +1082,10 @@ fn group_actions(
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
     // A group that stops but keeps members placed restarts: its start pseudo action follows.
-    let keeps_members = members.iter().any(|&m| desired.assigned[m].is_some())
+    // (an unmanaged member's start is optional: it keeps nothing)
+    let keeps_members = members
+        .iter()
+        .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
         && members
             .iter()
             .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
@@ -1107,6 +1142,15 @@ fn group_actions(
     } else {
         starts
     };
+    // An active member frozen by a failure (on-fail=block) has a stop that cannot run: the
+    // group is never stopped.
+    let frozen = members.iter().any(|&m| {
+        let r = &obs.resources[m];
+        r.blocked && !r.managed && !r.running_on.is_empty()
+    });
+    if let Some(gd) = ids[3].filter(|_| frozen) {
+        plan.actions[gd].runnable = false;
+    }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();
@@ -1139,7 +1183,7 @@ fn group_actions(
             }
         }
         if let Some(gstart) = ids[0] {
-            plan.edge(gd, gstart);
+            plan.edge_rel(gd, gstart, Rel::Optional);
         }
     }
     // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.
@@ -1154,15 +1198,23 @@ fn group_actions(
             let previous_stops = plan.stops(members[i - 1]);
             probes_before(plan, m, &previous_stops);
             // "member stop then previous member stop" is a restart ordering: a member frozen
-            // by a failure blocks the stop of the member before it.
-            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops);
+            // by a failure blocks the stop of the member before it, which gives the reason.
+            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops, true);
         }
     }
 }
 
 /// A mandatory ordering whose first action is the stop of a resource frozen by a failure
-/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders.
-fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) {
+/// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders. A restart
+/// ordering (`restart`: a group's member stops) also says why ("unrunnable FIRST stop"),
+/// unless the action has a reason already.
+fn block_after_blocked_stop(
+    obs: &Observed,
+    plan: &mut Plan,
+    first: &str,
+    thens: &[usize],
+    restart: bool,
+) {
     let frozen = |ri: usize| obs.resources[ri].blocked && !obs.resources[ri].managed;
     let is_frozen = match obs.group_index(first) {
         Some(gi) => obs.groups[gi].members.iter().any(|&m| frozen(m)),
@@ -1171,6 +1223,9 @@ fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens:
     if is_frozen {
         for &t in thens {
             plan.actions[t].runnable = false;
+            if restart && plan.actions[t].reason.is_none() {
+                plan.actions[t].reason = Some(format!("unrunnable {first} stop"));
+            }
         }
     }
 }
@@ -1274,7 +1329,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             }
         }
         if o.mandatory {
-            block_after_blocked_stop(obs, plan, &o.first, &thens);
+            block_after_blocked_stop(obs, plan, &o.first, &thens, false);
         }
     }
     if o.symmetrical {
@@ -1301,7 +1356,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 probes_before(plan, ri, &thens);
             }
             if o.mandatory {
-                block_after_blocked_stop(obs, plan, &o.then, &thens);
+                block_after_blocked_stop(obs, plan, &o.then, &thens, false);
             }
         }
     }

@@ -54,6 +54,12 @@ pub struct TransitionGraph {
     /// Orderings of actions that cannot run and constrain nothing, only drawn (dashed) in DOT:
     /// those of an abandoned migration's migrate_to and migrate_from.
     pub dot_edges: Vec<(usize, usize)>,
+    /// The edges of optional orderings (`Rel::Optional`): inputs like the others, but an
+    /// unrunnable first does not make the then unrunnable.
+    pub optional_orderings: std::collections::BTreeSet<(usize, usize)>,
+    /// Why a resource's action became unrunnable along an ordering from another resource's
+    /// action ("unrunnable FIRST TASK"), for actions the plan gave no reason.
+    pub unrunnable_reasons: std::collections::BTreeMap<usize, String>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -354,6 +360,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
+        if rel == Rel::Optional {
+            g.optional_orderings.insert((source, target));
+        }
         // load_stopped and the probe order the (pseudo) start too, besides the migration's
         // first action.
         if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
@@ -426,11 +435,27 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
     }
     // Unrunnable actions make their mandatory dependents unrunnable.
+    let mut plan_reason: Vec<Option<&str>> = vec![None; g.actions.len()];
+    for (pi, m) in map.iter().enumerate() {
+        for &ga in &m.2 {
+            plan_reason[ga] = plan.actions[pi].reason.as_deref();
+        }
+    }
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
-            if !g.actions[f].runnable && g.actions[t].runnable {
+            if !g.actions[f].runnable
+                && g.actions[t].runnable
+                && !g.optional_orderings.contains(&(f, t))
+            {
                 g.actions[t].runnable = false;
+                if let (Some(fr), Some(tr)) = (g.actions[f].rsc, g.actions[t].rsc) {
+                    if fr != tr && plan_reason[t].is_none() {
+                        g.unrunnable_reasons.entry(t).or_insert_with(|| {
+                            format!("unrunnable {} {}", obs.resources[fr].id, g.actions[f].task)
+                        });
+                    }
+                }
                 changed = true;
             }
         }
@@ -720,6 +745,23 @@ pub fn summary_lines(
             .filter(|a| a.rsc == Some(ri) && a.task == "start")
             .all(|a| a.runnable)
     };
+    // A resource's stop on a node: whether it can run, and why it happens or cannot (its own
+    // reason, else the one an ordering gave it).
+    let stop_there = |ri: usize, ni: usize| -> Option<(bool, Option<String>)> {
+        let gi = (0..g.actions.len()).find(|&i| {
+            let a = &g.actions[i];
+            a.rsc == Some(ri) && a.task == "stop" && a.node == Some(ni)
+        })?;
+        let own = plan
+            .actions
+            .iter()
+            .find(|a| a.rsc == Some(ri) && a.kind == Kind::Stop && a.node == Some(ni))
+            .and_then(|a| a.reason.clone());
+        Some((
+            g.actions[gi].runnable,
+            own.or_else(|| g.unrunnable_reasons.get(&gi).cloned()),
+        ))
+    };
     let mut lines: Vec<SummaryLine> = Vec::new();
     let mut ris: Vec<usize> = Vec::new();
     for t in &plan.order {
@@ -746,6 +788,13 @@ pub fn summary_lines(
                     (None, false) => String::new(),
                 },
             };
+        // A resource that should start again but cannot stops: why its stop happens (or why
+        // its start cannot), blocked when the stop cannot run either.
+        let stop_instead = |source: usize| match stop_there(ri, source) {
+            Some((runnable, Some(why))) => line("Stop", name(source), Some(why), !runnable),
+            Some((runnable, None)) => line("Stop", name(source), start_reason.clone(), !runnable),
+            None => line("Stop", name(source), start_reason.clone(), false),
+        };
         match &rec.changes[ri] {
             Change::Keep => {
                 let reload = plan
@@ -789,12 +838,12 @@ pub fn summary_lines(
                         false,
                     ));
                 } else {
-                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                    lines.push(stop_instead(*source));
                 }
             }
             Change::Recover { source, target, .. } => {
                 if !runnable_start(ri) {
-                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                    lines.push(stop_instead(*source));
                 } else if source == target {
                     let verb = if r.failed { "Recover" } else { "Restart" };
                     lines.push(line(verb, name(*source), None, false));
@@ -808,7 +857,11 @@ pub fn summary_lines(
                 }
             }
             Change::Restart { node, reason } => {
-                lines.push(line("Restart", name(*node), reason.clone(), false))
+                if runnable_start(ri) {
+                    lines.push(line("Restart", name(*node), reason.clone(), false))
+                } else {
+                    lines.push(stop_instead(*node));
+                }
             }
             Change::Migrate { source, target } => {
                 lines.push(line(
