@@ -1112,14 +1112,23 @@ fn group_actions(
             probes_before(plan, m, &previous_stops);
             // "member stop then previous member stop" is a restart ordering: a member frozen
             // by a failure blocks the stop of the member before it.
-            block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops);
+            // Pacemaker's restart ordering first makes the frozen member's (optional) stop
+            // required by the required stop after it, then that stop unrunnable because the
+            // frozen one is required but cannot run: the stop keeps that as its reason.
+            if block_after_blocked_stop(obs, plan, &obs.resources[m].id, &previous_stops) {
+                for &t in &previous_stops {
+                    let reason = format!("unrunnable {} stop", obs.resources[m].id);
+                    plan.actions[t].reason.get_or_insert(reason);
+                }
+            }
         }
     }
 }
 
 /// A mandatory ordering whose first action is the stop of a resource frozen by a failure
 /// (on-fail=block: unmanaged, its stop cannot run) blocks the actions it orders.
-fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) {
+/// Returns whether it blocked them.
+fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens: &[usize]) -> bool {
     let frozen = |ri: usize| obs.resources[ri].blocked && !obs.resources[ri].managed;
     let is_frozen = match obs.group_index(first) {
         Some(gi) => obs.groups[gi].members.iter().any(|&m| frozen(m)),
@@ -1130,6 +1139,7 @@ fn block_after_blocked_stop(obs: &Observed, plan: &mut Plan, first: &str, thens:
             plan.actions[t].runnable = false;
         }
     }
+    is_frozen
 }
 
 /// Orders every probe of `rsc` before each of `thens` (Pacemaker does so for each ordering

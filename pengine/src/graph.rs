@@ -716,6 +716,15 @@ pub fn summary_lines(
             .starts(ri)
             .first()
             .and_then(|&i| plan.actions[i].reason.clone());
+        // A stop line of a resource whose start cannot run: the stop's own reason when it
+        // has one (else the start's), "blocked" when the stop cannot run either.
+        let stop_line = |node: usize, start_reason: Option<String>| {
+            let stop = plan.actions.iter().find(|a| {
+                a.rsc == Some(ri) && a.node == Some(node) && a.kind == Kind::Stop && !a.dot_only
+            });
+            let reason = stop.and_then(|a| a.reason.clone()).or(start_reason);
+            (reason, stop.is_some_and(|a| !a.runnable))
+        };
         let line =
             |verb: &str, details: String, reason: Option<String>, blocked: bool| SummaryLine {
                 verb: verb.into(),
@@ -771,12 +780,14 @@ pub fn summary_lines(
                         false,
                     ));
                 } else {
-                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                    let (reason, blocked) = stop_line(*source, start_reason.clone());
+                    lines.push(line("Stop", name(*source), reason, blocked));
                 }
             }
             Change::Recover { source, target, .. } => {
                 if !runnable_start(ri) {
-                    lines.push(line("Stop", name(*source), start_reason.clone(), false));
+                    let (reason, blocked) = stop_line(*source, start_reason.clone());
+                    lines.push(line("Stop", name(*source), reason, blocked));
                 } else if source == target {
                     let verb = if r.failed { "Recover" } else { "Restart" };
                     lines.push(line(verb, name(*source), None, false));
