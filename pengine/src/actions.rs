@@ -59,6 +59,9 @@ pub enum Rel {
     StopStart,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
+    /// An optional ordering: it orders both actions when both run, and never makes the then
+    /// unrunnable (a group's stopped before its start).
+    Optional,
 }
 
 /// One action of the plan.
@@ -1095,8 +1098,12 @@ fn group_actions(
                 prev = s.clone();
             }
         }
+        // The group's stopped before its start is optional: a member start makes the group's
+        // start required, and it stays runnable when the stopped cannot run. Without member
+        // starts the start is not required (not in the graph).
         if let Some(gstart) = ids[0] {
-            plan.edge(gd, gstart);
+            let rel = if any_start { Rel::Optional } else { Rel::Plain };
+            plan.edge_rel(gd, gstart, rel);
         }
     }
     // Later members that stop before earlier ones restart: member i+1 stop before member i stop is covered above.

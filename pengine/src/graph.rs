@@ -52,6 +52,9 @@ pub struct TransitionGraph {
     /// Orderings of actions that cannot run and constrain nothing, only drawn (dashed) in DOT:
     /// those of an abandoned migration's migrate_to and migrate_from.
     pub dot_edges: Vec<(usize, usize)>,
+    /// Edges of optional orderings: they order the synapses but an unrunnable first does not
+    /// make the then unrunnable.
+    pub ordering_only: Vec<(usize, usize)>,
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -347,6 +350,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             _ => map[t].0,
         };
         g.edges.push((source, target));
+        if rel == Rel::Optional {
+            g.ordering_only.push((source, target));
+        }
         // load_stopped and the probe order the (pseudo) start too, besides the migration's
         // first action.
         if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
@@ -422,7 +428,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
-            if !g.actions[f].runnable && g.actions[t].runnable {
+            if !g.actions[f].runnable && g.actions[t].runnable && !g.ordering_only.contains(&(f, t))
+            {
                 g.actions[t].runnable = false;
                 changed = true;
             }
