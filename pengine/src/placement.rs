@@ -789,51 +789,13 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         ctx.in_progress[key] = false;
         return;
     }
-    let mut member_steps: Vec<(usize, Vec<Step>)> = Vec::new();
-    // Member scores.
-    let mut member_scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
-    for &ri in &members {
-        ctx.recording = recording.then(Vec::new);
-        member_scores.push(base_scores(ctx, ri));
-        if let Some(steps) = ctx.recording.take() {
-            member_steps.push((ri, steps));
-        }
-    }
-    let mut steps: Option<Vec<Step>> = recording.then(|| {
-        member_steps
-            .first()
-            .map(|(_, s)| s.clone())
-            .unwrap_or_default()
-    });
+    // A primitive (a group was placed member by member above): its own scores.
+    let ri = members[0];
+    ctx.recording = recording.then(Vec::new);
+    let mut scores: BTreeMap<usize, i64> = base_scores(ctx, ri);
+    let mut steps: Option<Vec<Step>> = ctx.recording.take();
     let mut notes: Vec<String> = Vec::new();
     let nn = obs.nodes.len();
-    let mut scores: BTreeMap<usize, i64> = member_scores.first().cloned().unwrap_or_default();
-    for (k, ms) in member_scores.iter().enumerate().skip(1) {
-        let mut combined = scores.clone();
-        let mut combine_steps = recording.then(Vec::new);
-        let member_id = &obs.resources[members[k]].id;
-        for (&ni, v) in combined.iter_mut() {
-            let add = ms
-                .get(&ni)
-                .copied()
-                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY });
-            *v = add_score(*v, add);
-            record(&mut combine_steps, ni, StepOp::Add(add), || {
-                format!("group member {member_id}'s score here")
-            });
-        }
-        // Roll back when the later member would leave nowhere to run.
-        if combined.values().any(|&v| v > -INFINITY) || scores.values().all(|&v| v <= -INFINITY) {
-            scores = combined;
-            if let (Some(st), Some(c)) = (steps.as_mut(), combine_steps) {
-                st.extend(c);
-            }
-        } else if recording {
-            notes.push(format!(
-                "group member {member_id} is left out of the group's scores: it can run nowhere"
-            ));
-        }
-    }
     // Apply colocations with already-placed units.
     for (ci, w, score) in &cols {
         let wkey = unit_key(obs, *w);
@@ -1067,51 +1029,28 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             });
         }
     }
-    // Members: each member runs on the chosen node unless it is stopped by target-role;
-    // later members of a group stop when an earlier one cannot run.
-    let mut chain_ok = true;
-    for (k, &ri) in members.iter().enumerate() {
-        let mut a = choice;
-        if !chain_ok || target_stopped(obs, ri) {
-            a = None;
-        }
-        if let (Some(ni), false) = (a, unmanaged) {
-            if member_scores[k]
-                .get(&ni)
-                .copied()
-                .unwrap_or(if obs.symmetric { 0 } else { -INFINITY })
-                <= -INFINITY
-                && k > 0
-            {
-                a = None;
-            }
-        }
-        // An unmanaged member stays where it runs; the group's other members follow the
-        // group's choice (pinned where an unmanaged member runs) unless they are stopped.
-        if !obs.resources[ri].managed || (unmanaged && a.is_some()) {
-            a = if obs.resources[ri].running_on.len() == 1 {
-                Some(obs.resources[ri].running_on[0])
-            } else {
-                None
-            };
-        }
-        // Every later member is colocated with the one before it, so a member left without a
-        // node (an unmanaged one that is not active included) leaves them none either.
-        if a.is_none() {
-            chain_ok = false;
-        }
-        ctx.desired.assigned[ri] = a;
-        ctx.desired.scores[ri] = scores.clone();
-        if let Some(ni) = a {
-            ctx.num_resources[ni] += 1;
-            for (k2, v) in &obs.resources[ri].utilization {
-                *ctx.util_used[ni].entry(k2.clone()).or_insert(0) += *v;
-            }
+    // It runs on the chosen node unless it is stopped by target-role; unmanaged, it stays
+    // where it runs.
+    let mut a = choice;
+    if target_stopped(obs, ri) {
+        a = None;
+    }
+    if !obs.resources[ri].managed || (unmanaged && a.is_some()) {
+        a = if obs.resources[ri].running_on.len() == 1 {
+            Some(obs.resources[ri].running_on[0])
+        } else {
+            None
+        };
+    }
+    ctx.desired.assigned[ri] = a;
+    ctx.desired.scores[ri] = scores.clone();
+    if let Some(ni) = a {
+        ctx.num_resources[ni] += 1;
+        for (k2, v) in &obs.resources[ri].utilization {
+            *ctx.util_used[ni].entry(k2.clone()).or_insert(0) += *v;
         }
     }
-    for &ri in &members {
-        ctx.done[ri] = true;
-    }
+    ctx.done[ri] = true;
     ctx.in_progress[key] = false;
     if let (Some(target), Some(steps)) = (ctx.explain.filter(|_| recording), steps) {
         let assigned = ctx.desired.assigned[target];
@@ -1128,7 +1067,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             rsc: target,
             group: obs.resources[target].group,
             steps,
-            member_steps: member_steps.into_iter().skip(1).collect(),
+            member_steps: Vec::new(),
             filtered,
             ranking: candidates.iter().map(|c| c.0).collect(),
             notes,
