@@ -213,7 +213,7 @@ impl std::fmt::Display for SetError {
 
 /// Resolves one `resource_ref` id into resources, tags and templates replaced in place (a tag
 /// listed by a tag is expanded too, as Pacemaker revisits the references it inserts).
-fn resolve_ref(
+pub(crate) fn resolve_ref(
     names: &Names,
     id: &str,
     path: &mut Vec<String>,

@@ -162,17 +162,19 @@ pub(super) fn parse_rsc_ticket(
     }
 }
 
-/// The resources a name stands for: a tag's or template's, else the name itself.
+/// The resources a name stands for: a tag's or template's (tags within tags followed), else the
+/// name itself (an unknown name is reported by `check_references`).
 fn expand_name(names: &super::sets::Names, id: &str) -> Vec<String> {
-    match names.group_of(id) {
-        Some(members) if names.is_tag_or_template(id) => members.to_vec(),
+    let mut out = Vec::new();
+    match super::sets::resolve_ref(names, id, &mut Vec::new(), &mut out) {
+        Ok(()) if !out.is_empty() => out,
         _ => vec![id.to_string()],
     }
 }
 
-/// Reports every dependency naming no configured primitive or group (a tag, a template, a clone,
-/// a bundle, or nothing at all): Pacemaker ignores those that name nothing, and the others are
-/// not supported here. A set's missing resource also ends its constraint (`crate::tickets`).
+/// Reports every dependency naming no configured primitive or group (tags and templates are
+/// expanded before: a clone, a bundle, or nothing at all): Pacemaker ignores those that name
+/// nothing, and the others are not supported here. A set's missing resource also ends its constraint (`crate::tickets`).
 pub(super) fn check_references(
     rsc_tickets: &[RscTicket],
     resources: &[super::ResourceDef],
@@ -194,8 +196,8 @@ pub(super) fn check_references(
             id,
             line: dep.line,
             message: format!(
-                "rsc_ticket {}: {} is not a configured primitive or group (tags, templates, \
-                 clones and bundles are not supported): ignored",
+                "rsc_ticket {}: {} is not a configured primitive or group (clones and \
+                 bundles are not supported): ignored",
                 dep.constraint, dep.rsc
             ),
         });
@@ -244,6 +246,32 @@ mod tests {
 <status>{tickets}</status></cib>"#
         ))
         .expect("valid CIB")
+    }
+
+    /// Pacemaker expands a tag named by rsc_ticket (as `rsc` or in a set) into the resources it
+    /// tags, following tags within tags in order.
+    #[test]
+    fn a_tag_stands_for_its_resources_tags_within_tags_included() {
+        let c = parse_cib(
+            r#"<cib><configuration><crm_config/><nodes/><resources>
+<primitive id="a" class="ocf" provider="pacemaker" type="Dummy"/>
+<primitive id="b" class="ocf" provider="pacemaker" type="Dummy"/>
+</resources><constraints>
+<rsc_ticket id="t1" rsc="outer" ticket="T"/>
+<rsc_ticket id="t2" ticket="U"><resource_set id="s"><resource_ref id="inner"/></resource_set></rsc_ticket>
+</constraints><tags>
+<tag id="inner"><obj_ref id="a"/></tag>
+<tag id="outer"><obj_ref id="inner"/><obj_ref id="b"/></tag>
+</tags></configuration><status/></cib>"#,
+        )
+        .expect("valid CIB");
+        let deps: Vec<(&str, &str)> = c
+            .rsc_tickets
+            .iter()
+            .map(|t| (t.ticket.as_str(), t.rsc.as_str()))
+            .collect();
+        assert_eq!(deps, [("T", "a"), ("T", "b"), ("U", "a")]);
+        assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
     }
 
     #[test]
