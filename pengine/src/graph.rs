@@ -1142,13 +1142,18 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 }
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
-    // Fencing is drawn as its task, fencing action and target.
-    if a.event == EventKind::Fence {
+    // Fencing is drawn as its task, fencing action and target ("stonith 'reboot' node2").
+    if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
         let host = a
             .node
             .map(|n| obs.nodes[n].uname.as_str())
             .unwrap_or("<none>");
-        return format!("stonith 'reboot' {host}");
+        let action = if a.event == EventKind::Fence {
+            "reboot"
+        } else {
+            "on"
+        };
+        return format!("{} '{action}' {host}", a.task);
     }
     // A cancel is drawn as "Cancel" and the key of the operation it cancels.
     if a.task == "cancel" {
@@ -1159,29 +1164,9 @@ fn dot_label(obs: &Observed, a: &GraphAction) -> String {
         return format!("Cancel {} {host}", a.key);
     }
     match a.node {
-        // Fencing is named by task, fencing action and node ("stonith 'reboot' node2").
-        Some(n) if a.event == EventKind::Fence => {
-            let uname = &obs.nodes[n].uname;
-            let action = a
-                .key
-                .strip_prefix("stonith-")
-                .and_then(|k| k.strip_prefix(uname.as_str()))
-                .and_then(|k| k.strip_prefix('-'))
-                .unwrap_or("reboot");
-            format!("{} '{action}' {uname}", a.task)
-        }
         // A node's shutdown is named by its task (its key names the node already).
         Some(n) if a.rsc.is_none() && a.task == "do_shutdown" => {
             format!("{} {}", a.task, obs.nodes[n].uname)
-        }
-        // Fencing is named by its task and action.
-        Some(n) if matches!(a.event, EventKind::Fence | EventKind::Unfence) => {
-            let action = if a.event == EventKind::Fence {
-                "reboot"
-            } else {
-                "on"
-            };
-            format!("{} '{action}' {}", a.task, obs.nodes[n].uname)
         }
         Some(n)
             if a.rsc.is_some()
