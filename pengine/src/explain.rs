@@ -85,12 +85,11 @@ pub fn render(t: &Transition, trace: &Trace) -> String {
     }
     out.push('\n');
     if let Some(gi) = trace.group {
-        let how = if trace.member_steps.is_empty() {
-            "member by member, each colocated with the member before it"
-        } else {
-            "as a whole: the scores are the group's"
-        };
-        let _ = writeln!(out, "Placed with its group {} {how}.", obs.groups[gi].id);
+        let _ = writeln!(
+            out,
+            "Placed with its group {} member by member, each colocated with the member before it.",
+            obs.groups[gi].id
+        );
     }
     let totals = fold(&trace.steps);
     let mut order: Vec<usize> = trace.ranking.clone();
@@ -140,22 +139,6 @@ pub fn render(t: &Transition, trace: &Trace) -> String {
                 ""
             }
         );
-    }
-    for (ri, steps) in &trace.member_steps {
-        let _ = writeln!(
-            out,
-            "\nGroup member {}'s own scores (added above, one step per node):",
-            obs.resources[*ri].id
-        );
-        for s in steps {
-            let _ = writeln!(
-                out,
-                "    {}: {}  {}",
-                obs.nodes[s.node].uname,
-                op_text(s.op),
-                s.why
-            );
-        }
     }
     if !trace.notes.is_empty() {
         out.push_str("\nNotes:\n");

@@ -65,8 +65,6 @@ pub struct Trace {
     /// Score changes of the unit, in order: folding them from no score gives the scores of
     /// `Desired::scores` (a node left without a score is -INFINITY).
     pub steps: Vec<Step>,
-    /// Each other group member's own score changes (combined into `steps` as one step per node).
-    pub member_steps: Vec<(usize, Vec<Step>)>,
     /// Per node after scoring: why it is not a candidate (None: it is one).
     pub filtered: Vec<(usize, Option<String>)>,
     /// Candidates, best first (score, then the tie-breaks of `assign_unit`).
@@ -1067,7 +1065,6 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             rsc: target,
             group: obs.resources[target].group,
             steps,
-            member_steps: Vec::new(),
             filtered,
             ranking: candidates.iter().map(|c| c.0).collect(),
             notes,

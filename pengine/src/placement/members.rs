@@ -686,7 +686,6 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                 rsc: ri,
                 group: Some(gi),
                 steps,
-                member_steps: Vec::new(),
                 filtered,
                 ranking,
                 notes,
