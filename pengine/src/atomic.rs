@@ -1408,6 +1408,32 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
         let history = history_for(cib, obs, &r.id);
         let location = locate(&history);
         if location == Location::Settled {
+            // Both ends answered after the last migration; but Pacemaker's reading of an older
+            // migrate_to (one there and back within a second, seeds 40023 and 40101) may still
+            // count a node whose own newest entry says the VM is not there (a stop, a probe
+            // that found nothing, a migrate_to away, all truthful for this agent): drop it, or
+            // the plan stops the only copy together with the phantom one and restarts it.
+            if latest_migrate_to(&history).is_some() {
+                let gone = |n: usize| {
+                    history.get(n).is_some_and(|h| {
+                        h.ops
+                            .iter()
+                            .filter_map(|o| own_state(o).map(|s| (call_key(o), s)))
+                            .max_by_key(|(k, _)| *k)
+                            .is_some_and(|(_, s)| matches!(s, Seen::NotRunning { .. }))
+                    })
+                };
+                let r = &mut obs.resources[ri];
+                let before = r.running_on.len();
+                r.running_on.retain(|&n| !gone(n));
+                if r.running_on.len() < before {
+                    r.dangling_sources.retain(|&n| !gone(n));
+                    r.stops_forced.retain(|&n| !gone(n));
+                    if r.running_on.is_empty() {
+                        r.role = Role::Stopped;
+                    }
+                }
+            }
             continue;
         }
         let presence = presence_of(obs);
