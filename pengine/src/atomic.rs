@@ -739,11 +739,18 @@ pub enum Decision {
     Stop { node: usize, cleanup: Vec<usize> },
     /// It runs nowhere: starts on `target`.
     Start { target: usize, cleanup: Vec<usize> },
-    /// Location unknown: fence the lost candidates, probe the others, nothing else.
+    /// Location unknown: fence the lost candidates, probe the others; `then` runs in the same
+    /// transition only after every probe answered as expected (rc 7, not running) and every
+    /// fencing completed, when that leaves one reading: it runs nowhere (start on the desired
+    /// node) or only on the one candidate that had answered (what the plan for that copy is).
+    /// A probe that finds the VM aborts the transition before `then`: Pacemaker's controller
+    /// re-plans only on such an abort, so a plan that left `then` to a second transition would
+    /// wait for `cluster-recheck-interval`.
     Probe {
         probe: Vec<usize>,
         fence: Vec<usize>,
         doubt: Doubt,
+        then: Option<Box<Decision>>,
     },
     /// One candidate is left after fencing the lost ones: probe it, and start on `target` only
     /// after the probe (a probe that finds it running aborts the transition).
@@ -815,6 +822,16 @@ pub fn decide_with(
     presence: &[Presence],
     desired: Option<usize>,
     migratable: impl Fn(usize) -> Migratable,
+) -> Decision {
+    decide_dyn(location, presence, desired, &migratable)
+}
+
+/// [`decide_with`]'s body; not generic, so the continuation of a probe can ask it again.
+fn decide_dyn(
+    location: &Location,
+    presence: &[Presence],
+    desired: Option<usize>,
+    migratable: &dyn Fn(usize) -> Migratable,
 ) -> Decision {
     let is = |n: usize, p: Presence| presence.get(n).copied() == Some(p);
     match location {
@@ -919,12 +936,41 @@ pub fn decide_with(
                 migration: *migration,
                 lost: lost.clone(),
             };
+            // What is certain once every probe answered "not running" and every lost candidate
+            // is fenced: the copies that had answered are the only ones. None: several of them
+            // (the ordinary reading decides in the next plan), or nothing to do.
+            let answered_online: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&c| is(c, Presence::Online) && answered.contains(&c))
+                .collect();
+            let then = match answered_online.as_slice() {
+                [] => desired.map(|target| Decision::Start {
+                    target,
+                    cleanup: Vec::new(),
+                }),
+                [only] => Some(decide_dyn(
+                    &Location::Exact {
+                        migration: *migration,
+                        node: *only,
+                        confirm: false,
+                        cleanup: Vec::new(),
+                    },
+                    presence,
+                    desired,
+                    migratable,
+                )),
+                _ => None,
+            }
+            .filter(|d| !matches!(d, Decision::Keep { .. }))
+            .map(Box::new);
             match (live.as_slice(), desired) {
                 // Only lost nodes are in doubt: fence them, keep the copy that answered.
                 ([], _) if held => Decision::Probe {
                     probe: Vec::new(),
                     fence: lost,
                     doubt: *doubt,
+                    then,
                 },
                 ([], _) => Decision::Reboot {
                     fence: lost,
@@ -942,6 +988,7 @@ pub fn decide_with(
                     probe: live,
                     fence: lost,
                     doubt: *doubt,
+                    then,
                 },
             }
         }
@@ -1105,12 +1152,29 @@ impl Decision {
                     }
                 }
             }
-            Decision::Probe { probe, fence, .. } => {
+            Decision::Probe {
+                probe, fence, then, ..
+            } => {
+                let mut firsts = Vec::new();
                 for &f in fence {
-                    p.add(Step::Fence(f));
+                    firsts.push(p.add(Step::Fence(f)));
                 }
                 for &n in probe {
-                    p.add(Step::Probe(n));
+                    firsts.push(p.add(Step::Probe(n)));
+                }
+                if let Some(then) = then {
+                    let sub = then.steps(presence);
+                    let at: Vec<usize> = sub.steps.iter().map(|&s| p.add(s)).collect();
+                    for &(a, b) in &sub.edges {
+                        p.order(at[a], at[b]);
+                    }
+                    for &f in &firsts {
+                        for &t in &at {
+                            if !firsts.contains(&t) {
+                                p.order(f, t);
+                            }
+                        }
+                    }
                 }
             }
             Decision::ProbeThenStart {
@@ -1223,6 +1287,9 @@ pub struct AtomicEntry {
     /// Where placement wants the VM when [`confirm_before_erasing`] put the move off to the next
     /// transition (filled by [`reconcile`]; for the summary).
     pub deferred_to: Option<usize>,
+    /// Nodes whose newest entry is a failed probe or monitor: a broken copy is there, which the
+    /// ordinary recovery handles, not a probe's continuation.
+    pub broken: Vec<usize>,
 }
 
 /// The atomic model's view of one scheduler run.
@@ -1341,6 +1408,32 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
         let history = history_for(cib, obs, &r.id);
         let location = locate(&history);
         if location == Location::Settled {
+            // Both ends answered after the last migration; but Pacemaker's reading of an older
+            // migrate_to (one there and back within a second, seeds 40023 and 40101) may still
+            // count a node whose own newest entry says the VM is not there (a stop, a probe
+            // that found nothing, a migrate_to away, all truthful for this agent): drop it, or
+            // the plan stops the only copy together with the phantom one and restarts it.
+            if latest_migrate_to(&history).is_some() {
+                let gone = |n: usize| {
+                    history.get(n).is_some_and(|h| {
+                        h.ops
+                            .iter()
+                            .filter_map(|o| own_state(o).map(|s| (call_key(o), s)))
+                            .max_by_key(|(k, _)| *k)
+                            .is_some_and(|(_, s)| matches!(s, Seen::NotRunning { .. }))
+                    })
+                };
+                let r = &mut obs.resources[ri];
+                let before = r.running_on.len();
+                r.running_on.retain(|&n| !gone(n));
+                if r.running_on.len() < before {
+                    r.dangling_sources.retain(|&n| !gone(n));
+                    r.stops_forced.retain(|&n| !gone(n));
+                    if r.running_on.is_empty() {
+                        r.role = Role::Stopped;
+                    }
+                }
+            }
             continue;
         }
         let presence = presence_of(obs);
@@ -1413,6 +1506,15 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
             cannot_fence: Vec::new(),
             fragile_source: fragile_evidence(&history),
             deferred_to: None,
+            broken: (0..history.len())
+                .filter(|&n| {
+                    history[n]
+                        .ops
+                        .iter()
+                        .max_by_key(|o| call_key(o))
+                        .is_some_and(|o| o.task == Task::Monitor && o.answer == Answer::Failed)
+                })
+                .collect(),
         });
     }
     view
@@ -1502,6 +1604,26 @@ pub fn reconcile(
             _ => None,
         };
         let decision = confirm_before_erasing(decision, &e.location, e.fragile_source, fenced);
+        // A broken copy that answered is recovered by the ordinary reading once the probes have
+        // settled the rest, not moved by the probe's continuation.
+        let decision = match decision {
+            Decision::Probe {
+                probe,
+                fence,
+                doubt,
+                then,
+            } => {
+                let keeps_broken = matches!(&e.location, Location::Unknown { answered, .. }
+                    if answered.iter().any(|a| e.broken.contains(a)));
+                Decision::Probe {
+                    probe,
+                    fence,
+                    doubt,
+                    then: then.filter(|_| !keeps_broken),
+                }
+            }
+            d => d,
+        };
         e.deferred_to = wanted.filter(|_| matches!(decision, Decision::Finish { .. }));
         if let Decision::Finish { target, .. } = &decision {
             // The copy stays on the target this transition: the target does not shut down under it.
@@ -1517,64 +1639,15 @@ pub fn reconcile(
             // Nothing is safe until the lost node is fenced: wait.
             Change::Keep
         } else {
-            match &decision {
-                Decision::Defer => rec.changes[ri].clone(),
-                Decision::Keep { .. } | Decision::Cleanup { .. } | Decision::Probe { .. } => {
-                    Change::Keep
-                }
-                Decision::Finish { source, target, .. } => Change::Migrate {
-                    source: *source,
-                    target: *target,
-                },
-                Decision::Migrate { source, target, .. } => Change::Migrate {
-                    source: *source,
-                    target: *target,
-                },
-                Decision::Move { source, target, .. } => Change::Move {
-                    source: *source,
-                    target: *target,
-                    stops: vec![*source],
-                },
-                Decision::Stop { node, .. } => Change::Stop {
-                    sources: vec![*node],
-                    reason: Some(
-                        desired
-                            .unplaced_reason
-                            .get(ri)
-                            .cloned()
-                            .flatten()
-                            .unwrap_or_else(|| "node availability".into()),
-                    ),
-                    blocked: false,
-                },
-                Decision::Start { target, .. } => Change::Start {
-                    target: *target,
-                    blocked: None,
-                },
-                Decision::ProbeThenStart { fence, target, .. } => Change::Recover {
-                    source: fence.first().copied().unwrap_or(*target),
-                    target: *target,
-                    stops: fence.clone(),
-                },
-                Decision::Reboot {
-                    fence,
-                    target: Some(target),
-                    ..
-                } => Change::Recover {
-                    source: fence.first().copied().unwrap_or(*target),
-                    target: *target,
-                    stops: fence.clone(),
-                },
-                Decision::Reboot {
-                    fence,
-                    target: None,
-                    ..
-                } => Change::Stop {
-                    sources: fence.clone(),
-                    reason: Some("node availability".into()),
-                    blocked: false,
-                },
-            }
+            let reason = || {
+                desired
+                    .unplaced_reason
+                    .get(ri)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| "node availability".into())
+            };
+            change_of(&decision, &rec.changes[ri], reason)
         };
         rec.changes[ri] = change;
         let probes: Vec<usize> = match &decision {
@@ -1613,6 +1686,66 @@ pub fn reconcile(
                 rec.fence.insert(ti, entry);
             }
         }
+    }
+}
+
+/// The resource's change for a decision (`ordinary`: the change the ordinary reading made, kept
+/// for `Defer`; `reason`: why a stop, when placement left it nowhere). A probe's change is its
+/// continuation's, whose actions `amend_graph` orders after the probes and fencing.
+fn change_of(decision: &Decision, ordinary: &Change, reason: impl Fn() -> String) -> Change {
+    match decision {
+        Decision::Defer => ordinary.clone(),
+        Decision::Keep { .. } | Decision::Cleanup { .. } | Decision::Probe { then: None, .. } => {
+            Change::Keep
+        }
+        Decision::Probe {
+            then: Some(then), ..
+        } => change_of(then, ordinary, reason),
+        Decision::Finish { source, target, .. } => Change::Migrate {
+            source: *source,
+            target: *target,
+        },
+        Decision::Migrate { source, target, .. } => Change::Migrate {
+            source: *source,
+            target: *target,
+        },
+        Decision::Move { source, target, .. } => Change::Move {
+            source: *source,
+            target: *target,
+            stops: vec![*source],
+        },
+        Decision::Stop { node, .. } => Change::Stop {
+            sources: vec![*node],
+            reason: Some(reason()),
+            blocked: false,
+        },
+        Decision::Start { target, .. } => Change::Start {
+            target: *target,
+            blocked: None,
+        },
+        Decision::ProbeThenStart { fence, target, .. } => Change::Recover {
+            source: fence.first().copied().unwrap_or(*target),
+            target: *target,
+            stops: fence.clone(),
+        },
+        Decision::Reboot {
+            fence,
+            target: Some(target),
+            ..
+        } => Change::Recover {
+            source: fence.first().copied().unwrap_or(*target),
+            target: *target,
+            stops: fence.clone(),
+        },
+        Decision::Reboot {
+            fence,
+            target: None,
+            ..
+        } => Change::Stop {
+            sources: fence.clone(),
+            reason: Some("node availability".into()),
+            blocked: false,
+        },
     }
 }
 
@@ -1841,14 +1974,19 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
         // at once and aborts the transition; fired first, it aborted every transition before the
         // fencing (soak seed 1796059824169465) or the other candidate's probe (seed 425020044):
         // liveness.
-        if let Some(Decision::Probe { probe, fence, .. }) = &e.decision {
+        if let Some(Decision::Probe {
+            probe, fence, then, ..
+        }) = &e.decision
+        {
+            // With a continuation, every action of the resource but the probes waits for them
+            // too: it is planned for "found nowhere else", which only their answers make true.
             let monitors: Vec<usize> = (0..g.actions.len())
                 .filter(|&i| {
                     let a = &g.actions[i];
                     a.rsc == Some(e.rsc)
                         && a.event == EventKind::RscOp
-                        && a.task == "monitor"
-                        && a.interval_ms > 0
+                        && ((a.task == "monitor" && a.interval_ms > 0)
+                            || (then.is_some() && a.task != "monitor"))
                 })
                 .collect();
             let mut settles: Vec<usize> = fence
@@ -1866,6 +2004,25 @@ pub fn amend_graph(view: &AtomicView, g: &mut TransitionGraph) {
             for &first in &settles {
                 for &m in &monitors {
                     order_in_graph(g, first, m);
+                }
+            }
+            // The source's probe first: the agent's per-resource lock holds it until a migration
+            // job still in flight there has ended, so the target's probe, after it, cannot miss a
+            // VM that arrives late (both answering "not running" would let the continuation
+            // start it a second time).
+            if let Some(m) = migration_of(&e.location) {
+                let probe_on = |g: &TransitionGraph, n: usize| {
+                    (0..g.actions.len()).find(|&i| {
+                        let a = &g.actions[i];
+                        a.rsc == Some(e.rsc)
+                            && a.event == EventKind::RscOp
+                            && a.task == "monitor"
+                            && a.interval_ms == 0
+                            && a.node == Some(n)
+                    })
+                };
+                if let (Some(ps), Some(pt)) = (probe_on(g, m.source), probe_on(g, m.target)) {
+                    order_in_graph(g, ps, pt);
                 }
             }
         }
@@ -1958,16 +2115,26 @@ fn describe_decision(decision: &Decision, names: &[String]) -> String {
         Decision::Start { target, cleanup } => {
             format!("start it on {}{}", name(*target), clean(cleanup))
         }
-        Decision::Probe { probe, fence, .. } => {
+        Decision::Probe {
+            probe, fence, then, ..
+        } => {
             let fenced = if fence.is_empty() {
                 String::new()
             } else {
                 format!("fence {}, ", list(fence))
             };
-            format!(
-                "{fenced}probe {} first, nothing else until they answer",
-                list(probe)
-            )
+            let asked = if probe.is_empty() {
+                fenced.trim_end_matches(", ").to_string()
+            } else {
+                format!("{fenced}probe {} first", list(probe))
+            };
+            match then {
+                None => format!("{asked}, nothing else until they answer"),
+                Some(then) => format!(
+                    "{asked}; if they find it nowhere: {}",
+                    describe_decision(then, names)
+                ),
+            }
         }
         Decision::ProbeThenStart {
             probe,
@@ -2541,7 +2708,10 @@ mod tests {
     }
 
     #[test]
-    fn both_live_candidates_are_only_probed() {
+    fn both_live_candidates_are_probed_before_the_start_in_one_plan() {
+        // Pacemaker's controller plans again only when a result differs from the expected one:
+        // the start waits for both probes (rc 7 expected) in the same transition; a probe that
+        // finds the VM aborts it before the start.
         let h = two_nodes(Answer::NoAnswer, Presence::Online, Presence::Online);
         let presence = [Presence::Online, Presence::Online];
         let d = decide(&locate(&h), &presence, Some(1), true);
@@ -2550,9 +2720,21 @@ mod tests {
             Decision::Probe {
                 probe: vec![0, 1],
                 fence: vec![],
-                doubt: Doubt::NoAnswer
+                doubt: Doubt::NoAnswer,
+                then: Some(Box::new(Decision::Start {
+                    target: 1,
+                    cleanup: vec![]
+                })),
             }
         );
+        let s = d.steps(&presence);
+        assert_eq!(
+            s.steps,
+            vec![Step::Probe(0), Step::Probe(1), Step::Start(1)]
+        );
+        assert!(s.edges.contains(&(0, 2)) && s.edges.contains(&(1, 2)));
+        // Wanted nowhere: the probes alone.
+        let d = decide(&locate(&h), &presence, None, true);
         assert_eq!(
             d.steps(&presence).steps,
             vec![Step::Probe(0), Step::Probe(1)]
@@ -2752,12 +2934,20 @@ mod tests {
             }
         );
         let presence = [Presence::Online, Presence::Online];
+        // Once the target's probe says "not here", the copy that answered is the only one: the
+        // continuation is that copy's plan (the pipeline drops it for a broken copy, see
+        // `AtomicEntry::broken`, and the ordinary recovery follows).
         assert_eq!(
             decide(&location, &presence, Some(1), true),
             Decision::Probe {
                 probe: vec![1],
                 fence: vec![],
-                doubt: Doubt::UnsureResult
+                doubt: Doubt::UnsureResult,
+                then: Some(Box::new(Decision::Migrate {
+                    source: 0,
+                    target: 1,
+                    cleanup: vec![]
+                })),
             }
         );
         // With the other candidate lost, the copy that answered keeps it from starting elsewhere.
@@ -2767,7 +2957,8 @@ mod tests {
             Decision::Probe {
                 probe: vec![],
                 fence: vec![1],
-                doubt: Doubt::UnsureResult
+                doubt: Doubt::UnsureResult,
+                then: None,
             }
         );
         // Once the target has answered too, the ordinary reading takes over.

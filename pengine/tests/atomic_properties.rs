@@ -242,16 +242,26 @@ proptest! {
             _ => None,
         }).collect();
         prop_assert!(stopped_possible.len() <= 1, "stops {:?} of possible copies {:?}: {:?}", stopped_possible, possible, plan);
-        // A stop of a possible copy is part of a migration away from it, or a deliberate stop or move.
+        // A stop of a possible copy is part of a migration away from it, or a deliberate stop or
+        // move: the decision's own, or a probe's continuation after every probe has answered.
+        let (deliberate, probes_first) = match &decision {
+            Decision::Probe { then: Some(then), probe, .. } => (then.as_ref(), probe.clone()),
+            d => (d, Vec::new()),
+        };
         for &n in &stopped_possible {
             let i = plan.steps.iter().position(|s| *s == Step::Stop(n)).unwrap_or(0);
-            let migrated_away = before(&plan, i).iter().any(|&f| {
+            let firsts = before(&plan, i);
+            let migrated_away = firsts.iter().any(|&f| {
                 matches!(plan.steps[f], Step::MigrateFrom { source, target } if source == n && target != n)
             });
             prop_assert!(
-                migrated_away || matches!(decision, Decision::Stop { .. } | Decision::Move { .. }),
+                migrated_away || matches!(deliberate, Decision::Stop { .. } | Decision::Move { .. }),
                 "stop of a running copy on {} in {:?}", n, decision
             );
+            for p in &probes_first {
+                let probe = plan.steps.iter().position(|s| *s == Step::Probe(*p));
+                prop_assert!(probe.is_some_and(|x| firsts.contains(&x)), "stop on {} before the probe of {}: {:?}", n, p, plan);
+            }
         }
         // A reboot happens only when a node that could hold the VM was lost.
         if decision.reboots() {

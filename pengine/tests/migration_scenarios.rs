@@ -278,12 +278,22 @@ fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
                 }
             }
         }
-        // Unknown: nothing but probes (and the start after them in the fenced case).
-        if let Some(Decision::Probe { .. }) = &e.decision {
+        // Unknown: nothing but probes, and what follows them (the continuation that their
+        // expected answers make true) only after every one of them.
+        if let Some(Decision::Probe { then, .. }) = &e.decision {
+            let probes: Vec<usize> = of_rsc
+                .iter()
+                .copied()
+                .filter(|&i| g.actions[i].task == "monitor" && g.actions[i].interval_ms == 0)
+                .collect();
             for &i in &of_rsc {
-                if g.actions[i].task != "monitor" {
+                if g.actions[i].task == "monitor" || !real(i) {
+                    continue;
+                }
+                let firsts = graph_before(g, i);
+                if then.is_none() || probes.iter().any(|p| !firsts.contains(p)) {
                     failures.push(format!(
-                        "{name}: {rsc}'s location is unknown but the plan has {}",
+                        "{name}: {rsc}'s location is unknown but the plan has {} before the probes answer",
                         g.actions[i].key
                     ));
                 }
@@ -855,4 +865,120 @@ fn migrate_to_failing_three_times_moves_by_stop_and_start() {
             && !out.contains("migrate_to on node1"),
         "stop and start, no migrate_to\n{out}"
     );
+}
+
+/// Scenario 04 with node1 (the source of the pending migrate_to) online, and a Dummy `dep` active
+/// there that needs ticket T with loss-policy=fence; `granted` is T's state.
+fn scenario_04_with_ticket(granted: bool) -> pengine::Transition {
+    let path = scenarios_dir()
+        .join("04-source-lost-during-migrate-to")
+        .join("cib.xml");
+    let mut text = std::fs::read_to_string(path).expect("read CIB");
+    let edits: [(&str, String); 5] = [
+        (
+            r#"in_ccm="false" crmd="offline" join="down""#,
+            r#"in_ccm="true" crmd="online" join="member""#.to_string(),
+        ),
+        (
+            "    </resources>",
+            r#"      <primitive id="dep" class="ocf" provider="pacemaker" type="Dummy"/>
+    </resources>"#
+                .to_string(),
+        ),
+        (
+            "    </constraints>",
+            r#"      <rsc_ticket id="dep-needs-T" rsc="dep" ticket="T" loss-policy="fence"/>
+    </constraints>"#
+                .to_string(),
+        ),
+        (
+            "  <status>",
+            format!(r#"  <status><tickets><ticket_state id="T" granted="{granted}"/></tickets>"#),
+        ),
+        (
+            "        <lrm_resources>",
+            r#"        <lrm_resources><lrm_resource id="dep" class="ocf" provider="pacemaker" type="Dummy"><lrm_rsc_op id="dep_last_0" operation_key="dep_start_0" operation="start" transition-key="8:1:0:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" call-id="11" rc-code="0" op-status="0" interval="0" last-rc-change="1764489610"/></lrm_resource>"#
+                .to_string(),
+        ),
+    ];
+    for (from, to) in edits {
+        // The first <lrm_resources> is node1's: dep runs there.
+        assert!(text.contains(from), "scenario 04 has {from}");
+        text = text.replacen(from, &to, 1);
+    }
+    let cib = pengine::parse_cib(&text).expect("edited CIB parses");
+    pengine::schedule(&cib, NOW)
+}
+
+/// A ticket's `fence` loss policy marks the node unclean after the status is unpacked. The atomic
+/// model reads presence after that (`atomic::observe` runs after `tickets::apply`), so the pending
+/// migrate_to whose source the ticket fences is read as "source lost": the fencing settles node1,
+/// and nothing starts the VM before it and the target's probe. With the ticket granted, the same
+/// source is a live candidate and is probed instead.
+#[test]
+fn a_ticket_fence_of_the_source_is_seen_by_the_atomic_model() {
+    let revoked = scenario_04_with_ticket(false);
+    let t = &revoked;
+    let node1 = t.observed.node_index("node1").expect("node1");
+    let node2 = t.observed.node_index("node2").expect("node2");
+    let vm = t.observed.rsc_index("vm1").expect("vm1");
+    assert!(
+        t.reconciliation.fence.iter().any(|(n, _)| *n == node1),
+        "the ticket fences node1: {:?}",
+        t.reconciliation.fence
+    );
+    let e = t
+        .atomic
+        .entries
+        .iter()
+        .find(|e| e.rsc == vm)
+        .expect("vm1 has an open migration");
+    let fenced = match &e.decision {
+        Some(Decision::ProbeThenStart { fence, probe, .. }) => {
+            assert_eq!(*probe, node2);
+            fence.clone()
+        }
+        Some(Decision::Probe { fence, probe, .. }) => {
+            assert_eq!(probe, &vec![node2]);
+            fence.clone()
+        }
+        other => panic!("vm1: {other:?}"),
+    };
+    assert_eq!(fenced, vec![node1], "{:?}", e.decision);
+    let g = &t.graph;
+    let stonith = (0..g.actions.len())
+        .find(|&i| g.actions[i].task == "stonith" && g.actions[i].node == Some(node1))
+        .expect("node1's fencing is in the graph");
+    let probe = (0..g.actions.len())
+        .find(|&i| {
+            let a = &g.actions[i];
+            a.rsc == Some(vm) && a.task == "monitor" && a.interval_ms == 0 && a.node == Some(node2)
+        })
+        .expect("vm1 is probed on node2");
+    for i in 0..g.actions.len() {
+        let a = &g.actions[i];
+        if a.rsc == Some(vm) && a.event == EventKind::RscOp && a.task == "start" {
+            let firsts = graph_before(g, i);
+            assert!(
+                firsts.contains(&stonith) && firsts.contains(&probe),
+                "{} before the fencing of node1 and the probe of node2",
+                a.key
+            );
+        }
+    }
+
+    let granted = scenario_04_with_ticket(true);
+    let e = granted
+        .atomic
+        .entries
+        .iter()
+        .find(|e| e.rsc == vm)
+        .expect("vm1 has an open migration");
+    match &e.decision {
+        Some(Decision::Probe { fence, probe, .. }) => {
+            assert!(fence.is_empty(), "{:?}", e.decision);
+            assert_eq!(probe, &vec![node1, node2]);
+        }
+        other => panic!("vm1 with the ticket granted: {other:?}"),
+    }
 }

@@ -16,6 +16,8 @@ const KNOWN_GAPS: [&str; 3] = [
 #[derive(Debug)]
 enum Expect {
     Clean,
+    /// Clean, and no stall: every transition that ended without an abort left nothing to do.
+    Settles,
     NoNew,
     Gap(String),
     Caught(String),
@@ -51,6 +53,7 @@ fn regress_lines() -> Vec<Line> {
             PlannerKind::parse(f[2]).unwrap_or_else(|| panic!("line {}: planner {}", i + 1, f[2]));
         let expect = match f[3] {
             "clean" => Expect::Clean,
+            "settles" => Expect::Settles,
             "no-new" => Expect::NoNew,
             e if e.starts_with("gap:") => Expect::Gap(e[4..].to_string()),
             e if e.starts_with("caught:") => Expect::Caught(e[7..].to_string()),
@@ -88,6 +91,11 @@ fn judge(line: &Line, r: &Report) -> Option<String> {
     };
     match &line.expect {
         Expect::Clean if v.is_some() => fail("expected clean"),
+        Expect::Settles if v.is_some() => fail("expected clean and no stall"),
+        Expect::Settles if r.stall.is_some() => fail(&format!(
+            "expected no stall: {}",
+            r.stall.as_deref().unwrap_or_default()
+        )),
         Expect::NoNew if v.is_some() && !gap.is_some_and(|g| KNOWN_GAPS.contains(&g)) => {
             fail("a violation that is not a known pengine gap")
         }

@@ -101,6 +101,8 @@ struct Totals {
     known_gaps: u64,
     failed_seeds: Vec<u64>,
     gap_seeds: Vec<u64>,
+    /// Runs with a stall (see `checkers::on_stall`): not violations.
+    stalled_seeds: Vec<u64>,
 }
 
 fn show(r: &Report, verbose: bool, totals: &mut Totals) {
@@ -131,6 +133,17 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
             totals.violations += 1;
             totals.failed_seeds.push(r.options.seed);
             format!("VIOLATION {}", v.checker)
+        }
+        None if r.stall.is_some() => {
+            totals.stalled_seeds.push(r.options.seed);
+            if !verbose {
+                say!(
+                    "seed {}: {}",
+                    r.options.seed,
+                    r.stall.as_deref().unwrap_or_default()
+                );
+            }
+            "ok STALL".into()
         }
         None => "ok".into(),
     };
@@ -235,12 +248,20 @@ fn main() -> ExitCode {
         let list: Vec<String> = totals.gap_seeds.iter().map(u64::to_string).collect();
         say!("known-gap seeds (two-phase model): {}", list.join(" "));
     }
+    if !totals.stalled_seeds.is_empty() {
+        let list: Vec<String> = totals.stalled_seeds.iter().map(u64::to_string).collect();
+        say!(
+            "stalled seeds (work left for the recheck timer): {}",
+            list.join(" ")
+        );
+    }
     say!(
-        "seeds={} events={} violations={} known-gaps={} wall={secs:.1}s events/s={:.0}",
+        "seeds={} events={} violations={} known-gaps={} stalls={} wall={secs:.1}s events/s={:.0}",
         totals.seeds,
         totals.events,
         totals.violations,
         totals.known_gaps,
+        totals.stalled_seeds.len(),
         totals.events as f64 / secs.max(1e-9)
     );
     if totals.violations == 0 {

@@ -10,6 +10,12 @@
 //!   recurring monitor there) or that is unclean; a node never shuts down under a running VM.
 //! - `liveness`: after the faults stop and the cluster is healed, every VM runs exactly once
 //!   within a bounded number of transitions and of virtual time.
+//! - `stall` (reported apart from the violations: counted per run, listed by cts-sim, and
+//!   checked by seeds.regress's `settles`): a transition that ends without an abort leaves
+//!   nothing to do. Pacemaker's controller runs the scheduler again only on an abort or when
+//!   `cluster-recheck-interval` expires, so a plan that needs a second transition without an abort
+//!   in between waits for that timer (15 minutes by default): converging must not rely on it. The
+//!   run goes on as Pacemaker would, with the recheck timer.
 
 use std::collections::BTreeMap;
 
@@ -206,6 +212,18 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
             sim.note("SIM", "converged: every VM runs exactly once");
             sim.phase_done();
         }
+    }
+}
+
+/// The DC went idle after transition `id` while the planner still had work (`pending`).
+pub fn on_stall(sim: &mut Sim, id: i64, pending: &str) {
+    let message = format!(
+        "T{id} ended without an abort, yet the planner still has work, which waits for the recheck timer ({} ms): {pending}",
+        sim.opts.recheck_interval_ms
+    );
+    sim.note("CHECK", format!("STALL {message}"));
+    if sim.first_stall.is_none() {
+        sim.first_stall = Some(message);
     }
 }
 

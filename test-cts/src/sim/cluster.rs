@@ -3,6 +3,14 @@
 //! records every result into the CIB as Pacemaker's controller does, and on an abort lets running
 //! actions finish, fires nothing new, and plans again. Nodes, membership, fencing and the
 //! executors live here too; faults are in `faults.rs`, checkers in `checkers.rs`.
+//!
+//! When the DC plans is Pacemaker 2.1.5's controller (pacemaker-controld): only after an abort (a
+//! result other than the expected rc, a failed or lost action, a result from outside the active
+//! transition, a node joining or lost unexpectedly, a configuration or attribute change) or when
+//! the `cluster-recheck-interval` timer fires in S_IDLE. A transition that ends without an abort,
+//! complete or with synapses that could not fire, goes to S_IDLE with no new scheduler run. The
+//! simulator then asks the planner once more as an observer: a non-empty plan there is work the
+//! real controller would leave until the recheck timer, a `stall`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,10 +32,6 @@ use super::world::{RemoteHv, World};
 pub const EXEC_STARTUP_MS: u64 = 20;
 /// A scheduler run after an abort.
 pub const PE_DELAY_MS: u64 = 10;
-/// After a complete transition the DC plans once more to confirm nothing is left (a recheck).
-pub const RECHECK_MS: u64 = 1_000;
-/// While idle, how often the DC rechecks (cluster-recheck-interval, shortened).
-pub const IDLE_RECHECK_MS: u64 = 15_000;
 /// A run that plans this many transitions without settling has looped.
 pub const TRANSITIONS_MAX: u64 = 3_000;
 /// Events budget for one seed.
@@ -57,6 +61,9 @@ pub enum Ev {
     Fault,
     Heal(Heal),
     Replan,
+    /// The `cluster-recheck-interval` timer, armed when the DC entered S_IDLE with this
+    /// generation; leaving S_IDLE stops it (a newer generation).
+    Recheck(u64),
     Liveness,
     Script(Script),
 }
@@ -189,6 +196,11 @@ pub struct Stats {
     /// VMs that went from running nowhere to running again while not freshly enabled: restarts.
     pub restarts: u64,
     pub migrations_ok: u64,
+    /// Transitions that ended without an abort while the planner still had work: the real
+    /// controller would sit in S_IDLE until the recheck timer.
+    pub stalls: u64,
+    /// Scheduler runs started by the recheck timer.
+    pub rechecks: u64,
 }
 
 impl Stats {
@@ -213,6 +225,8 @@ pub struct Sim {
     pub active: Option<Active>,
     transition_seq: i64,
     replan_at: Option<u64>,
+    /// The armed recheck timer's generation (see `Ev::Recheck`).
+    recheck_generation: u64,
     pub phase: Phase,
     pub faults_done: usize,
     pub log: Vec<String>,
@@ -227,6 +241,8 @@ pub struct Sim {
     pub remove_on_migrate: Option<(String, String, u64)>,
     /// pengine's crm_simulate-style view of the CIB when the first violation fired.
     pub status_at_violation: String,
+    /// The first stall (see `checkers::on_stall`).
+    pub first_stall: Option<String>,
     /// The liveness phase's cleanup waits for every node to be back.
     pub cleanup_pending: bool,
     /// VMs whose migrate_to was sent and no migrate_from succeeded since, while a copy exists
@@ -282,6 +298,7 @@ impl Sim {
             active: None,
             transition_seq: 0,
             replan_at: None,
+            recheck_generation: 0,
             phase: Phase::Safety,
             faults_done: 0,
             log: Vec::new(),
@@ -293,6 +310,7 @@ impl Sim {
             last_actions: String::new(),
             remove_on_migrate: None,
             status_at_violation: String::new(),
+            first_stall: None,
             cleanup_pending: false,
             migration_open: BTreeSet::new(),
         })
@@ -432,6 +450,13 @@ impl Sim {
                 }
                 self.replan();
             }
+            Ev::Recheck(generation) => {
+                if generation == self.recheck_generation && self.active.is_none() {
+                    self.stats.rechecks += 1;
+                    self.note("DC", "cluster-recheck-interval expired");
+                    self.replan();
+                }
+            }
             Ev::Liveness => self.start_liveness(),
             Ev::Script(s) => self.script(s),
         }
@@ -467,6 +492,14 @@ impl Sim {
         }
     }
 
+    /// S_IDLE: arm the recheck timer (Pacemaker's `controld_start_recheck_timer`).
+    fn enter_idle(&mut self) {
+        self.recheck_generation += 1;
+        let g = self.recheck_generation;
+        let interval = self.opts.recheck_interval_ms;
+        self.after(interval, Ev::Recheck(g));
+    }
+
     fn request_replan(&mut self, delay_ms: u64) {
         let t = self.now_ms() + delay_ms;
         if self.replan_at.is_some_and(|r| r <= t) {
@@ -500,6 +533,8 @@ impl Sim {
             return;
         }
         self.admin_cleanup();
+        // Leaving S_IDLE stops the recheck timer.
+        self.recheck_generation += 1;
         let now_s = record::now_s(self.now_ms());
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         self.stats.transitions += 1;
@@ -527,7 +562,7 @@ impl Sim {
             self.idle = true;
             checkers::at_idle(self, &t);
             if self.phase != Phase::Done {
-                self.request_replan(IDLE_RECHECK_MS);
+                self.enter_idle();
             }
             return;
         }
@@ -650,13 +685,68 @@ impl Sim {
             };
             self.note("DC", format!("T{id} {verdict}"));
             self.active = None;
-            let delay = if verdict == "complete" {
-                RECHECK_MS
+            if verdict == "stopped" {
+                // The abort's completion action is "restart": plan again.
+                self.request_replan(PE_DELAY_MS);
             } else {
-                PE_DELAY_MS
-            };
-            self.request_replan(delay);
+                // Complete, or terminated (synapses that could never fire, no abort): the
+                // controller goes to S_IDLE and waits for an abort or the recheck timer.
+                self.settle(id);
+            }
             return;
+        }
+    }
+
+    /// The DC entered S_IDLE after transition `id` ended without an abort. The planner, asked as
+    /// an observer (not a transition), says whether the cluster is settled; if it is not, the work
+    /// waits for the recheck timer: a stall, which the `stall` checker reports.
+    fn settle(&mut self, id: i64) {
+        if self.phase == Phase::Done {
+            return;
+        }
+        let now_s = record::now_s(self.now_ms());
+        let t = planner::plan(self.opts.planner, &self.cib, now_s);
+        let pending: Vec<String> = t
+            .graph
+            .synapses
+            .iter()
+            .map(|s| &t.graph.actions[s.action])
+            .filter(|ga| ga.event != EventKind::Pseudo)
+            .map(|ga| {
+                let node = ga
+                    .node
+                    .and_then(|n| t.observed.nodes.get(n))
+                    .map(|n| n.uname.as_str())
+                    .unwrap_or("-");
+                format!("{}@{node}", ga.key)
+            })
+            .collect();
+        if t.graph.synapses.is_empty() {
+            if !self.idle {
+                self.note(
+                    "DC",
+                    format!("idle after T{id} ({})", t.reconciliation.summary()),
+                );
+            }
+            self.idle = true;
+            self.last_actions.clear();
+            checkers::at_idle(self, &t);
+        } else {
+            self.stats.stalls += 1;
+            self.idle = false;
+            let what = if pending.is_empty() {
+                "pseudo actions only".to_string()
+            } else {
+                pending.join(" ")
+            };
+            self.note(
+                "DC",
+                format!("idle after T{id}, but the planner still has work: {what}"),
+            );
+            checkers::on_stall(self, id, &what);
+        }
+        if self.phase != Phase::Done {
+            self.enter_idle();
         }
     }
 
@@ -1127,26 +1217,33 @@ impl Sim {
     }
 
     /// The DC receives one result.
+    /// As Pacemaker's `process_graph_event`: a result of an action in flight in the active
+    /// transition confirms it (failed when its rc is not the expected one, which aborts); one the
+    /// active transition already confirmed is ignored; any other written result (a late one, a
+    /// recurring monitor's change) aborts the transition, or starts a scheduler run when idle.
     fn deliver(&mut self, r: OpResult, recurring: bool) {
         let failed = r.failed();
+        let active_id = self.active.as_ref().map(|a| a.id);
         let ours = self
             .active
             .as_ref()
             .is_some_and(|a| a.id == r.transition_id && a.in_flight.contains_key(&r.action_id));
-        if ours && !recurring {
+        if ours {
+            // An action's result, or a recurring monitor's first one.
             self.confirm(r.action_id, failed);
             self.pump();
-        } else if failed {
-            self.cib_changed(&format!(
-                "{} {} result rc={} from outside the transition",
-                r.rsc, r.task, r.rc
-            ));
-        } else if recurring {
-            // First result of a recurring monitor confirms its graph action.
-            if ours {
-                self.confirm(r.action_id, false);
-                self.pump();
-            }
+        } else if active_id == Some(r.transition_id) && !recurring {
+            // Already confirmed (counted as lost when its node left): nothing more.
+        } else {
+            // A recurring monitor's change during the transition that started it: Pacemaker
+            // finds its action already confirmed and ignores it until a later scheduler run;
+            // the simulator aborts (a deliberate deviation, so a failure is never left unseen).
+            let why = if recurring {
+                "change in recurring result"
+            } else {
+                "result arrived after its transition"
+            };
+            self.cib_changed(&format!("{} {} rc={} ({why})", r.rsc, r.task, r.rc));
         }
     }
 
@@ -1282,6 +1379,7 @@ impl Sim {
             }
             return;
         }
+        let had_quorum = self.have_quorum();
         let killed = self.power_off(ni);
         self.world.reconnect(&name);
         self.nodes[ni].hist = NodeLrm {
@@ -1301,9 +1399,18 @@ impl Sim {
         let reboot = self.opts.reboot_ms;
         self.after(reboot, Ev::Boot { node: ni });
         if ours {
+            // The transition expected this node down: confirmed, no abort (the controller's
+            // peer callback finds the down event).
             self.confirm(action, false);
+            if had_quorum && !self.have_quorum() {
+                // Pacemaker's membership callback aborts on quorum lost.
+                self.cib_changed("quorum lost");
+            } else {
+                self.pump();
+            }
+        } else {
+            self.cib_changed("node fenced outside the transition");
         }
-        self.cib_changed("node fenced");
     }
 
     /// Membership notices that a node is gone (crash or isolation).

@@ -30,6 +30,9 @@ pub struct Report {
     pub log: Vec<String>,
     /// pengine's view of the CIB at the violation (crm_simulate style), empty without one.
     pub status_at_violation: String,
+    /// The first stall: a transition ended without an abort while the planner still had work
+    /// (see `checkers::on_stall`); not a violation.
+    pub stall: Option<String>,
 }
 
 impl Report {
@@ -121,6 +124,7 @@ fn run_options(
                 }),
                 log: Vec::new(),
                 status_at_violation: String::new(),
+                stall: None,
             };
         }
     };
@@ -140,5 +144,6 @@ fn run_options(
         violation: sim.violation.clone(),
         log: std::mem::take(&mut sim.log),
         status_at_violation: std::mem::take(&mut sim.status_at_violation),
+        stall: sim.first_stall.take(),
     }
 }

@@ -144,6 +144,10 @@ pub struct Options {
     /// Transitions allowed after healing before liveness fails.
     pub liveness_transitions_max: u64,
     pub liveness_ms_max: u64,
+    /// `cluster-recheck-interval`: how long the DC stays idle (S_IDLE) before it runs the
+    /// scheduler again without a reason. Pacemaker's controller plans only when something aborts
+    /// the transition, or when this timer fires (default 15 min).
+    pub recheck_interval_ms: u64,
 }
 
 fn pick<T: Copy>(rng: &mut Rng, xs: &[T]) -> T {
@@ -197,6 +201,8 @@ impl Options {
             weights,
             liveness_transitions_max: 40,
             liveness_ms_max: 30 * 60_000,
+            // Drawn last, so every earlier draw (and so each seed's cluster) stays as it was.
+            recheck_interval_ms: pick(&mut rng, &[15 * 60_000, 5 * 60_000, 2 * 60_000]),
         }
     }
 
@@ -226,6 +232,7 @@ impl Options {
             weights: FaultKind::ALL.iter().map(|&k| (k, 0)).collect(),
             liveness_transitions_max: 40,
             liveness_ms_max: 30 * 60_000,
+            recheck_interval_ms: 15 * 60_000,
         }
     }
 }
@@ -252,7 +259,7 @@ impl fmt::Display for Options {
         )?;
         writeln!(
             f,
-            "  migration={}ms op-timeout={}ms migrate-timeout={}ms monitor={}ms detect={}ms fence-delay={}ms fence-fail={}‰ reboot={}ms",
+            "  migration={}ms op-timeout={}ms migrate-timeout={}ms monitor={}ms detect={}ms fence-delay={}ms fence-fail={}‰ reboot={}ms recheck={}ms",
             self.migration_ms,
             self.op_timeout_ms,
             self.migrate_timeout_ms,
@@ -260,7 +267,8 @@ impl fmt::Display for Options {
             self.detect_ms,
             self.fence_delay_ms,
             self.fence_fail_per_mille,
-            self.reboot_ms
+            self.reboot_ms,
+            self.recheck_interval_ms
         )?;
         let w: Vec<String> = self
             .weights
