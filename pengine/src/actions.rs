@@ -19,9 +19,11 @@ pub enum Kind {
     StoppedMonitor {
         interval_ms: u64,
     },
-    /// Cancel a recurring operation that is no longer wanted.
+    /// Cancel a recurring operation that is no longer wanted. A cancel found in the history
+    /// (orphaned, disabled or in maintenance) names the cancelled call (`call_id`).
     Cancel {
         interval_ms: u64,
+        call_id: Option<i64>,
     },
     /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
     Migrate {
@@ -244,7 +246,14 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
         for (ni, n) in obs.nodes.iter().enumerate() {
             if Some(ni) == current {
                 if in_history(ni, iv) {
-                    let mut a = act(Kind::Cancel { interval_ms: iv }, Some(ri), Some(ni));
+                    let mut a = act(
+                        Kind::Cancel {
+                            interval_ms: iv,
+                            call_id: None,
+                        },
+                        Some(ri),
+                        Some(ni),
+                    );
                     a.created_at = Some(unpack_mark);
                     plan.add(a);
                 }
@@ -327,23 +336,27 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             continue;
         }
         let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
-        let mut cancels: Vec<(usize, u64)> = Vec::new();
+        let mut cancels: Vec<(usize, u64, i64)> = Vec::new();
         for a in &r.recurring {
             let n = &obs.nodes[a.node];
             let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
             if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
-                cancels.push((a.node, a.interval_ms));
+                cancels.push((a.node, a.interval_ms, a.call_id));
             }
         }
         if stop_orphan_actions && !rsc_maintenance {
-            for &(ni, iv) in &r.orphan_ops {
-                if r.running_on.contains(&ni) && !cancels.contains(&(ni, iv)) {
-                    cancels.push((ni, iv));
+            for &(ni, iv, call_id) in &r.orphan_ops {
+                if r.running_on.contains(&ni) && !cancels.iter().any(|c| (c.0, c.1) == (ni, iv)) {
+                    cancels.push((ni, iv, call_id));
                 }
             }
         }
-        for (ni, interval_ms) in cancels {
-            let id = plan.add(act(Kind::Cancel { interval_ms }, Some(ri), Some(ni)));
+        for (ni, interval_ms, call_id) in cancels {
+            let kind = Kind::Cancel {
+                interval_ms,
+                call_id: Some(call_id),
+            };
+            let id = plan.add(act(kind, Some(ri), Some(ni)));
             after_stops.push((ri, id));
         }
     }
@@ -595,7 +608,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
-    // Cancels of active Stopped-role monitors where the resource will run.
+    // Cancels of active Stopped-role monitors where the resource will run; the resource's
+    // start waits for them.
+    let mut before_starts: Vec<(usize, usize)> = Vec::new();
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
             continue;
@@ -605,13 +620,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         };
         for a in &r.stopped_monitors {
             if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
-                plan.add(act(
+                let cancel = plan.add(act(
                     Kind::Cancel {
                         interval_ms: a.interval_ms,
+                        call_id: None,
                     },
                     Some(ri),
                     Some(a.node),
                 ));
+                before_starts.push((ri, cancel));
             }
         }
     }
@@ -1063,6 +1080,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for (ri, cancel) in after_stops {
         for stop in plan.stops(ri) {
             plan.edge_rel(stop, cancel, Rel::Stop);
+        }
+    }
+    for (ri, cancel) in before_starts {
+        for start in plan.starts(ri) {
+            plan.edge(cancel, start);
         }
     }
     plan

@@ -33,6 +33,8 @@ pub struct GraphAction {
     pub migrate: Option<(usize, usize)>,
     /// The result the action is expected to return (7 for probes and Stopped-role monitors).
     pub expected_rc: i32,
+    /// The history's call a cancel stops, when the cancel comes from the history.
+    pub call_id: Option<i64>,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -97,6 +99,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 } else {
                     0
                 },
+                call_id: match a.kind {
+                    Kind::Cancel { call_id, .. } => call_id,
+                    _ => None,
+                },
             });
             g.actions.len() - 1
         };
@@ -141,7 +147,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Cancel { interval_ms } => {
+            Kind::Cancel { interval_ms, .. } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
@@ -420,6 +426,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 runnable: false,
                 migrate: Some((source, target)),
                 expected_rc: 0,
+                call_id: None,
             });
             g.actions.len() - 1
         };
@@ -1018,6 +1025,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             // among the configured operations; an orphaned operation has none).
             if a.task == "cancel" {
                 attrs.push(("CRM_meta_operation".into(), "monitor".into()));
+                if let Some(call_id) = a.call_id {
+                    attrs.push(("CRM_meta_call_id".into(), call_id.to_string()));
+                }
                 let configured = r
                     .ops
                     .iter()
@@ -1041,11 +1051,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     attrs.push(("CRM_meta_record_pending".into(), "true".into()));
                 }
             }
-            if a.event == EventKind::RscOp
-                && a.task == "monitor"
-                && a.expected_rc == 7
-                && a.interval_ms == 0
-            {
+            // Probes and Stopped-role monitors expect "not running".
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc == 7 {
                 attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too

@@ -97,6 +97,8 @@ pub struct ActiveRecurring {
     pub node: usize,
     pub name: String,
     pub interval_ms: u64,
+    /// The history entry's call id.
+    pub call_id: i64,
 }
 
 /// A primitive with its configuration and observed state.
@@ -156,9 +158,9 @@ pub struct Resource {
     pub clear_failcount_changed: Vec<usize>,
     /// Recurring monitors (node, interval) rescheduled for the same reason.
     pub rescheduled: Vec<(usize, u64)>,
-    /// Recurring operations (node, interval) active in the history that the configuration no
+    /// Recurring operations (node, interval, call id) active in the history that the configuration no
     /// longer has (absent or disabled): cancelled unless stop-orphan-actions is false.
-    pub orphan_ops: Vec<(usize, u64)>,
+    pub orphan_ops: Vec<(usize, u64, i64)>,
     /// Recurring operations (node, interval) whose recorded failure expired on an online node:
     /// Pacemaker runs them again (it marks the entry's restart digest as changed).
     pub expired_rescheduled: Vec<(usize, u64)>,
@@ -1442,6 +1444,7 @@ fn unpack_lrm_resource(
                         node: ni,
                         name: op.operation.clone(),
                         interval_ms: op.interval_ms,
+                        call_id: op.call_id,
                     });
                 }
             }
@@ -1478,6 +1481,7 @@ fn unpack_lrm_resource(
                 node: ni,
                 name: "monitor".into(),
                 interval_ms: iv,
+                call_id: op.call_id,
             });
         }
     }
@@ -1613,8 +1617,12 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
                 .any(|o| o.enabled && o.name == op.operation && o.interval_ms == op.interval_ms)
         {
             changed = true;
-            if !rsc.orphan_ops.contains(&(ni, op.interval_ms)) {
-                rsc.orphan_ops.push((ni, op.interval_ms));
+            if !rsc
+                .orphan_ops
+                .iter()
+                .any(|o| (o.0, o.1) == (ni, op.interval_ms))
+            {
+                rsc.orphan_ops.push((ni, op.interval_ms, op.call_id));
             }
             continue;
         }

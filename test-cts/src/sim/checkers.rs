@@ -320,6 +320,7 @@ mod tests {
             runnable: true,
             migrate: None,
             expected_rc: 0,
+            call_id: None,
         }
     }
 
