@@ -1004,9 +1004,17 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 prim.push_str(&format!(" type=\"{}\"/>", xml_escape(&r.kind)));
                 let _ = writeln!(out, "        {prim}");
             }
-            for (k, v) in &r.params {
-                attrs.push((k.clone(), v.clone()));
-            }
+            // The configured operation's own instance attributes come first (they win over the
+            // resource's), then the resource's parameters evaluated for the action's node.
+            let no_attrs = std::collections::BTreeMap::new();
+            let node_attrs = a.node.map_or(&no_attrs, |ni| &obs.nodes[ni].attrs);
+            let op_task = if a.task == "cancel" {
+                "monitor"
+            } else {
+                a.task.as_str()
+            };
+            let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            attrs.extend(op.extra.into_iter().chain(op.params));
             // A filler's actions name its container.
             if let Some(ci) = r.container {
                 attrs.push(("CRM_meta_container".into(), obs.resources[ci].id.clone()));
