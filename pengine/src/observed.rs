@@ -113,7 +113,11 @@ pub struct Resource {
     pub params: BTreeMap<String, String>,
     pub utilization: BTreeMap<String, i64>,
     pub ops: Vec<OpDef>,
+    /// op_defaults without regard to the resource or operation (see `op_defaults_for`).
     pub op_defaults: BTreeMap<String, String>,
+    /// The configuration's op_defaults sets and the time they are evaluated at.
+    pub op_default_sets: Vec<NvSet>,
+    pub evaluated_at: i64,
     // observed state
     pub role: Role,
     pub next_role: Option<Role>,
@@ -469,6 +473,8 @@ fn make_resource(
         utilization: set_utilization(&p.utilization, now),
         ops: p.ops.clone(),
         op_defaults,
+        op_default_sets: cib.op_defaults.clone(),
+        evaluated_at: now,
         param_sets: p.params.clone(),
         feature_set: cib
             .feature_set
@@ -507,7 +513,11 @@ impl Resource {
             // A disabled operation's on-fail still governs how its recorded failures unpack.
             .find(|o| o.name == task && o.interval_ms == interval_ms)
             .and_then(|o| o.attrs.get("on-fail").cloned())
-            .or_else(|| self.op_defaults.get("on-fail").cloned());
+            .or_else(|| {
+                self.op_defaults_for(task, interval_ms)
+                    .get("on-fail")
+                    .cloned()
+            });
         if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
             if v == OnFail::Demote {
                 return OnFail::Recover;
@@ -548,8 +558,8 @@ impl Resource {
                 .flatten()
         });
         let mut meta = BTreeMap::new();
-        let sources = self
-            .op_defaults
+        let defaults = self.op_defaults_for(task, interval_ms);
+        let sources = defaults
             .iter()
             .chain(op.into_iter().flat_map(|o| o.attrs.iter()));
         for (k, v) in sources {
@@ -594,8 +604,12 @@ impl Resource {
         };
         find(task, interval_ms)
             .or_else(probe_default)
-            .or_else(|| self.op_defaults.get("timeout").cloned())
-            .map(|t| parse_interval_ms(&t))
+            .or_else(|| {
+                self.op_defaults_for(task, interval_ms)
+                    .get("timeout")
+                    .cloned()
+            })
+            .and_then(|t| crate::cib::parse_timeout_ms(&t))
             .unwrap_or(20_000)
     }
 }
@@ -1663,6 +1677,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
 }
 
 impl Resource {
+    /// The op_defaults that apply to this resource's operation `task` at `interval_ms`.
+    pub fn op_defaults_for(&self, task: &str, interval_ms: u64) -> BTreeMap<String, String> {
+        let ctx = crate::op_defaults::OpContext {
+            class: &self.class,
+            provider: self.provider.as_deref(),
+            kind: &self.kind,
+            task,
+            interval_ms,
+        };
+        crate::op_defaults::for_op(&self.op_default_sets, &ctx, self.evaluated_at)
+    }
+
     /// The parameters an operation runs with on a node (see [`op_params`]).
     pub fn op_params(
         &self,
@@ -1674,7 +1700,7 @@ impl Resource {
         op_params(
             &self.param_sets,
             &self.ops,
-            &self.op_defaults,
+            &self.op_defaults_for(task, interval_ms),
             self.is_stonith(),
             (task, interval_ms),
             node_attrs,
