@@ -669,6 +669,19 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             attrs.insert("#uname".into(), n.uname.clone());
             attrs.insert("#id".into(), n.id.clone());
             attrs.insert("#kind".into(), "cluster".into());
+            // The cluster's name, which is also the node's site unless it names one.
+            if let Some(cluster) = opt("cluster-name") {
+                attrs.insert("#cluster-name".into(), cluster.to_string());
+            }
+            if !attrs.contains_key("#site-name") {
+                if let Some(site) = attrs
+                    .get("site-name")
+                    .map(String::as_str)
+                    .or(opt("cluster-name"))
+                {
+                    attrs.insert("#site-name".into(), site.to_string());
+                }
+            }
             Node {
                 id: n.id.clone(),
                 uname: n.uname.clone(),
