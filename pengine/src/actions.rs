@@ -711,7 +711,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                     // An ordering whose first is this resource's start creates that start
                     // (with no node) when the resource has none; so does the inverse of a
-                    // symmetrical "X stop then this stop".
+                    // symmetrical "X stop then this stop", and a restart forced by a changed
+                    // definition (Pacemaker creates the required start before it knows where).
                     let is_this =
                         |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
                     let referenced = obs.orders.iter().any(|o| {
@@ -721,7 +722,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                                 && is_this(&o.then))
                     });
                     if !desired.unmanaged[ri]
-                        && (r.failed || referenced || desired.assigned[ri].is_some())
+                        && (!r.definition_restart.is_empty()
+                            || referenced
+                            || desired.assigned[ri].is_some())
                     {
                         let mut a = act(Kind::Start, Some(ri), desired.assigned[ri]);
                         a.runnable = false;
