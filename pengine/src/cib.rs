@@ -373,7 +373,10 @@ pub struct NodeState {
 /// The typed CIB.
 #[derive(Debug, Clone, Default)]
 pub struct Cib {
+    /// Cluster options of every property set, rules not evaluated (see `option_sets`).
     pub options: BTreeMap<String, String>,
+    /// The `cluster_property_set`s in configuration order, for evaluating their rules.
+    pub option_sets: Vec<NvSet>,
     pub nodes: Vec<NodeDef>,
     pub resources: Vec<ResourceDef>,
     pub rsc_defaults: Vec<NvSet>,
@@ -650,9 +653,11 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
         match section.name.as_str() {
             "crm_config" => {
                 for set in section.children_named("cluster_property_set") {
-                    for (k, v) in ctx.nvset(set).pairs {
-                        cib.options.entry(k).or_insert(v);
+                    let set = ctx.nvset(set);
+                    for (k, v) in &set.pairs {
+                        cib.options.entry(k.clone()).or_insert(v.clone());
                     }
+                    cib.option_sets.push(set);
                 }
             }
             "nodes" => {

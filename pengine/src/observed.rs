@@ -635,8 +635,35 @@ pub fn lrm_histories<'a>(
 }
 
 /// Unpacks the typed CIB into an `Observed` state. `now` is seconds since the epoch.
+/// The cluster options in effect at `now`: the property sets whose rules pass, the set
+/// "cib-bootstrap-options" first, then by score, the later of equal-score sets first; the first
+/// value of an option wins (Pacemaker's order for unpacking crm_config).
+pub fn cluster_options(sets: &[NvSet], now: i64) -> BTreeMap<String, String> {
+    let mut ordered: Vec<&NvSet> = sets.iter().rev().collect();
+    ordered.sort_by_key(|s| (s.id != "cib-bootstrap-options", std::cmp::Reverse(s.score)));
+    let no_attrs = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for set in ordered {
+        if set
+            .rules
+            .iter()
+            .all(|r| crate::placement::eval_rule(r, &no_attrs, now, None))
+        {
+            for (k, v) in &set.pairs {
+                out.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    out
+}
+
 pub fn observe(cib: &Cib, now: i64) -> Observed {
-    let opt = |n: &str| cib.options.get(n).map(String::as_str);
+    let options = if cib.option_sets.is_empty() {
+        cib.options.clone()
+    } else {
+        cluster_options(&cib.option_sets, now)
+    };
+    let opt = |n: &str| options.get(n).map(String::as_str);
     let flag = |n: &str, d: bool| opt(n).map(is_true).unwrap_or(d);
     let stonith_enabled = flag("stonith-enabled", true);
     let have_quorum = cib.have_quorum;
@@ -707,7 +734,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         resources: Vec::new(),
         groups: Vec::new(),
         top: Vec::new(),
-        options: cib.options.clone(),
+        options: options.clone(),
         stonith_enabled,
         symmetric: flag("symmetric-cluster", true),
         have_quorum,
