@@ -307,9 +307,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(w[0], w[1]);
         }
     }
+    // The DC's fencing follows each of the others when they run concurrently, else the last
+    // of their chain.
     if let Some(dc) = dc_fence {
-        for &o in &others {
-            plan.edge(o, dc);
+        if concurrent {
+            for &o in &others {
+                plan.edge(o, dc);
+            }
+        } else if let Some(&last) = others.last() {
+            plan.edge(last, dc);
         }
     }
     // History erased where a shutdown lock expired (found while unpacking).
