@@ -919,7 +919,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 // A probe that cannot run keeps a resource active nowhere from starting; an
                 // active one goes on as it is.
                 if pr == ri && (plan.actions[pid].runnable || r.running_on.is_empty()) {
-                    if let Some(s) = start_id {
+                    // The start only drawn (unrunnable where the resource is placed) too.
+                    if let Some(s) = start_id.or(dot_start) {
                         plan.edge(pid, s);
                     }
                 }
