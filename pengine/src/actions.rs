@@ -80,6 +80,9 @@ pub struct Action {
     pub reason: Option<String>,
     /// A required but unrunnable action kept only so DOT can draw it (never in the graph).
     pub dot_only: bool,
+    /// Unrunnable from its creation and required by nothing: Pacemaker keeps it optional, so
+    /// neither the graph nor DOT shows it (a start blocked by the quorum policy).
+    pub optional: bool,
     /// Where Pacemaker creates this action, as a plan position, when not where the plan adds
     /// it: an active recurring monitor of the history is created while the history is
     /// unpacked (before that resource's unpack stops), so it is older than the resource's
@@ -160,6 +163,7 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
         runnable: true,
         reason: None,
         dot_only: false,
+        optional: false,
         created_at: None,
     }
 }
@@ -705,6 +709,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     if let Some(b) = blocked {
                         a.runnable = false;
                         a.reason = Some(b.clone());
+                        // The quorum policy makes the start unrunnable when it is created, so
+                        // it is never made required.
+                        a.optional = crate::reconcile::quorum_block(obs, ri).is_some();
                     }
                     start_id = Some(plan.add(a));
                     target_node = Some(*target);

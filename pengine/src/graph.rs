@@ -35,6 +35,8 @@ pub struct GraphAction {
     pub expected_rc: i32,
     /// The history's call a cancel stops, when the cancel comes from the history.
     pub call_id: Option<i64>,
+    /// Never shown (see `actions::Action::optional`).
+    pub optional: bool,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -103,6 +105,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     Kind::Cancel { call_id, .. } => call_id,
                     _ => None,
                 },
+                optional: a.optional,
             });
             g.actions.len() - 1
         };
@@ -427,6 +430,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 migrate: Some((source, target)),
                 expected_rc: 0,
                 call_id: None,
+                optional: false,
             });
             g.actions.len() - 1
         };
@@ -1221,9 +1225,10 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
             ));
         }
     }
-    let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
+    let drawn =
+        |a: usize| in_graph.contains(&a) || (!g.actions[a].runnable && !g.actions[a].optional);
     for (a, ga) in g.actions.iter().enumerate() {
-        if !ga.runnable {
+        if !ga.runnable && !ga.optional {
             // A pseudo action is named in orange, runnable or not.
             let font = if ga.event == EventKind::Pseudo {
                 "orange"

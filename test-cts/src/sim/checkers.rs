@@ -321,6 +321,7 @@ mod tests {
             migrate: None,
             expected_rc: 0,
             call_id: None,
+            optional: false,
         }
     }
 
