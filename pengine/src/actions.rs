@@ -19,9 +19,11 @@ pub enum Kind {
     StoppedMonitor {
         interval_ms: u64,
     },
-    /// Cancel a recurring operation that is no longer wanted.
+    /// Cancel a recurring operation that is no longer wanted. A cancel found in the history
+    /// (orphaned, disabled or in maintenance) names the cancelled call (`call_id`).
     Cancel {
         interval_ms: u64,
+        call_id: Option<i64>,
     },
     /// A live migration: expanded to migrate_to, migrate_from, stop and a pseudo start by the renderer.
     Migrate {
@@ -78,6 +80,9 @@ pub struct Action {
     pub reason: Option<String>,
     /// A required but unrunnable action kept only so DOT can draw it (never in the graph).
     pub dot_only: bool,
+    /// Unrunnable from its creation and required by nothing: Pacemaker keeps it optional, so
+    /// neither the graph nor DOT shows it (a start blocked by the quorum policy).
+    pub optional: bool,
     /// Where Pacemaker creates this action, as a plan position, when not where the plan adds
     /// it: an active recurring monitor of the history is created while the history is
     /// unpacked (before that resource's unpack stops), so it is older than the resource's
@@ -158,6 +163,7 @@ fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
         runnable: true,
         reason: None,
         dot_only: false,
+        optional: false,
         created_at: None,
     }
 }
@@ -244,7 +250,14 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
         for (ni, n) in obs.nodes.iter().enumerate() {
             if Some(ni) == current {
                 if in_history(ni, iv) {
-                    let mut a = act(Kind::Cancel { interval_ms: iv }, Some(ri), Some(ni));
+                    let mut a = act(
+                        Kind::Cancel {
+                            interval_ms: iv,
+                            call_id: None,
+                        },
+                        Some(ri),
+                        Some(ni),
+                    );
                     a.created_at = Some(unpack_mark);
                     plan.add(a);
                 }
@@ -298,9 +311,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(w[0], w[1]);
         }
     }
+    // The DC's fencing follows each of the others when they run concurrently, else the last
+    // of their chain.
     if let Some(dc) = dc_fence {
-        for &o in &others {
-            plan.edge(o, dc);
+        if concurrent {
+            for &o in &others {
+                plan.edge(o, dc);
+            }
+        } else if let Some(&last) = others.last() {
+            plan.edge(last, dc);
         }
     }
     // History erased where a shutdown lock expired (found while unpacking).
@@ -327,23 +346,27 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             continue;
         }
         let rsc_maintenance = obs.maintenance_mode || r.meta_bool("maintenance", false);
-        let mut cancels: Vec<(usize, u64)> = Vec::new();
+        let mut cancels: Vec<(usize, u64, i64)> = Vec::new();
         for a in &r.recurring {
             let n = &obs.nodes[a.node];
             let checked = n.maintenance || (n.online && !n.shutdown && !n.unclean && !n.standby);
             if checked && (rsc_maintenance || n.maintenance) && r.running_on.contains(&a.node) {
-                cancels.push((a.node, a.interval_ms));
+                cancels.push((a.node, a.interval_ms, a.call_id));
             }
         }
         if stop_orphan_actions && !rsc_maintenance {
-            for &(ni, iv) in &r.orphan_ops {
-                if r.running_on.contains(&ni) && !cancels.contains(&(ni, iv)) {
-                    cancels.push((ni, iv));
+            for &(ni, iv, call_id) in &r.orphan_ops {
+                if r.running_on.contains(&ni) && !cancels.iter().any(|c| (c.0, c.1) == (ni, iv)) {
+                    cancels.push((ni, iv, call_id));
                 }
             }
         }
-        for (ni, interval_ms) in cancels {
-            let id = plan.add(act(Kind::Cancel { interval_ms }, Some(ri), Some(ni)));
+        for (ni, interval_ms, call_id) in cancels {
+            let kind = Kind::Cancel {
+                interval_ms,
+                call_id: Some(call_id),
+            };
+            let id = plan.add(act(kind, Some(ri), Some(ni)));
             after_stops.push((ri, id));
         }
     }
@@ -595,7 +618,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
-    // Cancels of active Stopped-role monitors where the resource will run.
+    // Cancels of active Stopped-role monitors where the resource will run; the resource's
+    // start waits for them.
+    let mut before_starts: Vec<(usize, usize)> = Vec::new();
     for (ri, r) in obs.resources.iter().enumerate() {
         if desired.unmanaged[ri] {
             continue;
@@ -605,13 +630,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         };
         for a in &r.stopped_monitors {
             if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
-                plan.add(act(
+                let cancel = plan.add(act(
                     Kind::Cancel {
                         interval_ms: a.interval_ms,
+                        call_id: None,
                     },
                     Some(ri),
                     Some(a.node),
                 ));
+                before_starts.push((ri, cancel));
             }
         }
     }
@@ -682,6 +709,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     if let Some(b) = blocked {
                         a.runnable = false;
                         a.reason = Some(b.clone());
+                        // The quorum policy makes the start unrunnable when it is created, so
+                        // it is never made required.
+                        a.optional = crate::reconcile::quorum_block(obs, ri).is_some();
                     }
                     start_id = Some(plan.add(a));
                     target_node = Some(*target);
@@ -694,7 +724,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                     // An ordering whose first is this resource's start creates that start
                     // (with no node) when the resource has none; so does the inverse of a
-                    // symmetrical "X stop then this stop".
+                    // symmetrical "X stop then this stop", and a restart forced by a changed
+                    // definition (Pacemaker creates the required start before it knows where).
                     let is_this =
                         |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
                     let referenced = obs.orders.iter().any(|o| {
@@ -704,7 +735,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                                 && is_this(&o.then))
                     });
                     if !desired.unmanaged[ri]
-                        && (r.failed || referenced || desired.assigned[ri].is_some())
+                        && (!r.definition_restart.is_empty()
+                            || referenced
+                            || desired.assigned[ri].is_some())
                     {
                         let mut a = act(Kind::Start, Some(ri), desired.assigned[ri]);
                         a.runnable = false;
@@ -893,7 +926,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 // A probe that cannot run keeps a resource active nowhere from starting; an
                 // active one goes on as it is.
                 if pr == ri && (plan.actions[pid].runnable || r.running_on.is_empty()) {
-                    if let Some(s) = start_id {
+                    // The start only drawn (unrunnable where the resource is placed) too.
+                    if let Some(s) = start_id.or(dot_start) {
                         plan.edge(pid, s);
                     }
                 }
@@ -1063,6 +1097,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for (ri, cancel) in after_stops {
         for stop in plan.stops(ri) {
             plan.edge_rel(stop, cancel, Rel::Stop);
+        }
+    }
+    for (ri, cancel) in before_starts {
+        for start in plan.starts(ri) {
+            plan.edge(cancel, start);
         }
     }
     plan

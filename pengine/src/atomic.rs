@@ -1872,6 +1872,7 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
                 runnable: true,
                 reason: None,
                 dot_only: false,
+                optional: false,
                 created_at: None,
             });
             let stop = plan.actions.len() - 1;

@@ -373,7 +373,10 @@ pub struct NodeState {
 /// The typed CIB.
 #[derive(Debug, Clone, Default)]
 pub struct Cib {
+    /// Cluster options of every property set, rules not evaluated (see `option_sets`).
     pub options: BTreeMap<String, String>,
+    /// The `cluster_property_set`s in configuration order, for evaluating their rules.
+    pub option_sets: Vec<NvSet>,
     pub nodes: Vec<NodeDef>,
     pub resources: Vec<ResourceDef>,
     pub rsc_defaults: Vec<NvSet>,
@@ -475,10 +478,13 @@ impl<'a> Ctx<'a> {
         for c in &el.children {
             match c.name.as_str() {
                 "nvpair" => {
-                    let c = self.resolve(c);
-                    if let Some(n) = c.attr("name") {
-                        set.pairs
-                            .push((n.to_string(), c.attr("value").unwrap_or("").to_string()));
+                    // A referencing nvpair's own name and value win over the referenced
+                    // one's; a pair without a name or a value is ignored.
+                    let target = self.resolve(c);
+                    let name = c.attr("name").or_else(|| target.attr("name"));
+                    let value = c.attr("value").or_else(|| target.attr("value"));
+                    if let (Some(n), Some(v)) = (name, value) {
+                        set.pairs.push((n.to_string(), v.to_string()));
                     }
                 }
                 "rule" => set.rules.push(self.resolve(c).clone()),
@@ -553,6 +559,15 @@ pub fn parse_interval_ms(s: &str) -> u64 {
         "h" | "hr" | "hrs" | "hour" | "hours" => n.saturating_mul(3_600_000),
         _ => 0,
     }
+}
+
+/// Parses an operation timeout in milliseconds; None when it is not a duration at all (no
+/// number first), which Pacemaker replaces by its default timeout.
+pub fn parse_timeout_ms(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let starts_with_number = t.starts_with(|c: char| c.is_ascii_digit());
+    let iso = t.starts_with(['P', 'p']);
+    (starts_with_number || iso).then(|| parse_interval_ms(t))
 }
 
 fn parse_iso_duration_s(s: &str) -> Option<u64> {
@@ -638,9 +653,11 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
         match section.name.as_str() {
             "crm_config" => {
                 for set in section.children_named("cluster_property_set") {
-                    for (k, v) in ctx.nvset(set).pairs {
-                        cib.options.entry(k).or_insert(v);
+                    let set = ctx.nvset(set);
+                    for (k, v) in &set.pairs {
+                        cib.options.entry(k.clone()).or_insert(v.clone());
                     }
+                    cib.option_sets.push(set);
                 }
             }
             "nodes" => {
@@ -943,6 +960,43 @@ mod tests {
         ] {
             assert_eq!(parse_interval_ms(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn timeouts_that_are_no_duration_are_none() {
+        assert_eq!(parse_timeout_ms("bad"), None);
+        assert_eq!(parse_timeout_ms(""), None);
+        assert_eq!(parse_timeout_ms(" 90s"), Some(90_000));
+        assert_eq!(parse_timeout_ms("PT1M"), Some(60_000));
+        assert_eq!(parse_timeout_ms("0"), Some(0));
+    }
+
+    #[test]
+    fn nvpair_references_keep_their_own_name_and_drop_valueless_pairs() {
+        let cib = parse_cib(
+            r#"<cib><configuration><crm_config/><nodes/><resources>
+<primitive id="a" class="ocf" provider="pacemaker" type="Dummy"><instance_attributes id="a-ia">
+<nvpair id="a-x" name="x" value="1"/><nvpair id="a-empty" name="empty"/></instance_attributes></primitive>
+<primitive id="b" class="ocf" provider="pacemaker" type="Dummy"><instance_attributes id="b-ia">
+<nvpair id-ref="a-x"/><nvpair id-ref="a-x" name="y"/></instance_attributes></primitive>
+</resources><constraints/></configuration><status/></cib>"#,
+        )
+        .expect("valid");
+        let pairs = |i: usize| cib.resources[i].clone();
+        let ResourceDef::Primitive(a) = pairs(0) else {
+            panic!("a is a primitive")
+        };
+        let ResourceDef::Primitive(b) = pairs(1) else {
+            panic!("b is a primitive")
+        };
+        assert_eq!(a.params[0].pairs, vec![("x".to_string(), "1".to_string())]);
+        assert_eq!(
+            b.params[0].pairs,
+            vec![
+                ("x".to_string(), "1".to_string()),
+                ("y".to_string(), "1".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub struct GraphAction {
     pub migrate: Option<(usize, usize)>,
     /// The result the action is expected to return (7 for probes and Stopped-role monitors).
     pub expected_rc: i32,
+    /// The history's call a cancel stops, when the cancel comes from the history.
+    pub call_id: Option<i64>,
+    /// Never shown (see `actions::Action::optional`).
+    pub optional: bool,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -97,6 +101,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 } else {
                     0
                 },
+                call_id: match a.kind {
+                    Kind::Cancel { call_id, .. } => call_id,
+                    _ => None,
+                },
+                optional: a.optional,
             });
             g.actions.len() - 1
         };
@@ -141,7 +150,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Cancel { interval_ms } => {
+            Kind::Cancel { interval_ms, .. } => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
                     &mut g,
@@ -420,6 +429,8 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 runnable: false,
                 migrate: Some((source, target)),
                 expected_rc: 0,
+                call_id: None,
+                optional: false,
             });
             g.actions.len() - 1
         };
@@ -997,9 +1008,17 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 prim.push_str(&format!(" type=\"{}\"/>", xml_escape(&r.kind)));
                 let _ = writeln!(out, "        {prim}");
             }
-            for (k, v) in &r.params {
-                attrs.push((k.clone(), v.clone()));
-            }
+            // The configured operation's own instance attributes come first (they win over the
+            // resource's), then the resource's parameters evaluated for the action's node.
+            let no_attrs = std::collections::BTreeMap::new();
+            let node_attrs = a.node.map_or(&no_attrs, |ni| &obs.nodes[ni].attrs);
+            let op_task = if a.task == "cancel" {
+                "monitor"
+            } else {
+                a.task.as_str()
+            };
+            let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            attrs.extend(op.extra.into_iter().chain(op.params));
             // A filler's actions name its container.
             if let Some(ci) = r.container {
                 attrs.push(("CRM_meta_container".into(), obs.resources[ci].id.clone()));
@@ -1018,6 +1037,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             // among the configured operations; an orphaned operation has none).
             if a.task == "cancel" {
                 attrs.push(("CRM_meta_operation".into(), "monitor".into()));
+                if let Some(call_id) = a.call_id {
+                    attrs.push(("CRM_meta_call_id".into(), call_id.to_string()));
+                }
                 let configured = r
                     .ops
                     .iter()
@@ -1041,11 +1063,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     attrs.push(("CRM_meta_record_pending".into(), "true".into()));
                 }
             }
-            if a.event == EventKind::RscOp
-                && a.task == "monitor"
-                && a.expected_rc == 7
-                && a.interval_ms == 0
-            {
+            // Probes and Stopped-role monitors expect "not running".
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc == 7 {
                 attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
@@ -1206,9 +1225,10 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
             ));
         }
     }
-    let drawn = |a: usize| in_graph.contains(&a) || !g.actions[a].runnable;
+    let drawn =
+        |a: usize| in_graph.contains(&a) || (!g.actions[a].runnable && !g.actions[a].optional);
     for (a, ga) in g.actions.iter().enumerate() {
-        if !ga.runnable {
+        if !ga.runnable && !ga.optional {
             // A pseudo action is named in orange, runnable or not.
             let font = if ga.event == EventKind::Pseudo {
                 "orange"

@@ -15,6 +15,7 @@ pub mod explain;
 pub mod graph;
 pub mod lifecycle;
 pub mod observed;
+pub mod op_defaults;
 pub mod placement;
 pub mod reconcile;
 pub mod recovery;

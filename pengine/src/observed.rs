@@ -97,6 +97,8 @@ pub struct ActiveRecurring {
     pub node: usize,
     pub name: String,
     pub interval_ms: u64,
+    /// The history entry's call id.
+    pub call_id: i64,
 }
 
 /// A primitive with its configuration and observed state.
@@ -111,7 +113,11 @@ pub struct Resource {
     pub params: BTreeMap<String, String>,
     pub utilization: BTreeMap<String, i64>,
     pub ops: Vec<OpDef>,
+    /// op_defaults without regard to the resource or operation (see `op_defaults_for`).
     pub op_defaults: BTreeMap<String, String>,
+    /// The configuration's op_defaults sets and the time they are evaluated at.
+    pub op_default_sets: Vec<NvSet>,
+    pub evaluated_at: i64,
     // observed state
     pub role: Role,
     pub next_role: Option<Role>,
@@ -156,9 +162,9 @@ pub struct Resource {
     pub clear_failcount_changed: Vec<usize>,
     /// Recurring monitors (node, interval) rescheduled for the same reason.
     pub rescheduled: Vec<(usize, u64)>,
-    /// Recurring operations (node, interval) active in the history that the configuration no
+    /// Recurring operations (node, interval, call id) active in the history that the configuration no
     /// longer has (absent or disabled): cancelled unless stop-orphan-actions is false.
-    pub orphan_ops: Vec<(usize, u64)>,
+    pub orphan_ops: Vec<(usize, u64, i64)>,
     /// Recurring operations (node, interval) whose recorded failure expired on an online node:
     /// Pacemaker runs them again (it marks the entry's restart digest as changed).
     pub expired_rescheduled: Vec<(usize, u64)>,
@@ -467,6 +473,8 @@ fn make_resource(
         utilization: set_utilization(&p.utilization, now),
         ops: p.ops.clone(),
         op_defaults,
+        op_default_sets: cib.op_defaults.clone(),
+        evaluated_at: now,
         param_sets: p.params.clone(),
         feature_set: cib
             .feature_set
@@ -505,7 +513,11 @@ impl Resource {
             // A disabled operation's on-fail still governs how its recorded failures unpack.
             .find(|o| o.name == task && o.interval_ms == interval_ms)
             .and_then(|o| o.attrs.get("on-fail").cloned())
-            .or_else(|| self.op_defaults.get("on-fail").cloned());
+            .or_else(|| {
+                self.op_defaults_for(task, interval_ms)
+                    .get("on-fail")
+                    .cloned()
+            });
         if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
             if v == OnFail::Demote {
                 return OnFail::Recover;
@@ -546,8 +558,8 @@ impl Resource {
                 .flatten()
         });
         let mut meta = BTreeMap::new();
-        let sources = self
-            .op_defaults
+        let defaults = self.op_defaults_for(task, interval_ms);
+        let sources = defaults
             .iter()
             .chain(op.into_iter().flat_map(|o| o.attrs.iter()));
         for (k, v) in sources {
@@ -592,8 +604,12 @@ impl Resource {
         };
         find(task, interval_ms)
             .or_else(probe_default)
-            .or_else(|| self.op_defaults.get("timeout").cloned())
-            .map(|t| parse_interval_ms(&t))
+            .or_else(|| {
+                self.op_defaults_for(task, interval_ms)
+                    .get("timeout")
+                    .cloned()
+            })
+            .and_then(|t| crate::cib::parse_timeout_ms(&t))
             .unwrap_or(20_000)
     }
 }
@@ -619,8 +635,35 @@ pub fn lrm_histories<'a>(
 }
 
 /// Unpacks the typed CIB into an `Observed` state. `now` is seconds since the epoch.
+/// The cluster options in effect at `now`: the property sets whose rules pass, the set
+/// "cib-bootstrap-options" first, then by score, the later of equal-score sets first; the first
+/// value of an option wins (Pacemaker's order for unpacking crm_config).
+pub fn cluster_options(sets: &[NvSet], now: i64) -> BTreeMap<String, String> {
+    let mut ordered: Vec<&NvSet> = sets.iter().rev().collect();
+    ordered.sort_by_key(|s| (s.id != "cib-bootstrap-options", std::cmp::Reverse(s.score)));
+    let no_attrs = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for set in ordered {
+        if set
+            .rules
+            .iter()
+            .all(|r| crate::placement::eval_rule(r, &no_attrs, now, None))
+        {
+            for (k, v) in &set.pairs {
+                out.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    out
+}
+
 pub fn observe(cib: &Cib, now: i64) -> Observed {
-    let opt = |n: &str| cib.options.get(n).map(String::as_str);
+    let options = if cib.option_sets.is_empty() {
+        cib.options.clone()
+    } else {
+        cluster_options(&cib.option_sets, now)
+    };
+    let opt = |n: &str| options.get(n).map(String::as_str);
     let flag = |n: &str, d: bool| opt(n).map(is_true).unwrap_or(d);
     let stonith_enabled = flag("stonith-enabled", true);
     let have_quorum = cib.have_quorum;
@@ -653,6 +696,19 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             attrs.insert("#uname".into(), n.uname.clone());
             attrs.insert("#id".into(), n.id.clone());
             attrs.insert("#kind".into(), "cluster".into());
+            // The cluster's name, which is also the node's site unless it names one.
+            if let Some(cluster) = opt("cluster-name") {
+                attrs.insert("#cluster-name".into(), cluster.to_string());
+            }
+            if !attrs.contains_key("#site-name") {
+                if let Some(site) = attrs
+                    .get("site-name")
+                    .map(String::as_str)
+                    .or(opt("cluster-name"))
+                {
+                    attrs.insert("#site-name".into(), site.to_string());
+                }
+            }
             Node {
                 id: n.id.clone(),
                 uname: n.uname.clone(),
@@ -678,7 +734,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         resources: Vec::new(),
         groups: Vec::new(),
         top: Vec::new(),
-        options: cib.options.clone(),
+        options: options.clone(),
         stonith_enabled,
         symmetric: flag("symmetric-cluster", true),
         have_quorum,
@@ -1442,6 +1498,7 @@ fn unpack_lrm_resource(
                         node: ni,
                         name: op.operation.clone(),
                         interval_ms: op.interval_ms,
+                        call_id: op.call_id,
                     });
                 }
             }
@@ -1478,6 +1535,7 @@ fn unpack_lrm_resource(
                 node: ni,
                 name: "monitor".into(),
                 interval_ms: iv,
+                call_id: op.call_id,
             });
         }
     }
@@ -1613,8 +1671,12 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
                 .any(|o| o.enabled && o.name == op.operation && o.interval_ms == op.interval_ms)
         {
             changed = true;
-            if !rsc.orphan_ops.contains(&(ni, op.interval_ms)) {
-                rsc.orphan_ops.push((ni, op.interval_ms));
+            if !rsc
+                .orphan_ops
+                .iter()
+                .any(|o| (o.0, o.1) == (ni, op.interval_ms))
+            {
+                rsc.orphan_ops.push((ni, op.interval_ms, op.call_id));
             }
             continue;
         }
@@ -1655,6 +1717,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
 }
 
 impl Resource {
+    /// The op_defaults that apply to this resource's operation `task` at `interval_ms`.
+    pub fn op_defaults_for(&self, task: &str, interval_ms: u64) -> BTreeMap<String, String> {
+        let ctx = crate::op_defaults::OpContext {
+            class: &self.class,
+            provider: self.provider.as_deref(),
+            kind: &self.kind,
+            task,
+            interval_ms,
+        };
+        crate::op_defaults::for_op(&self.op_default_sets, &ctx, self.evaluated_at)
+    }
+
     /// The parameters an operation runs with on a node (see [`op_params`]).
     pub fn op_params(
         &self,
@@ -1666,7 +1740,7 @@ impl Resource {
         op_params(
             &self.param_sets,
             &self.ops,
-            &self.op_defaults,
+            &self.op_defaults_for(task, interval_ms),
             self.is_stonith(),
             (task, interval_ms),
             node_attrs,

@@ -85,7 +85,7 @@ impl Reconciliation {
     }
 }
 
-fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
+pub(crate) fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
     let r = &obs.resources[ri];
     if obs.have_quorum
         || r.meta

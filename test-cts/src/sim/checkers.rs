@@ -338,6 +338,8 @@ mod tests {
             runnable: true,
             migrate: None,
             expected_rc: 0,
+            call_id: None,
+            optional: false,
         }
     }
 
