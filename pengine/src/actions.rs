@@ -141,7 +141,7 @@ impl Plan {
     fn edge(&mut self, a: usize, b: usize) {
         self.edge_rel(a, b, Rel::Plain);
     }
-    fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
+    pub(crate) fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
         if a != b && !self.edges.iter().any(|e| e.0 == a && e.1 == b) {
             self.edges.push((a, b, rel));
         }
@@ -1065,6 +1065,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge_rel(stop, cancel, Rel::Stop);
         }
     }
+    // Actions on remote nodes against their connection's start and stop.
+    crate::remote::order_actions(obs, desired, &mut plan);
     plan
 }
 
