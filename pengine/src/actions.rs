@@ -584,7 +584,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         .unwrap_or(true)
     {
         for (ri, r) in obs.resources.iter().enumerate() {
-            if !r.orphan {
+            // An unmanaged orphan's clearing is optional: not in the graph.
+            if !r.orphan || desired.unmanaged[ri] {
                 continue;
             }
             for (ni, n) in obs.nodes.iter().enumerate() {
@@ -703,8 +704,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
                     });
+                    // (A failed remote connection held stopped by its reconnect interval gets
+                    // no start at all.)
+                    let to_stay_stopped = crate::remote::held_stopped(r);
                     if !desired.unmanaged[ri]
-                        && (r.failed || referenced || desired.assigned[ri].is_some())
+                        && ((r.failed && !to_stay_stopped)
+                            || referenced
+                            || desired.assigned[ri].is_some())
                     {
                         let mut a = act(Kind::Start, Some(ri), desired.assigned[ri]);
                         a.runnable = false;

@@ -1588,6 +1588,10 @@ fn unpack_lrm_resource(
             rsc.failed = true;
             rsc.stop_flag = true;
             rsc.reset_remote = true;
+            // With a reconnect interval the connection stays stopped until the failure expires.
+            if crate::remote::reconnect_interval_ms(rsc) > 0 {
+                rsc.next_role = Some(Role::Stopped);
+            }
             if role > Role::Stopped && !rsc.unpack_stops.contains(&ni) {
                 rsc.unpack_stops.push(ni);
             }
@@ -1871,6 +1875,9 @@ fn update_state(
     if clear {
         match *on_fail {
             OnFail::Stop | OnFail::Fence | OnFail::Ban | OnFail::Standby => {}
+            // A remote connection with a reconnect interval stays reset until the failure
+            // expires (see `crate::remote`).
+            OnFail::ResetRemote if crate::remote::reconnect_interval_ms(rsc) > 0 => {}
             _ => {
                 *on_fail = OnFail::Ignore;
             }

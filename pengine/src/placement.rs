@@ -1014,6 +1014,15 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     });
     let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
+    // A remote connection in a partial migration prefers the migration's target when it
+    // scores as well as the best (see `crate::remote`).
+    if let Some(target) = crate::remote::preferred_target(obs, &unit_members(obs, u)) {
+        if let Some(&(_, best)) = candidates.first() {
+            if candidates.iter().any(|&(ni, s)| ni == target && s >= best) {
+                choice = Some(target);
+            }
+        }
+    }
     if let (Some(m), Some(&(_, best))) = (most_capable, candidates.first()) {
         if candidates.iter().any(|&(ni, s)| ni == m && s >= best) {
             if recording && choice != Some(m) {

@@ -457,7 +457,8 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
     let count = plan.actions.len();
     for i in 0..count {
         let a = &plan.actions[i];
-        if a.pseudo || a.dot_only {
+        // (Stops implied by fencing count: they become pseudo actions only after this.)
+        if a.dot_only || (a.pseudo && a.kind != Kind::Stop) {
             continue;
         }
         let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
@@ -503,4 +504,20 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             }
         }
     }
+}
+
+/// The node a remote connection prefers when placed: the target of its partial migration.
+pub fn preferred_target(obs: &Observed, members: &[usize]) -> Option<usize> {
+    let &[ri] = members else {
+        return None;
+    };
+    let r = &obs.resources[ri];
+    r.remote_node?;
+    r.partial_migration.map(|(_, target)| target)
+}
+
+/// A failed remote connection kept stopped until its failure expires (`reconnect_interval`):
+/// the scheduler creates no start for it.
+pub fn held_stopped(r: &crate::observed::Resource) -> bool {
+    r.reset_remote && r.next_role == Some(Role::Stopped) && reconnect_interval_ms(r) > 0
 }
