@@ -146,7 +146,7 @@ impl Plan {
     fn edge(&mut self, a: usize, b: usize) {
         self.edge_rel(a, b, Rel::Plain);
     }
-    fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
+    pub(crate) fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
         if a != b && !self.edges.iter().any(|e| e.0 == a && e.1 == b) {
             self.edges.push((a, b, rel));
         }
@@ -607,7 +607,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         .unwrap_or(true)
     {
         for (ri, r) in obs.resources.iter().enumerate() {
-            if !r.orphan {
+            // An unmanaged orphan's clearing is optional: not in the graph.
+            if !r.orphan || desired.unmanaged[ri] {
                 continue;
             }
             for (ni, n) in obs.nodes.iter().enumerate() {
@@ -734,8 +735,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
                     });
+                    // (A failed remote connection held stopped by its reconnect interval gets
+                    // no start at all.)
+                    let to_stay_stopped = crate::remote::held_stopped(r);
                     if !desired.unmanaged[ri]
-                        && (!r.definition_restart.is_empty()
+                        && ((!r.definition_restart.is_empty() && !to_stay_stopped)
                             || referenced
                             || desired.assigned[ri].is_some())
                     {
@@ -1104,6 +1108,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(cancel, start);
         }
     }
+    // Actions on remote nodes against their connection's start and stop.
+    crate::remote::order_actions(obs, desired, &mut plan);
     plan
 }
 

@@ -368,6 +368,10 @@ pub struct NodeState {
     pub attrs: BTreeMap<String, String>,
     pub lrm: Vec<LrmResource>,
     pub has_lrm: bool,
+    /// `node_fenced`: a Pacemaker Remote node's fencing was recorded (see `crate::remote`).
+    pub node_fenced: Option<String>,
+    /// `node_in_maintenance`: a Pacemaker Remote node's recorded maintenance flag.
+    pub node_in_maintenance: Option<String>,
 }
 
 /// The typed CIB.
@@ -753,6 +757,8 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                 crmd: ns.attr("crmd").map(str::to_string),
                 join: ns.attr("join").map(str::to_string),
                 expected: ns.attr("expected").map(str::to_string),
+                node_fenced: ns.attr("node_fenced").map(str::to_string),
+                node_in_maintenance: ns.attr("node_in_maintenance").map(str::to_string),
                 ..Default::default()
             };
             if let Some(ta) = ns.child("transient_attributes") {

@@ -924,6 +924,16 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
                 xml_escape(&node.uname),
                 xml_escape(&node.id)
             ));
+            // An action on a remote node goes through its connection's host.
+            let router = (a.event != EventKind::Fence)
+                .then(|| crate::remote::router(obs, n, &a.task))
+                .flatten();
+            if let Some(host) = router {
+                s.push_str(&format!(
+                    " router_node=\"{}\"",
+                    xml_escape(&obs.nodes[host].uname)
+                ));
+            }
         }
     }
     s
@@ -1059,7 +1069,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     "CRM_meta_migrate_target".into(),
                     obs.nodes[target].uname.clone(),
                 ));
-                if a.task == "migrate_to" {
+                // Not for remote connections (Pacemaker skips them).
+                if a.task == "migrate_to" && r.remote_node.is_none() {
                     attrs.push(("CRM_meta_record_pending".into(), "true".into()));
                 }
             }
@@ -1138,6 +1149,12 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                     xml_escape(&obs.nodes[n].id)
                 );
             }
+        } else if let Some(n) = crate::remote::downed_by_stop(obs, g, syn.action) {
+            let _ = writeln!(
+                out,
+                "        <downed>\n          <node id=\"{}\"/>\n        </downed>",
+                xml_escape(&obs.nodes[n].id)
+            );
         }
         let _ = writeln!(out, "      </{}>", event_tag(a));
         out.push_str("    </action_set>\n");

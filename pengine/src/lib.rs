@@ -19,6 +19,7 @@ pub mod op_defaults;
 pub mod placement;
 pub mod reconcile;
 pub mod recovery;
+pub mod remote;
 pub mod scenario;
 pub mod shutdown_lock;
 pub mod simulate;
@@ -72,6 +73,8 @@ pub fn schedule_traced(
     let mut atomic = atomic::observe(cib, &mut observed);
     let target = explain.and_then(|id| observed.rsc_index(id));
     let (desired, trace) = placement::place_traced(cib, &observed, target);
+    // Remote nodes are online from here on when their connection runs (see `remote`).
+    remote::connections_assigned(&mut observed, &desired.assigned);
     let mut recovery = recovery;
     recovery::after_placement(&observed, &desired, &mut recovery);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);
@@ -151,8 +154,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
     let planned = injected.as_ref().map(|i| &i.cib).unwrap_or(cib);
     let t = schedule(planned, now);
     // The status before the injections, and before the scheduler's ticket effects.
-    let before = (injected.is_some() || tickets::alters_status(&t.tickets))
-        .then(|| observed::observe(cib, now));
+    let before =
+        (injected.is_some() || tickets::alters_status(&t.tickets) || remote::any(&t.observed))
+            .then(|| observed::observe(cib, now));
     let current = before.as_ref().unwrap_or(&t.observed);
     let mut out = String::new();
     if let Some(d) = show_date {

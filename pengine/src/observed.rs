@@ -46,6 +46,9 @@ pub enum OnFail {
     Ignore,
     Demote,
     Recover,
+    /// The default for a remote connection's failures (not probes or starts): the connection
+    /// recovers and, with fencing, its remote node is fenced (see `crate::remote`).
+    ResetRemote,
     /// The default inside a container (`container` meta-attribute): the container restarts.
     RestartContainer,
     Ban,
@@ -89,6 +92,8 @@ pub struct Node {
     pub fence_reason: Option<String>,
     pub health: i64,
     pub is_dc: bool,
+    /// A Pacemaker Remote or guest node: its connection and state (see `crate::remote`).
+    pub remote: Option<crate::remote::RemoteNode>,
 }
 
 /// A recurring operation found active in the history.
@@ -203,6 +208,11 @@ pub struct Resource {
     /// Nodes whose history ran another agent (class, provider or type) than the configured
     /// one: the history is cleaned up there (`delete`), after a restart where it is active.
     pub agent_changed_on: Vec<usize>,
+    /// The node this resource is the connection of (`ocf:pacemaker:remote`, or the implicit
+    /// connection of a guest node; see `crate::remote`).
+    pub remote_node: Option<usize>,
+    /// A failure of this connection resets its remote node (`OnFail::ResetRemote`).
+    pub reset_remote: bool,
 }
 
 impl Resource {
@@ -214,6 +224,13 @@ impl Resource {
             Some(p) if self.class == "ocf" => format!("{}:{}:{}", self.class, p, self.kind),
             _ => format!("{}:{}", self.class, self.kind),
         }
+    }
+    /// `allow-migrate`, on by default for a remote node's connection (see `crate::remote`).
+    pub fn allow_migrate(&self) -> bool {
+        self.meta_bool(
+            "allow-migrate",
+            self.remote_node.is_some() && self.container.is_none(),
+        )
     }
     pub fn is_stonith(&self) -> bool {
         self.class == "stonith"
@@ -524,6 +541,20 @@ impl Resource {
             }
             return v;
         }
+        // A remote node's connection (Pacemaker 2.1.5: no on-fail configured, or unmanaged):
+        // failures other than probes and starts reset the remote node.
+        if (configured.is_none() || !self.managed)
+            && self.remote_node.is_some()
+            && self.container.is_none()
+            && !(task == "monitor" && interval_ms == 0)
+            && task != "start"
+        {
+            return if self.managed {
+                OnFail::ResetRemote
+            } else {
+                OnFail::Stop
+            };
+        }
         // Inside a container, failures (stops included) restart the container unless an on-fail
         // says otherwise ("restart-container" outside a container is no setting).
         if self.container.is_some() {
@@ -624,10 +655,10 @@ pub fn node_of_state(nodes: &[Node], st: &NodeState) -> Option<usize> {
 
 /// Every resource history (`lrm_resource`) in the status, with the index of its node, in status
 /// order; histories on unknown nodes are skipped. Every reader of the history starts here.
-pub fn lrm_histories<'a>(
+pub fn lrm_histories<'a, 'b>(
     cib: &'a Cib,
-    nodes: &'a [Node],
-) -> impl Iterator<Item = (usize, &'a LrmResource)> + 'a {
+    nodes: &'b [Node],
+) -> impl Iterator<Item = (usize, &'a LrmResource)> + use<'a, 'b> {
     cib.status.iter().flat_map(move |st| {
         let ni = node_of_state(nodes, st);
         st.lrm.iter().filter_map(move |lr| ni.map(|ni| (ni, lr)))
@@ -720,6 +751,8 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         })
         .collect();
+    // Pacemaker Remote nodes (see `crate::remote`) sort among the cluster nodes by name.
+    nodes.extend(crate::remote::configured_nodes(cib, now));
     nodes.sort_by(|a, b| natural_cmp(&a.uname, &b.uname));
     for n in &mut nodes {
         n.is_dc = cib.dc_uuid.as_deref() == Some(n.id.as_str());
@@ -823,6 +856,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     obs.reindex();
     crate::container::resolve(&mut obs);
+    crate::remote::link(&mut obs, startup_fencing);
 
     // Node states.
     let states: Vec<(usize, &NodeState)> = cib
@@ -832,6 +866,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         .collect();
     for (ni, st) in states {
         let node = &mut obs.nodes[ni];
+        if node.remote.is_some() {
+            crate::remote::note_state(node, st);
+            continue;
+        }
         for (k, v) in &st.attrs {
             node.attrs.insert(k.clone(), v.clone());
         }
@@ -939,8 +977,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
 
     // Resource history. Every node's history of each resource, for migrations.
+    // (Collected first: the items borrow the CIB only, not the nodes.)
+    let all_histories: Vec<(usize, &LrmResource)> = lrm_histories(cib, &obs.nodes).collect();
     let mut histories: BTreeMap<&str, Vec<(usize, &[RscOp])>> = BTreeMap::new();
-    for (ni, lr) in lrm_histories(cib, &obs.nodes) {
+    for &(ni, lr) in &all_histories {
         histories
             .entry(lr.id.as_str())
             .or_default()
@@ -948,7 +988,21 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     let mut orphans: Vec<Resource> = Vec::new();
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
-    for (ni, lr) in lrm_histories(cib, &obs.nodes) {
+    // Cluster nodes' histories first, then the remote nodes' (their connections' state is
+    // in the cluster nodes' histories; see `crate::remote`).
+    let mut ordered = all_histories.clone();
+    ordered.sort_by_key(|&(ni, _)| obs.nodes[ni].remote.is_some());
+    let mut remote_states_read = false;
+    for (ni, lr) in ordered {
+        if obs.nodes[ni].remote.is_some() {
+            if !remote_states_read {
+                remote_states_read = true;
+                crate::remote::read_states(&mut obs, cib);
+            }
+            if !obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.unpacked) {
+                continue;
+            }
+        }
         // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
         // recorded in a departed node's history).
         if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
@@ -1021,6 +1075,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 .unwrap_or(&[]),
         );
     }
+    if !remote_states_read {
+        crate::remote::read_states(&mut obs, cib);
+    }
+    crate::remote::after_histories(&mut obs);
     // Resources are listed by priority (highest first), configuration order otherwise.
     let prio = |obs: &Observed, t: &Top| -> i64 {
         let meta = match *t {
@@ -1106,15 +1164,25 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             fences.push((ni, format!("{} failed there", r.id)));
         }
     }
-    for r in &obs.resources {
+    let mut remote_fences = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
         if r.role > Role::Stopped && r.managed {
             for &ni in &r.running_on {
                 let n = &obs.nodes[ni];
+                if n.remote.is_some() {
+                    if !n.online && !n.maintenance {
+                        remote_fences.push((ri, ni));
+                    }
+                    continue;
+                }
                 if !n.online && !n.maintenance && stonith_enabled && !n.unclean {
                     fences.push((ni, format!("{} is thought to be active there", r.id)));
                 }
             }
         }
+    }
+    for (ri, ni) in remote_fences {
+        crate::remote::active_on_offline(&mut obs, ri, ni);
     }
     for (ni, reason) in fences {
         if !obs.nodes[ni].unclean {
@@ -1574,6 +1642,18 @@ fn unpack_lrm_resource(
                 }
             }
         }
+        OnFail::ResetRemote => {
+            rsc.failed = true;
+            rsc.stop_flag = true;
+            rsc.reset_remote = true;
+            // With a reconnect interval the connection stays stopped until the failure expires.
+            if crate::remote::reconnect_interval_ms(rsc) > 0 {
+                rsc.next_role = Some(Role::Stopped);
+            }
+            if role > Role::Stopped && !rsc.unpack_stops.contains(&ni) {
+                rsc.unpack_stops.push(ni);
+            }
+        }
         OnFail::RestartContainer => {
             rsc.failed = true;
             rsc.stop_flag = true;
@@ -1869,6 +1949,9 @@ fn update_state(
     if clear {
         match *on_fail {
             OnFail::Stop | OnFail::Fence | OnFail::Ban | OnFail::Standby => {}
+            // A remote connection with a reconnect interval stays reset until the failure
+            // expires (see `crate::remote`).
+            OnFail::ResetRemote if crate::remote::reconnect_interval_ms(rsc) > 0 => {}
             _ => {
                 *on_fail = OnFail::Ignore;
             }

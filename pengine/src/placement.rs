@@ -492,6 +492,16 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             });
         }
     }
+    // Remote connections and fencing devices never run on remote nodes.
+    if r.remote_node.is_some() || r.is_stonith() {
+        for ni in (0..obs.nodes.len()).filter(|&ni| obs.nodes[ni].remote.is_some()) {
+            let cur = scores.get(&ni).copied().unwrap_or(0);
+            scores.insert(ni, add_score(cur, -INFINITY));
+            record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
+                "remote connections and fencing devices avoid remote nodes".into()
+            });
+        }
+    }
     // An unmanaged resource (not one frozen by a failure) found active on a node is held there
     // with INFINITY, as Pacemaker 2.1.5 records it when unpacking the status.
     if !r.managed && !r.blocked {
@@ -1002,6 +1012,15 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     });
     let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
+    // A remote connection in a partial migration prefers the migration's target when it
+    // scores as well as the best (see `crate::remote`).
+    if let Some(target) = crate::remote::preferred_target(obs, &unit_members(obs, u)) {
+        if let Some(&(_, best)) = candidates.first() {
+            if candidates.iter().any(|&(ni, s)| ni == target && s >= best) {
+                choice = Some(target);
+            }
+        }
+    }
     if let (Some(m), Some(&(_, best))) = (most_capable, candidates.first()) {
         if candidates.iter().any(|&(ni, s)| ni == m && s >= best) {
             if recording && choice != Some(m) {
@@ -1397,7 +1416,23 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         trace: None,
     };
     let order = unit_order(&mut ctx);
-    for u in &order {
+    // Remote connections are assigned first; the remote nodes they make are online for the
+    // rest only when their connection runs somewhere (see `crate::remote`).
+    let is_connection =
+        |u: &Unit| matches!(*u, Unit::Primitive(ri) if obs.resources[ri].remote_node.is_some());
+    for u in order.iter().filter(|u| is_connection(u)) {
+        assign_unit(&mut ctx, *u);
+    }
+    let after_connections = crate::remote::any(obs).then(|| {
+        let mut next = obs.clone();
+        crate::remote::connections_assigned(&mut next, &ctx.desired.assigned);
+        next
+    });
+    let mut ctx = match after_connections.as_ref() {
+        Some(next) => Ctx { obs: next, ..ctx },
+        None => ctx,
+    };
+    for u in order.iter().filter(|u| !is_connection(u)) {
         assign_unit(&mut ctx, *u);
     }
     ctx.desired.order = order

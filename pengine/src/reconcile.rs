@@ -154,7 +154,8 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     .clone()
                     .unwrap_or_else(|| "node is unclean".into()),
             ));
-        } else if n.online && n.shutdown {
+        } else if n.online && n.shutdown && n.remote.is_none() {
+            // Remote nodes are never sent a shutdown (see `crate::remote`).
             rec.shutdown.push(ni);
         }
     }
@@ -175,6 +176,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     || r.container.is_some()
                     || r.known_on.contains(&ni)
                     || r.running_on.contains(&ni)
+                    || crate::remote::never_probed(obs, ri, ni)
                 {
                     continue;
                 }
@@ -194,7 +196,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         let continues = r.partial_migration.is_some_and(|(s, t)| {
             r.running_on.len() == 2
                 && next == Some(t)
-                && r.meta_bool("allow-migrate", false)
+                && r.allow_migrate()
                 && r.managed
                 && !r.failed
                 && !r.migratable_cleared
@@ -283,7 +285,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                         target: t,
                         stops: vec![s],
                     }
-                } else if r.meta_bool("allow-migrate", false)
+                } else if r.allow_migrate()
                     && !r.migratable_cleared
                     // a partial migration that cannot continue forbids migrating
                     && r.partial_migration.is_none()

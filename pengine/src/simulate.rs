@@ -712,8 +712,11 @@ pub fn record_op(
         });
         return count;
     }
+    // A stop drops the recurring operations' entries; a failure they recorded stays.
     if op.task == "stop" && failure.is_none() {
-        lrm.ops.retain(|o| o.interval_ms == 0);
+        let last_failure = format!("{}_last_failure_0", r.id);
+        lrm.ops
+            .retain(|o| o.interval_ms == 0 || o.id == last_failure);
     }
     record_result(lrm, op, false);
     count

@@ -170,6 +170,7 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
     out.push_str("  * Node List:\n");
     let mut online = Vec::new();
     let mut offline = Vec::new();
+    let (mut remote_online, mut remote_offline) = (Vec::new(), Vec::new());
     for (ni, n) in obs.nodes.iter().enumerate() {
         if n.unclean
             || n.pending
@@ -178,7 +179,12 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
             || n.maintenance
             || n.health <= 0
         {
-            let mut line = format!("    * Node {}: {}", n.uname, node_text_status(obs, ni));
+            let kind = if n.remote.is_some() {
+                "RemoteNode"
+            } else {
+                "Node"
+            };
+            let mut line = format!("    * {kind} {}: {}", n.uname, node_text_status(obs, ni));
             if n.health < 0 {
                 line.push_str(" (health is RED)");
             } else if n.health == 0 {
@@ -186,17 +192,28 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
             }
             out.push_str(&line);
             out.push('\n');
+        } else if n.remote.is_some() {
+            let list = if n.online {
+                &mut remote_online
+            } else {
+                &mut remote_offline
+            };
+            list.push(n.uname.as_str());
         } else if n.online {
             online.push(n.uname.as_str());
         } else {
             offline.push(n.uname.as_str());
         }
     }
-    if !online.is_empty() {
-        let _ = writeln!(out, "    * Online: [ {} ]", online.join(" "));
-    }
-    if !offline.is_empty() {
-        let _ = writeln!(out, "    * OFFLINE: [ {} ]", offline.join(" "));
+    for (title, list) in [
+        ("Online", online),
+        ("OFFLINE", offline),
+        ("RemoteOnline", remote_online),
+        ("RemoteOFFLINE", remote_offline),
+    ] {
+        if !list.is_empty() {
+            let _ = writeln!(out, "    * {title}: [ {} ]", list.join(" "));
+        }
     }
     out.push('\n');
     out.push_str("  * Full List of Resources:\n");

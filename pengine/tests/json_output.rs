@@ -45,16 +45,19 @@ fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
 
 /// Checks one status block of the JSON against the text's lines of that section.
 fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Result<(), String> {
-    let online: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("Online: [ "))
-        .flat_map(|l| l.trim_end_matches(" ]").split(' '))
-        .collect();
-    let offline: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("OFFLINE: [ "))
-        .flat_map(|l| l.trim_end_matches(" ]").split(' '))
-        .collect();
+    // Pacemaker Remote nodes are listed apart ("RemoteOnline", "RemoteOFFLINE", "RemoteNode").
+    let listed = |titles: [&str; 2]| -> Vec<&str> {
+        lines
+            .iter()
+            .filter_map(|l| titles.iter().find_map(|t| l.strip_prefix(t)))
+            .flat_map(|l| l.trim_end_matches(" ]").split(' '))
+            .collect()
+    };
+    let online = listed(["Online: [ ", "RemoteOnline: [ "]);
+    let offline = listed(["OFFLINE: [ ", "RemoteOFFLINE: [ "]);
+    let shown = |line: String| {
+        lines.contains(&squash(&line)) || lines.contains(&squash(&format!("Remote{line}")))
+    };
     let nodes = array(json, "nodes");
     if nodes.is_empty() {
         return Err(format!("{case} {which}: no nodes in the JSON"));
@@ -64,11 +67,11 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         let found = match (status, text(n, "health")) {
             ("online", "green") => online.contains(&name),
             ("OFFLINE", "green") => offline.contains(&name),
-            (_, "green") => lines.contains(&squash(&format!("Node {name}: {status}"))),
-            (_, health) => lines.contains(&squash(&format!(
+            (_, "green") => shown(format!("Node {name}: {status}")),
+            (_, health) => shown(format!(
                 "Node {name}: {status} (health is {})",
                 health.to_ascii_uppercase()
-            ))),
+            )),
         };
         if !found {
             return Err(format!(

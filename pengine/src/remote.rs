@@ -1,0 +1,523 @@
+//! Pacemaker Remote nodes as Pacemaker 2.1.5 has them: nodes made by `ocf:pacemaker:remote`
+//! connection resources (or `<node type="remote">`), whose online state comes from their
+//! connection; the connection is placed before everything else, and actions on a remote node
+//! wait for it (the connection's host routes them).
+//!
+//! Guest nodes (a primitive's `remote-node` meta-attribute) are not implemented yet: such a
+//! primitive is scheduled as an ordinary resource and makes no node.
+
+use crate::actions::{Kind, Plan, Rel};
+use crate::cib::{Cib, NodeState, ResourceDef, is_true};
+use crate::observed::{Node, Observed, Role, merge_sets, natural_cmp};
+use crate::placement::Desired;
+
+/// What a Pacemaker Remote node carries besides the cluster node's fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteNode {
+    /// The connection resource (index into `Observed::resources`); None for a node entry
+    /// whose connection is no longer configured.
+    pub connection: Option<usize>,
+    /// Pacemaker's `remote_requires_reset`: the node must be fenced before it is trusted.
+    pub requires_reset: bool,
+    /// The status recorded the node as fenced (`node_fenced`).
+    pub was_fenced: bool,
+    /// The node's history was read (its `node_state` was unpacked).
+    pub unpacked: bool,
+    /// Where the connection is assigned (set once placement assigned it).
+    pub next_host: Option<usize>,
+}
+
+/// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
+pub fn is_connection_agent(class: &str, provider: Option<&str>, kind: &str) -> bool {
+    class.eq_ignore_ascii_case("ocf")
+        && provider.is_some_and(|p| p.eq_ignore_ascii_case("pacemaker"))
+        && kind == "remote"
+}
+
+/// Whether the node is a Pacemaker Remote node.
+pub fn is_remote(node: &Node) -> bool {
+    node.remote.is_some()
+}
+
+/// Whether any node is a Pacemaker Remote node.
+pub fn any(obs: &Observed) -> bool {
+    obs.nodes.iter().any(is_remote)
+}
+
+fn new_node(id: &str, uname: &str) -> Node {
+    let mut attrs = std::collections::BTreeMap::new();
+    attrs.insert("#uname".into(), uname.to_string());
+    attrs.insert("#id".into(), id.to_string());
+    attrs.insert("#kind".into(), "remote".into());
+    Node {
+        id: id.to_string(),
+        uname: uname.to_string(),
+        attrs,
+        remote: Some(RemoteNode::default()),
+        ..Default::default()
+    }
+}
+
+/// The remote nodes of the configuration: `<node type="remote">` entries, then one per
+/// top-level `ocf:pacemaker:remote` primitive not already named by a node entry.
+pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
+    let mut out: Vec<Node> = Vec::new();
+    for n in cib.nodes.iter().filter(|n| n.kind == "remote") {
+        let mut node = new_node(&n.id, &n.uname);
+        merge_sets(&mut node.attrs, &n.attrs, now, None);
+        out.push(node);
+    }
+    for r in &cib.resources {
+        let ResourceDef::Primitive(p) = r else {
+            continue;
+        };
+        if !is_connection_agent(&p.class, p.provider.as_deref(), &p.kind) {
+            continue;
+        }
+        let known = cib
+            .nodes
+            .iter()
+            .any(|n| n.kind != "remote" && n.uname == p.id)
+            || out.iter().any(|n| n.uname == p.id);
+        if !known {
+            out.push(new_node(&p.id, &p.id));
+        }
+    }
+    out.sort_by(|a, b| natural_cmp(&a.uname, &b.uname));
+    out
+}
+
+/// Links each remote node to its connection resource (same id as the node's name) and applies
+/// start-up fencing to remote nodes that have one: unclean and unseen until their status says
+/// otherwise. Connections may migrate unless told not to.
+pub fn link(obs: &mut Observed, startup_fencing: bool) {
+    for ni in 0..obs.nodes.len() {
+        if obs.nodes[ni].remote.is_none() {
+            continue;
+        }
+        let ri = obs.rsc_index(&obs.nodes[ni].uname).filter(|&ri| {
+            let r = &obs.resources[ri];
+            is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
+        });
+        let Some(ri) = ri else {
+            continue;
+        };
+        obs.resources[ri].remote_node = Some(ni);
+        let node = &mut obs.nodes[ni];
+        if let Some(rn) = node.remote.as_mut() {
+            rn.connection = Some(ri);
+        }
+        node.unclean = startup_fencing;
+        node.unseen = true;
+    }
+}
+
+/// The first pass over a remote node's `node_state`: only whether it was fenced.
+pub fn note_state(node: &mut Node, st: &NodeState) {
+    if let Some(rn) = node.remote.as_mut() {
+        rn.was_fenced = st
+            .node_fenced
+            .as_deref()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .is_some_and(|v| v > 0);
+    }
+}
+
+/// Whether a remote node's history can be read now: its connection is known to be up, or
+/// (fencing enabled) every other history has been read.
+pub fn history_readable(obs: &Observed, ni: usize) -> bool {
+    let Some(rn) = obs.nodes[ni].remote.as_ref() else {
+        return true;
+    };
+    let Some(ri) = rn.connection else {
+        return obs.stonith_enabled;
+    };
+    obs.resources[ri].role == Role::Started || obs.stonith_enabled || obs.shutdown_lock
+}
+
+/// A remote node's online state from its connection resource (Pacemaker's
+/// `determine_remote_online_status`).
+pub fn determine_online(obs: &mut Observed, ni: usize) {
+    let Some(ri) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+        obs.nodes[ni].online = false;
+        return;
+    };
+    let r = &obs.resources[ri];
+    let started = r.role == Role::Started;
+    let stopping =
+        started && (r.next_role == Some(Role::Stopped) || r.target_role == Some(Role::Stopped));
+    let failed = r.failed;
+    let stopped = r.role == Role::Stopped;
+    let node = &mut obs.nodes[ni];
+    if started {
+        node.online = true;
+    }
+    if stopping {
+        node.shutdown = true;
+    }
+    if failed {
+        node.online = false;
+    } else if stopped {
+        node.online = false;
+        if let Some(rn) = node.remote.as_mut() {
+            rn.requires_reset = false;
+        }
+    }
+}
+
+/// Reads a remote node's `node_state` (Pacemaker's `unpack_handle_remote_attrs`): seen and
+/// clean unless it must be reset, its transient attributes, shutdown, standby, maintenance
+/// (also when the connection is unmanaged).
+pub fn read_state(obs: &mut Observed, ni: usize, st: &NodeState) {
+    let connection_unmanaged = obs.nodes[ni]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.connection)
+        .is_some_and(|ri| !obs.resources[ri].managed);
+    let node = &mut obs.nodes[ni];
+    let Some(rn) = node.remote.as_mut() else {
+        return;
+    };
+    rn.unpacked = true;
+    if !rn.requires_reset {
+        node.unclean = false;
+        node.unseen = false;
+    }
+    for (k, v) in &st.attrs {
+        node.attrs.insert(k.clone(), v.clone());
+    }
+    if node
+        .attrs
+        .get("shutdown")
+        .is_some_and(|v| v != "0" && !v.is_empty())
+    {
+        node.shutdown = true;
+    }
+    if node.attrs.get("standby").is_some_and(|v| is_true(v)) {
+        node.standby = true;
+    }
+    if node.attrs.get("maintenance").is_some_and(|v| is_true(v)) || connection_unmanaged {
+        node.maintenance = true;
+    }
+}
+
+/// After every history was read: remote nodes shutting down stop their connection, and the
+/// nodes whose history was not read get their online state from the connection.
+pub fn after_histories(obs: &mut Observed) {
+    for ni in 0..obs.nodes.len() {
+        let Some(rn) = obs.nodes[ni].remote.clone() else {
+            continue;
+        };
+        if obs.nodes[ni].shutdown {
+            if let Some(ri) = rn.connection {
+                obs.resources[ri].next_role = Some(Role::Stopped);
+            }
+        }
+        if !rn.unpacked {
+            determine_online(obs, ni);
+        }
+    }
+}
+
+/// Marks a remote node for fencing (Pacemaker's `pe_fence_node` for remote nodes): nothing when
+/// its connection is unmanaged; otherwise it must be reset and is unclean, for `reason` (the
+/// first reason is kept).
+pub fn fence(obs: &mut Observed, ni: usize, reason: String) {
+    let unmanaged = obs.nodes[ni]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.connection)
+        .is_some_and(|ri| !obs.resources[ri].managed);
+    if unmanaged {
+        return;
+    }
+    let node = &mut obs.nodes[ni];
+    if let Some(rn) = node.remote.as_mut() {
+        rn.requires_reset = true;
+    }
+    if !node.unclean || node.fence_reason.is_none() {
+        node.fence_reason = Some(reason);
+    }
+    node.unclean = true;
+}
+
+/// A managed resource thought active on an offline remote node: with fencing enabled the node
+/// is fenced, "unseen" while its connection has not failed (the fencing is dropped when the
+/// connection starts elsewhere).
+pub fn active_on_offline(obs: &mut Observed, ri: usize, ni: usize) {
+    if !obs.stonith_enabled {
+        return;
+    }
+    let connection_ok = obs.nodes[ni]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.connection)
+        .is_some_and(|ci| !obs.resources[ci].failed);
+    let id = obs.resources[ri].id.clone();
+    let reason = if connection_ok {
+        obs.nodes[ni].unseen = true;
+        format!(
+            "{id} is active there (fencing will be revoked if remote connection can be \
+             re-established elsewhere)"
+        )
+    } else {
+        format!("{id} is thought to be active there")
+    };
+    fence(obs, ni, reason);
+}
+
+/// Reads every remote node's `node_state` whose history can be read (after the cluster nodes'
+/// histories, in status order): online state from the connection, then the recorded state.
+pub fn read_states(obs: &mut Observed, cib: &Cib) {
+    // A connection whose failure resets its node (fencing enabled): the node is fenced unless
+    // its fencing is already recorded; a failed connection never makes the fencing "unseen".
+    for ri in 0..obs.resources.len() {
+        let r = &obs.resources[ri];
+        let Some(ni) = r.remote_node else {
+            continue;
+        };
+        if r.failed && obs.nodes[ni].unclean {
+            obs.nodes[ni].unseen = false;
+        }
+        let fenced = obs.nodes[ni]
+            .remote
+            .as_ref()
+            .is_some_and(|rn| rn.was_fenced);
+        if r.reset_remote && obs.stonith_enabled && !fenced {
+            fence(obs, ni, "remote connection is unrecoverable".into());
+        }
+    }
+    for st in &cib.status {
+        let Some(ni) = crate::observed::node_of_state(&obs.nodes, st) else {
+            continue;
+        };
+        let unread = obs.nodes[ni].remote.as_ref().is_some_and(|rn| !rn.unpacked);
+        if !unread || !history_readable(obs, ni) {
+            continue;
+        }
+        determine_online(obs, ni);
+        read_state(obs, ni, st);
+    }
+}
+
+/// Once the connections are assigned (Pacemaker's `remote_connection_assigned`): a remote node
+/// whose connection will run is online (and no longer unclean when it was only unseen);
+/// otherwise it shuts down.
+pub fn connections_assigned(obs: &mut Observed, assigned: &[Option<usize>]) {
+    for ri in 0..obs.resources.len() {
+        let Some(ni) = obs.resources[ri].remote_node else {
+            continue;
+        };
+        let r = &obs.resources[ri];
+        let runs = assigned.get(ri).copied().flatten().is_some()
+            && r.next_role != Some(Role::Stopped)
+            && r.target_role != Some(Role::Stopped);
+        let node = &mut obs.nodes[ni];
+        if let Some(rn) = node.remote.as_mut() {
+            rn.next_host = assigned.get(ri).copied().flatten();
+        }
+        if runs {
+            node.online = true;
+            if node.unseen {
+                node.unclean = false;
+            }
+        } else {
+            node.shutdown = true;
+        }
+    }
+}
+
+/// Remote nodes never run fencing devices or remote connections, so never probe them; nor
+/// anything where resource discovery is disabled (`resource-discovery-enabled` false, with
+/// fencing enabled).
+pub fn never_probed(obs: &Observed, ri: usize, ni: usize) -> bool {
+    let node = &obs.nodes[ni];
+    if node.remote.is_none() {
+        return false;
+    }
+    let r = &obs.resources[ri];
+    let discovery_off = obs.stonith_enabled
+        && node
+            .attrs
+            .get("resource-discovery-enabled")
+            .is_some_and(|v| !is_true(v));
+    r.is_stonith() || r.remote_node.is_some() || discovery_off
+}
+
+/// The cluster node that routes an action (`task`) on remote node `ni` (Pacemaker's
+/// `pcmk__connection_host_for_action`): the connection's current host, or its next one when it
+/// is starting; when it moves, actions that must finish before it leaves (stop, demote, cancel,
+/// migrations) go through the current host, everything else through the next (all through the
+/// next during a partial migration of the connection).
+pub fn router(obs: &Observed, ni: usize, task: &str) -> Option<usize> {
+    let rn = obs.nodes.get(ni)?.remote.as_ref()?;
+    let conn = &obs.resources[rn.connection?];
+    let began_on = conn.running_on.first().copied();
+    let ended_on = rn.next_host;
+    let partial = conn.container.is_none() && conn.partial_migration.is_some();
+    match (began_on, ended_on) {
+        (None, next) => next,
+        (current, None) => current,
+        (Some(b), Some(e)) if b == e => Some(b),
+        (Some(b), Some(e)) => {
+            let before_move = matches!(
+                task,
+                "cancel" | "stop" | "demote" | "migrate_from" | "migrate_to"
+            );
+            Some(if before_move && !partial { b } else { e })
+        }
+    }
+}
+
+/// The remote node a graph action brings down: the stop of its connection, unless that stop
+/// ends a migration of the connection (it comes after the migrate_from).
+pub fn downed_by_stop(
+    obs: &Observed,
+    g: &crate::graph::TransitionGraph,
+    action: usize,
+) -> Option<usize> {
+    let a = &g.actions[action];
+    if a.event != crate::graph::EventKind::RscOp || a.task != "stop" {
+        return None;
+    }
+    let ni = obs.resources[a.rsc?].remote_node?;
+    let migrating = g.edges.iter().any(|&(first, then)| {
+        then == action && g.actions[first].rsc == a.rsc && g.actions[first].task == "migrate_from"
+    });
+    (!migrating).then_some(ni)
+}
+
+/// A remote node's connection as the scheduler sees it once placed (Pacemaker's
+/// `remote_connection_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionState {
+    Unknown,
+    Alive,
+    Resting,
+    Failed,
+    Stopped,
+}
+
+/// The state of remote node `ni`'s connection `ri` (Pacemaker's `get_remote_node_state`).
+pub fn connection_state(
+    obs: &Observed,
+    desired: &Desired,
+    ri: usize,
+    ni: usize,
+) -> ConnectionState {
+    let r = &obs.resources[ri];
+    let host = r.running_on.first().copied();
+    let stopping = r.next_role == Some(Role::Stopped) || r.target_role == Some(Role::Stopped);
+    if stopping || desired.assigned.get(ri).copied().flatten().is_none() {
+        if host.is_some_and(|h| obs.nodes[h].unclean) {
+            return ConnectionState::Failed;
+        }
+        if !r.failed {
+            return ConnectionState::Stopped;
+        }
+        let fenced = obs.nodes[ni]
+            .remote
+            .as_ref()
+            .is_some_and(|rn| rn.was_fenced);
+        let shutdown_asked = obs.nodes[ni]
+            .attrs
+            .get("shutdown")
+            .is_some_and(|v| v != "0" && !v.is_empty());
+        if stopping && reconnect_interval_ms(r) > 0 && fenced && !shutdown_asked {
+            return ConnectionState::Unknown;
+        }
+        return ConnectionState::Failed;
+    }
+    match host {
+        None => ConnectionState::Unknown,
+        Some(h) if obs.nodes[h].unclean || !obs.nodes[h].online => ConnectionState::Resting,
+        Some(_) if r.running_on.len() > 1 && r.partial_migration.is_some() => {
+            ConnectionState::Resting
+        }
+        Some(_) => ConnectionState::Alive,
+    }
+}
+
+/// The connection's `reconnect_interval` parameter in ms (0: none).
+pub fn reconnect_interval_ms(r: &crate::observed::Resource) -> u64 {
+    r.params
+        .get("reconnect_interval")
+        .map(|v| crate::cib::parse_interval_ms(v))
+        .unwrap_or(0)
+}
+
+/// Orders every action on a remote node against its connection (Pacemaker's
+/// `apply_remote_ordering`): starts after the connection starts; stops before it stops while it
+/// is alive or going away, else after it starts again elsewhere; probes and other actions after
+/// it starts (before it stops when it is up but going down).
+pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
+    if !any(obs) {
+        return;
+    }
+    let count = plan.actions.len();
+    for i in 0..count {
+        let a = &plan.actions[i];
+        // (Stops implied by fencing count: they become pseudo actions only after this.)
+        if a.dot_only || (a.pseudo && a.kind != Kind::Stop) {
+            continue;
+        }
+        let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
+            continue;
+        };
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        if ci == ri {
+            continue;
+        }
+        let state = connection_state(obs, desired, ci, ni);
+        let conn_starts = plan.starts(ci);
+        let conn_stops = plan.stops(ci);
+        let stopping_conn = obs.resources[ci].next_role == Some(Role::Stopped)
+            || obs.resources[ci].target_role == Some(Role::Stopped);
+        let after_start = |plan: &mut Plan| {
+            for &s in &conn_starts {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+        };
+        let before_stop = |plan: &mut Plan| {
+            for &s in &conn_stops {
+                plan.edge_rel(i, s, Rel::Stop);
+            }
+        };
+        match plan.actions[i].kind {
+            Kind::Start => after_start(plan),
+            Kind::Stop | Kind::Migrate { .. } => match state {
+                ConnectionState::Alive => before_stop(plan),
+                ConnectionState::Failed => {}
+                _ if stopping_conn => before_stop(plan),
+                _ => after_start(plan),
+            },
+            Kind::Monitor { .. } | Kind::StoppedMonitor { .. } => after_start(plan),
+            _ => {
+                let host = obs.resources[ci].running_on.first();
+                if host.is_some() && state == ConnectionState::Stopped {
+                    before_stop(plan);
+                } else {
+                    after_start(plan);
+                }
+            }
+        }
+    }
+}
+
+/// The node a remote connection prefers when placed: the target of its partial migration.
+pub fn preferred_target(obs: &Observed, members: &[usize]) -> Option<usize> {
+    let &[ri] = members else {
+        return None;
+    };
+    let r = &obs.resources[ri];
+    r.remote_node?;
+    r.partial_migration.map(|(_, target)| target)
+}
+
+/// A failed remote connection kept stopped until its failure expires (`reconnect_interval`):
+/// the scheduler creates no start for it.
+pub fn held_stopped(r: &crate::observed::Resource) -> bool {
+    r.reset_remote && r.next_role == Some(Role::Stopped) && reconnect_interval_ms(r) > 0
+}
