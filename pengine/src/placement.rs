@@ -494,10 +494,12 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             });
         }
     }
-    // An unmanaged resource (not one frozen by a failure) found active on a node is held there
-    // with INFINITY, as Pacemaker 2.1.5 records it when unpacking the status.
-    if !r.managed && !r.blocked {
-        for &ni in &r.running_on {
+    // An unmanaged resource found active on a node is held there with INFINITY, as Pacemaker
+    // 2.1.5 records it when unpacking the status: a blocked one only on the nodes recorded
+    // once it was blocked.
+    if !r.managed {
+        let held_from = r.blocked_after.unwrap_or(0);
+        for &ni in r.running_on.iter().skip(held_from) {
             let cur = scores.get(&ni).copied().unwrap_or(0);
             scores.insert(ni, add_score(cur, INFINITY));
             record(&mut ctx.recording, ni, StepOp::Add(INFINITY), || {
