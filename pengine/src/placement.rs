@@ -403,6 +403,9 @@ struct Ctx<'a> {
     util_used: Vec<BTreeMap<String, i64>>,
     done: Vec<bool>,
     in_progress: Vec<bool>,
+    /// A primitive being placed: its scores so far, its colocations applied one by one; what
+    /// is placed meanwhile (its primaries) sees these, as Pacemaker's allowed-node table.
+    working: Vec<Option<BTreeMap<usize, i64>>>,
     /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
     /// each resource looks only at its own constraints.
     locations_by_rsc: HashMap<&'a str, Vec<usize>>,
@@ -784,8 +787,12 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             !matches!(w, Unit::Group(_)),
         )
     });
-    for (_, w, _) in &cols {
-        assign_unit(ctx, *w);
+    // A group's primaries are placed first; a primitive places each as it applies the
+    // colocation (`members::colocate_primitive`).
+    if matches!(u, Unit::Group(_)) {
+        for (_, w, _) in &cols {
+            assign_unit(ctx, *w);
+        }
     }
     // Explaining one of these members: record every score change (see `Trace`).
     let recording = ctx.explain.is_some_and(|t| members.contains(&t));
@@ -1293,6 +1300,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         util_used: vec![BTreeMap::new(); obs.nodes.len()],
         done: vec![false; n],
         in_progress: vec![false; n],
+        working: vec![None; n],
         locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
         colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
         colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),

@@ -204,6 +204,9 @@ fn current_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
     if ctx.done[ri] {
         return ctx.desired.scores[ri].clone();
     }
+    if let Some(working) = &ctx.working[ri] {
+        return working.clone();
+    }
     let recording = ctx.recording.take();
     let kept = ctx.desired.trace[ri].len();
     let scores = match ctx.obs.resources[ri].group {
@@ -398,7 +401,17 @@ fn apply_colocations(
     explaining: bool,
 ) {
     let obs = ctx.obs;
+    ctx.working[ri] = Some(scores.clone());
     for c in this_with_list {
+        // The primary is placed first (nothing to do when it is, or is being, placed).
+        let primary = match c.primary {
+            Named::Group(g) => Unit::Group(g),
+            Named::Primitive(p) => match obs.resources[p].group {
+                Some(g) => Unit::Group(g),
+                None => Unit::Primitive(p),
+            },
+        };
+        super::assign_unit(ctx, primary);
         let Some(placed) = primary_node(ctx, &c) else {
             if explaining {
                 notes.push(format!(
@@ -436,6 +449,7 @@ fn apply_colocations(
                 )
             });
             *scores = work;
+            ctx.working[ri] = Some(scores.clone());
         } else if explaining {
             notes.push(format!(
                 "colocation {} is rolled back: it would leave no node with a non-negative score",
@@ -474,6 +488,7 @@ fn apply_colocations(
                 c.id
             ));
         }
+        ctx.working[ri] = Some(scores.clone());
         record_changes(steps, &before, scores, &|| {
             format!(
                 "colocation {}: {dependent}'s scores (and what is colocated with it) times {}/INFINITY",
