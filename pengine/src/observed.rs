@@ -89,6 +89,8 @@ pub struct Node {
     pub fence_reason: Option<String>,
     pub health: i64,
     pub is_dc: bool,
+    /// The node's configured `score`: a resource's score on the node starts from it.
+    pub weight: i64,
 }
 
 /// A recurring operation found active in the history.
@@ -664,6 +666,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 unseen: true,
                 attrs,
                 utilization: set_utilization(&n.utilization, now),
+                weight: n.score,
                 ..Default::default()
             }
         })

@@ -491,9 +491,11 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let mut notes = Vec::new();
     if obs.symmetric {
         for ni in 0..obs.nodes.len() {
-            scores.insert(ni, 0);
-            record(&mut ctx.recording, ni, StepOp::Set(0), || {
-                "symmetric-cluster: every node starts at 0".into()
+            let weight = obs.nodes[ni].weight;
+            scores.insert(ni, weight);
+            record(&mut ctx.recording, ni, StepOp::Set(weight), || {
+                "symmetric-cluster: every node starts at its node score (0 unless configured)"
+                    .into()
             });
         }
     }
@@ -503,7 +505,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     if !r.managed {
         let held_from = r.blocked_after.unwrap_or(0);
         for &ni in r.running_on.iter().skip(held_from) {
-            let cur = scores.get(&ni).copied().unwrap_or(0);
+            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
             scores.insert(ni, add_score(cur, INFINITY));
             record(&mut ctx.recording, ni, StepOp::Add(INFINITY), || {
                 "unmanaged and active here".into()
@@ -532,7 +534,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             } else {
                 loc.score.as_deref().and_then(parse_score).unwrap_or(0)
             };
-            let cur = scores.get(&ni).copied().unwrap_or(0);
+            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
             scores.insert(ni, add_score(cur, score));
             record(&mut ctx.recording, ni, StepOp::Add(score), || {
                 format!("location {} ({} on {})", loc.id, loc.rsc, node)
@@ -557,7 +559,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                         (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
                         _ => 0,
                     };
-                    let cur = scores.get(&ni).copied().unwrap_or(0);
+                    let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
                     scores.insert(ni, add_score(cur, score));
                     record(&mut ctx.recording, ni, StepOp::Add(score), || {
                         let rule_id = rule.attr("id").unwrap_or("");
@@ -582,7 +584,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     for (node, score, why) in &r.history_bans {
         match node {
             Some(ni) => {
-                let cur = scores.get(ni).copied().unwrap_or(0);
+                let cur = scores.get(ni).copied().unwrap_or(obs.nodes[*ni].weight);
                 scores.insert(*ni, add_score(cur, *score));
                 record(&mut ctx.recording, *ni, StepOp::Add(*score), || {
                     format!("history: {why}")

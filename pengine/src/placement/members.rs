@@ -529,7 +529,7 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
         for ni in 0..obs.nodes.len() {
-            group_scores.insert(ni, 0);
+            group_scores.insert(ni, obs.nodes[ni].weight);
         }
     }
     let gid = obs.groups[gi].id.as_str();
@@ -549,7 +549,10 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                     .as_deref()
                     .and_then(crate::cib::parse_score)
                     .unwrap_or(0);
-                let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                let cur = group_scores
+                    .get(&ni)
+                    .copied()
+                    .unwrap_or(obs.nodes[ni].weight);
                 group_scores.insert(ni, add_score(cur, score));
             }
         } else {
@@ -567,7 +570,10 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                             .unwrap_or(0),
                         _ => 0,
                     };
-                    let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                    let cur = group_scores
+                        .get(&ni)
+                        .copied()
+                        .unwrap_or(obs.nodes[ni].weight);
                     group_scores.insert(ni, add_score(cur, score));
                 }
             }
