@@ -284,6 +284,8 @@ pub struct NodeDef {
     pub id: String,
     pub uname: String,
     pub kind: String,
+    /// The node's `score`: where a resource gets a score on the node, it starts from this.
+    pub score: i64,
     pub attrs: Vec<NvSet>,
     pub utilization: Vec<NvSet>,
 }
@@ -670,6 +672,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                         id: n.id().to_string(),
                         uname: n.attr("uname").unwrap_or(n.id()).to_string(),
                         kind: n.attr("type").unwrap_or("member").to_string(),
+                        score: n.attr("score").and_then(parse_score).unwrap_or(0),
                         attrs: ctx.sets(n, "instance_attributes"),
                         utilization: ctx.sets(n, "utilization"),
                     });

@@ -1304,11 +1304,9 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         if r.orphan {
             continue;
         }
-        for (ni, n) in obs.nodes.iter().enumerate() {
-            let v = desired.scores[ri]
-                .get(&ni)
-                .copied()
-                .unwrap_or(-crate::cib::INFINITY);
+        // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
+        for (&ni, &v) in &desired.scores[ri] {
+            let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
                 "INFINITY".to_string()
             } else if v <= -crate::cib::INFINITY {

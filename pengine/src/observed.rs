@@ -94,6 +94,8 @@ pub struct Node {
     pub is_dc: bool,
     /// A Pacemaker Remote or guest node: its connection and state (see `crate::remote`).
     pub remote: Option<crate::remote::RemoteNode>,
+    /// The node's configured `score`: a resource's score on the node starts from it.
+    pub weight: i64,
 }
 
 /// A recurring operation found active in the history.
@@ -131,6 +133,10 @@ pub struct Resource {
     pub stop_flag: bool,
     pub managed: bool,
     pub blocked: bool,
+    /// Blocked: how many of `running_on`'s nodes were recorded before it was blocked. Pacemaker
+    /// holds an unmanaged resource with INFINITY on each node it is found active on once it is
+    /// unmanaged, so these first ones are not held (None: not blocked, every node is held).
+    pub blocked_after: Option<usize>,
     /// The nodes where a start is still pending.
     pub start_pending_on: BTreeSet<usize>,
     pub failure_ignored: bool,
@@ -747,6 +753,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 unseen: true,
                 attrs,
                 utilization: set_utilization(&n.utilization, now),
+                weight: n.score,
                 ..Default::default()
             }
         })
@@ -1128,8 +1135,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             None => vec![ri],
         };
         for m in members {
-            obs.resources[m].managed = false;
-            obs.resources[m].blocked = true;
+            let r = &mut obs.resources[m];
+            r.managed = false;
+            r.blocked = true;
+            r.blocked_after = Some(r.running_on.len());
         }
     }
     crate::container::require_stops(&mut obs);
@@ -1627,6 +1636,9 @@ fn unpack_lrm_resource(
         OnFail::Block => {
             rsc.managed = false;
             rsc.blocked = true;
+            if rsc.blocked_after.is_none() {
+                rsc.blocked_after = Some(rsc.running_on.len());
+            }
         }
         OnFail::Ban => {
             rsc.history_bans

@@ -401,6 +401,9 @@ struct Ctx<'a> {
     util_used: Vec<BTreeMap<String, i64>>,
     done: Vec<bool>,
     in_progress: Vec<bool>,
+    /// A primitive being placed: its scores so far, its colocations applied one by one; what
+    /// is placed meanwhile (its primaries) sees these, as Pacemaker's allowed-node table.
+    working: Vec<Option<BTreeMap<usize, i64>>>,
     /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
     /// each resource looks only at its own constraints.
     locations_by_rsc: HashMap<&'a str, Vec<usize>>,
@@ -486,27 +489,31 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let mut notes = Vec::new();
     if obs.symmetric {
         for ni in 0..obs.nodes.len() {
-            scores.insert(ni, 0);
-            record(&mut ctx.recording, ni, StepOp::Set(0), || {
-                "symmetric-cluster: every node starts at 0".into()
+            let weight = obs.nodes[ni].weight;
+            scores.insert(ni, weight);
+            record(&mut ctx.recording, ni, StepOp::Set(weight), || {
+                "symmetric-cluster: every node starts at its node score (0 unless configured)"
+                    .into()
             });
         }
     }
     // Remote connections and fencing devices never run on remote nodes.
     if r.remote_node.is_some() || r.is_stonith() {
         for ni in (0..obs.nodes.len()).filter(|&ni| obs.nodes[ni].remote.is_some()) {
-            let cur = scores.get(&ni).copied().unwrap_or(0);
+            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
             scores.insert(ni, add_score(cur, -INFINITY));
             record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
                 "remote connections and fencing devices avoid remote nodes".into()
             });
         }
     }
-    // An unmanaged resource (not one frozen by a failure) found active on a node is held there
-    // with INFINITY, as Pacemaker 2.1.5 records it when unpacking the status.
-    if !r.managed && !r.blocked {
-        for &ni in &r.running_on {
-            let cur = scores.get(&ni).copied().unwrap_or(0);
+    // An unmanaged resource found active on a node is held there with INFINITY, as Pacemaker
+    // 2.1.5 records it when unpacking the status: a blocked one only on the nodes recorded
+    // once it was blocked.
+    if !r.managed {
+        let held_from = r.blocked_after.unwrap_or(0);
+        for &ni in r.running_on.iter().skip(held_from) {
+            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
             scores.insert(ni, add_score(cur, INFINITY));
             record(&mut ctx.recording, ni, StepOp::Add(INFINITY), || {
                 "unmanaged and active here".into()
@@ -535,7 +542,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             } else {
                 loc.score.as_deref().and_then(parse_score).unwrap_or(0)
             };
-            let cur = scores.get(&ni).copied().unwrap_or(0);
+            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
             scores.insert(ni, add_score(cur, score));
             record(&mut ctx.recording, ni, StepOp::Add(score), || {
                 format!("location {} ({} on {})", loc.id, loc.rsc, node)
@@ -560,7 +567,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                         (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
                         _ => 0,
                     };
-                    let cur = scores.get(&ni).copied().unwrap_or(0);
+                    let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
                     scores.insert(ni, add_score(cur, score));
                     record(&mut ctx.recording, ni, StepOp::Add(score), || {
                         let rule_id = rule.attr("id").unwrap_or("");
@@ -585,7 +592,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     for (node, score, why) in &r.history_bans {
         match node {
             Some(ni) => {
-                let cur = scores.get(ni).copied().unwrap_or(0);
+                let cur = scores.get(ni).copied().unwrap_or(obs.nodes[*ni].weight);
                 scores.insert(*ni, add_score(cur, *score));
                 record(&mut ctx.recording, *ni, StepOp::Add(*score), || {
                     format!("history: {why}")
@@ -742,6 +749,12 @@ fn target_stopped(obs: &Observed, ri: usize) -> bool {
         || obs.stop_all
 }
 
+/// Whether the resource's next role is Stopped: target-role, or a failure with on-fail=stop.
+fn next_role_stopped(obs: &Observed, ri: usize) -> bool {
+    let r = &obs.resources[ri];
+    r.target_role == Some(Role::Stopped) || r.next_role == Some(Role::Stopped)
+}
+
 fn assign_unit(ctx: &mut Ctx, u: Unit) {
     let key = unit_key(ctx.obs, u);
     if key == usize::MAX || ctx.done[key] || ctx.in_progress[key] {
@@ -784,8 +797,12 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             !matches!(w, Unit::Group(_)),
         )
     });
-    for (_, w, _) in &cols {
-        assign_unit(ctx, *w);
+    // A group's primaries are placed first; a primitive places each as it applies the
+    // colocation (`members::colocate_primitive`).
+    if matches!(u, Unit::Group(_)) {
+        for (_, w, _) in &cols {
+            assign_unit(ctx, *w);
+        }
     }
     // Explaining one of these members: record every score change (see `Trace`).
     let recording = ctx.explain.is_some_and(|t| members.contains(&t));
@@ -804,123 +821,16 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     let mut steps: Option<Vec<Step>> = ctx.recording.take();
     let mut notes: Vec<String> = Vec::new();
     let nn = obs.nodes.len();
-    // Apply colocations with already-placed units.
-    for (ci, w, score) in &cols {
-        let wkey = unit_key(obs, *w);
-        // A colocation loop: the primary is still being placed, so it cannot constrain us yet.
-        let c = &ctx.cib.colocations[*ci];
-        if wkey != usize::MAX && ctx.in_progress[wkey] && !ctx.done[wkey] {
-            if recording {
-                notes.push(format!(
-                    "colocation {} is ignored: {} is still being placed (a colocation loop)",
-                    c.id, c.with_rsc
-                ));
-            }
-            continue;
-        }
-        let placed = ctx.desired.assigned.get(wkey).copied().flatten();
-        let with_node = placed
-            .map(|p| obs.nodes[p].uname.as_str())
-            .unwrap_or("no node");
-        let attr = c.node_attribute.as_deref();
-        let alike = |ni: usize| placed.is_some_and(|p| same_attribute(obs, attr, ni, p));
-        if *score >= INFINITY {
-            for ni in 0..nn {
-                if !alike(ni) {
-                    scores.insert(ni, -INFINITY);
-                    record(&mut steps, ni, StepOp::Set(-INFINITY), || {
-                        format!(
-                            "colocation {} (INFINITY with {}): not where it runs ({with_node})",
-                            c.id, c.with_rsc
-                        )
-                    });
-                }
-            }
-        } else if *score <= -INFINITY {
-            for p in (0..nn).filter(|&ni| alike(ni)) {
-                scores.insert(p, -INFINITY);
-                record(&mut steps, p, StepOp::Set(-INFINITY), || {
-                    format!(
-                        "colocation {} (-INFINITY with {}): it runs here",
-                        c.id, c.with_rsc
-                    )
-                });
-            }
-        } else {
-            for p in (0..nn).filter(|&ni| alike(ni)) {
-                let Some(cur) = scores.get(&p).copied() else {
-                    continue;
-                };
-                scores.insert(p, add_score(cur, *score));
-                record(&mut steps, p, StepOp::Add(*score), || {
-                    format!("colocation {} with {}: it runs here", c.id, c.with_rsc)
-                });
-            }
-        }
-        for &ri in &members {
-            ctx.desired.trace[ri].push(ScoreNote {
-                node: placed.unwrap_or(usize::MAX),
-                delta: *score,
-                why: format!("colocation {}", c.id),
+    // Its colocations: with what is already placed, then what is colocated with it.
+    members::colocate_primitive(ctx, ri, &mut scores, &mut steps, &mut notes);
+    // A resource to be stopped (target-role, on-fail=stop) is banned from every node once its
+    // colocations are applied, before the choice (Pacemaker 2.1.5, `pcmk__primitive_assign`).
+    if next_role_stopped(obs, ri) {
+        for ni in 0..nn {
+            scores.insert(ni, -INFINITY);
+            record(&mut steps, ni, StepOp::Set(-INFINITY), || {
+                "it is to be stopped (target-role or on-fail=stop)".into()
             });
-        }
-    }
-    // Dependents pull the primary toward their preferences (positive colocations, scaled by
-    // score/INFINITY); a dependent that would leave no node at all is ignored (rolled back).
-    let dependents: Vec<(Unit, i64, &str, Option<&str>)> =
-        positions_of(&ctx.colocations_by_with, &id_strs)
-            .into_iter()
-            .map(|i| &cib.colocations[i])
-            .filter(|c| c.score > 0)
-            .filter_map(|c| {
-                unit_of(obs, &c.rsc)
-                    .filter(|d| *d != u)
-                    .map(|d| (d, c.score, c.id.as_str(), c.node_attribute.as_deref()))
-            })
-            .collect();
-    for (d, score, colocation_id, attr) in dependents {
-        let dkey = unit_key(obs, d);
-        if dkey == usize::MAX || ctx.done[dkey] {
-            continue;
-        }
-        let dscores = base_scores(ctx, dkey);
-        ctx.desired.trace[dkey].clear();
-        let mut combined = scores.clone();
-        let mut pull_steps = recording.then(Vec::new);
-        let dependent_id = &obs.resources[dkey].id;
-        let missing = if obs.symmetric { 0 } else { -INFINITY };
-        for (ni, v) in combined.iter_mut() {
-            // The dependent's best score among the nodes sharing the colocation's attribute.
-            let dv = (0..nn)
-                .filter(|&m| same_attribute(obs, attr, *ni, m))
-                .map(|m| dscores.get(&m).copied().unwrap_or(missing))
-                .max()
-                .unwrap_or(missing);
-            let scaled = if dv <= -INFINITY || dv >= INFINITY {
-                dv
-            } else {
-                dv * score / INFINITY
-            };
-            *v = add_score(*v, scaled);
-            record(&mut pull_steps, *ni, StepOp::Add(scaled), || {
-                format!(
-                    "colocation {colocation_id}: dependent {dependent_id} scores {} here, times {score}/INFINITY",
-                    score_text(dv)
-                )
-            });
-        }
-        let any_left = combined
-            .iter()
-            .any(|(&ni, &v)| v > -INFINITY && node_available(obs, ni));
-        if any_left {
-            scores = combined;
-            if let (Some(st), Some(p)) = (steps.as_mut(), pull_steps) {
-                st.extend(p);
-            }
-        } else if recording {
-            notes.push(format!(
-                "colocation {colocation_id}: dependent {dependent_id}'s preferences are ignored: they would leave no node"
-            ));
         }
     }
     // Filters: availability and utilization. With a placement strategy, a node must have room
@@ -1408,6 +1318,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         util_used: vec![BTreeMap::new(); obs.nodes.len()],
         done: vec![false; n],
         in_progress: vec![false; n],
+        working: vec![None; n],
         locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
         colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
         colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),

@@ -134,6 +134,8 @@ pub fn apply(cib: &Cib, obs: &mut Observed) -> Vec<Note> {
                         let r = &mut obs.resources[ri];
                         r.managed = false;
                         r.blocked = true;
+                        // Frozen after the status was unpacked: held nowhere.
+                        r.blocked_after = Some(r.running_on.len());
                     }
                 }
                 notes.push(Note {

@@ -204,6 +204,9 @@ fn current_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
     if ctx.done[ri] {
         return ctx.desired.scores[ri].clone();
     }
+    if let Some(working) = &ctx.working[ri] {
+        return working.clone();
+    }
     let recording = ctx.recording.take();
     let kept = ctx.desired.trace[ri].len();
     let scores = match ctx.obs.resources[ri].group {
@@ -384,6 +387,140 @@ pub(super) fn sort_scores(ctx: &mut Ctx, gi: usize) -> BTreeMap<usize, i64> {
     scores
 }
 
+/// Applies the "this with" colocations of primitive `ri` (a group member or not) to its scores,
+/// each primary already placed (`pcmk__apply_coloc_to_weights`: an optional one rolled back when
+/// it would leave no node with a non-negative score), then adds the scores of what is colocated
+/// with it, scaled, recursively (`pcmk__add_colocated_node_scores`).
+fn apply_colocations(
+    ctx: &mut Ctx,
+    ri: usize,
+    this_with_list: Vec<Coloc>,
+    scores: &mut BTreeMap<usize, i64>,
+    steps: &mut Option<Vec<Step>>,
+    notes: &mut Vec<String>,
+    explaining: bool,
+) {
+    let obs = ctx.obs;
+    ctx.working[ri] = Some(scores.clone());
+    for c in this_with_list {
+        // The primary is placed first (nothing to do when it is, or is being, placed).
+        let primary = match c.primary {
+            Named::Group(g) => Unit::Group(g),
+            Named::Primitive(p) => match obs.resources[p].group {
+                Some(g) => Unit::Group(g),
+                None => Unit::Primitive(p),
+            },
+        };
+        super::assign_unit(ctx, primary);
+        let Some(placed) = primary_node(ctx, &c) else {
+            if explaining {
+                notes.push(format!(
+                    "colocation {} is ignored: its primary is still being placed (a colocation loop)",
+                    c.id
+                ));
+            }
+            continue;
+        };
+        if placed.is_none() && c.score < 0 {
+            continue;
+        }
+        let mut work = scores.clone();
+        for (&ni, v) in work.iter_mut() {
+            match placed {
+                None => *v = add_score(-c.score, *v),
+                Some(p) if same_attribute(obs, c.attr.as_deref(), ni, p) => {
+                    if c.score < INFINITY {
+                        *v = add_score(c.score, *v);
+                    }
+                }
+                Some(_) if c.score >= INFINITY => *v = add_score(-c.score, *v),
+                Some(_) => {}
+            }
+        }
+        let with_node = placed
+            .map(|p| obs.nodes[p].uname.clone())
+            .unwrap_or_else(|| "no node".into());
+        if c.score.abs() >= INFINITY || any_usable(ctx, &work) {
+            record_changes(steps, scores, &work, &|| {
+                format!(
+                    "colocation {} ({} with the primary on {with_node})",
+                    c.id,
+                    score_text(c.score)
+                )
+            });
+            *scores = work;
+            ctx.working[ri] = Some(scores.clone());
+        } else if explaining {
+            notes.push(format!(
+                "colocation {} is rolled back: it would leave no node with a non-negative score",
+                c.id
+            ));
+        }
+        ctx.desired.trace[ri].push(ScoreNote {
+            node: placed.unwrap_or(usize::MAX),
+            delta: c.score,
+            why: format!("colocation {}", c.id),
+        });
+    }
+    // "With this" colocations: what is colocated with it pulls it, scaled.
+    for c in with_this(ctx, Named::Primitive(ri)) {
+        if !has_influence(ctx, &c) {
+            continue;
+        }
+        let before = scores.clone();
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Primitive(ri)];
+        add_colocated(
+            ctx,
+            c.dependent,
+            scores,
+            c.attr.as_deref(),
+            factor,
+            &mut merging,
+        );
+        let dependent = match c.dependent {
+            Named::Primitive(d) => obs.resources[d].id.as_str(),
+            Named::Group(g) => obs.groups[g].id.as_str(),
+        };
+        if before == *scores && explaining {
+            notes.push(format!(
+                "colocation {}: {dependent}'s scores are not added (no change, or they would leave no usable node)",
+                c.id
+            ));
+        }
+        ctx.working[ri] = Some(scores.clone());
+        record_changes(steps, &before, scores, &|| {
+            format!(
+                "colocation {}: {dependent}'s scores (and what is colocated with it) times {}/INFINITY",
+                c.id,
+                score_text(c.score)
+            )
+        });
+    }
+}
+
+/// Applies the colocations of primitive `ri`, not in a group, to its scores (see
+/// `apply_colocations`); its primaries are already placed.
+pub(super) fn colocate_primitive(
+    ctx: &mut Ctx,
+    ri: usize,
+    scores: &mut BTreeMap<usize, i64>,
+    steps: &mut Option<Vec<Step>>,
+    notes: &mut Vec<String>,
+) {
+    let own = Named::Primitive(ri);
+    let mut list: Vec<Coloc> = ctx
+        .cib
+        .colocations
+        .iter()
+        .filter_map(|c| configured(ctx, c))
+        .filter(|c| c.dependent == own && c.primary != own)
+        .collect();
+    sort_by_other(ctx, &mut list, |c| c.primary);
+    let explaining = steps.is_some();
+    apply_colocations(ctx, ri, list, scores, steps, notes, explaining);
+}
+
 /// Places the members of group `gi` one by one (see the module's facts).
 pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
     let obs = ctx.obs;
@@ -392,7 +529,7 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
         for ni in 0..obs.nodes.len() {
-            group_scores.insert(ni, 0);
+            group_scores.insert(ni, obs.nodes[ni].weight);
         }
     }
     let gid = obs.groups[gi].id.as_str();
@@ -412,7 +549,10 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                     .as_deref()
                     .and_then(crate::cib::parse_score)
                     .unwrap_or(0);
-                let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                let cur = group_scores
+                    .get(&ni)
+                    .copied()
+                    .unwrap_or(obs.nodes[ni].weight);
                 group_scores.insert(ni, add_score(cur, score));
             }
         } else {
@@ -430,7 +570,10 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                             .unwrap_or(0),
                         _ => 0,
                     };
-                    let cur = group_scores.get(&ni).copied().unwrap_or(0);
+                    let cur = group_scores
+                        .get(&ni)
+                        .copied()
+                        .unwrap_or(obs.nodes[ni].weight);
                     group_scores.insert(ni, add_score(cur, score));
                 }
             }
@@ -461,90 +604,15 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
         let mut notes: Vec<String> = Vec::new();
         let mut scores = pre[k].clone();
         // "This with" colocations: the member before it, the group's (first member), its own.
-        for c in this_with(ctx, gi, k) {
-            let Some(placed) = primary_node(ctx, &c) else {
-                if explaining {
-                    notes.push(format!(
-                        "colocation {} is ignored: its primary is still being placed (a colocation loop)",
-                        c.id
-                    ));
-                }
-                continue;
-            };
-            if placed.is_none() && c.score < 0 {
-                continue;
-            }
-            let mut work = scores.clone();
-            for (&ni, v) in work.iter_mut() {
-                match placed {
-                    None => *v = add_score(-c.score, *v),
-                    Some(p) if same_attribute(obs, c.attr.as_deref(), ni, p) => {
-                        if c.score < INFINITY {
-                            *v = add_score(c.score, *v);
-                        }
-                    }
-                    Some(_) if c.score >= INFINITY => *v = add_score(-c.score, *v),
-                    Some(_) => {}
-                }
-            }
-            let with_node = placed
-                .map(|p| obs.nodes[p].uname.clone())
-                .unwrap_or_else(|| "no node".into());
-            if c.score.abs() >= INFINITY || any_usable(ctx, &work) {
-                record_changes(&mut steps, &scores, &work, &|| {
-                    format!(
-                        "colocation {} ({} with the primary on {with_node})",
-                        c.id,
-                        score_text(c.score)
-                    )
-                });
-                scores = work;
-            } else if explaining {
-                notes.push(format!(
-                    "colocation {} is rolled back: it would leave no node with a non-negative score",
-                    c.id
-                ));
-            }
-            ctx.desired.trace[ri].push(ScoreNote {
-                node: placed.unwrap_or(usize::MAX),
-                delta: c.score,
-                why: format!("colocation {}", c.id),
-            });
-        }
-        // "With this" colocations: what is colocated with it pulls it, scaled.
-        for c in with_this(ctx, Named::Primitive(ri)) {
-            if !has_influence(ctx, &c) {
-                continue;
-            }
-            let before = scores.clone();
-            let factor = c.score as f32 / INFINITY as f32;
-            let mut merging = vec![Named::Primitive(ri)];
-            add_colocated(
-                ctx,
-                c.dependent,
-                &mut scores,
-                c.attr.as_deref(),
-                factor,
-                &mut merging,
-            );
-            let dependent = match c.dependent {
-                Named::Primitive(d) => obs.resources[d].id.as_str(),
-                Named::Group(g) => obs.groups[g].id.as_str(),
-            };
-            if before == scores && explaining {
-                notes.push(format!(
-                    "colocation {}: {dependent}'s scores are not added (no change, or they would leave no usable node)",
-                    c.id
-                ));
-            }
-            record_changes(&mut steps, &before, &scores, &|| {
-                format!(
-                    "colocation {}: {dependent}'s scores (and what is colocated with it) times {}/INFINITY",
-                    c.id,
-                    score_text(c.score)
-                )
-            });
-        }
+        apply_colocations(
+            ctx,
+            ri,
+            this_with(ctx, gi, k),
+            &mut scores,
+            &mut steps,
+            &mut notes,
+            explaining,
+        );
         if target_stopped(obs, ri) {
             for ni in 0..obs.nodes.len() {
                 scores.insert(ni, -INFINITY);
