@@ -384,10 +384,10 @@ pub(super) fn sort_scores(ctx: &mut Ctx, gi: usize) -> BTreeMap<usize, i64> {
     scores
 }
 
-/// Places the members of group `gi` one by one (see the module's facts).
-pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
+/// A group's (or clone's) own scores: the symmetric default, then the location constraints
+/// naming it (`pcmk__group_assign`'s and `pcmk__clone_allocate`'s lines).
+pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     let obs = ctx.obs;
-    let members = obs.groups[gi].members.clone();
     // The group's own scores: location constraints naming the group.
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
@@ -436,6 +436,14 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
             }
         }
     }
+    group_scores
+}
+
+/// Places the members of group `gi` one by one (see the module's facts).
+pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
+    let obs = ctx.obs;
+    let members = obs.groups[gi].members.clone();
+    let group_scores = location_scores(ctx, gi);
     ctx.desired.group_scores[gi] = group_scores;
     // Each member's scores before colocations (shown with the group's).
     let target = ctx.explain.filter(|_| recording);
