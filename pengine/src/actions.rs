@@ -792,11 +792,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     let induced = reason
                         .as_deref()
                         .is_some_and(|r| r.starts_with("required "));
-                    let previous = r.group.and_then(|gi| {
-                        let m = &obs.groups[gi].members;
-                        let i = m.iter().position(|&x| x == ri)?;
-                        i.checked_sub(1).map(|p| m[p])
-                    });
+                    let previous = r
+                        .group
+                        .filter(|&gi| obs.groups[gi].clone.is_none())
+                        .and_then(|gi| {
+                            let m = &obs.groups[gi].members;
+                            let i = m.iter().position(|&x| x == ri)?;
+                            i.checked_sub(1).map(|p| m[p])
+                        });
                     let stop_reason = previous
                         .filter(|&p| induced && !plan.stops(p).is_empty())
                         .map(|p| format!("required {} stop", obs.resources[p].id));
@@ -926,7 +929,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             if desired.unmanaged[ri] && target_node.is_none() {
                 unmanaged_recurring(obs, &mut plan, ri, unpack_mark);
             }
-            for &(pr, pid) in &probe_ids {
+            // A clone instance's probes are ordered before the clone's start (below).
+            let in_clone = r.group.is_some_and(|g| obs.groups[g].clone.is_some());
+            for &(pr, pid) in probe_ids.iter().filter(|_| !in_clone) {
                 // A probe that cannot run keeps a resource active nowhere from starting; an
                 // active one goes on as it is.
                 if pr == ri && (plan.actions[pid].runnable || r.running_on.is_empty()) {
@@ -956,6 +961,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 gi,
                 rec.blocked_group_starts.contains(&gi),
             );
+            // Every probe of a clone's instances comes before the clone's start.
+            if obs.groups[gi].clone.is_some() {
+                if let Some(gstart) = plan.find_group(gi, &Kind::GroupStart) {
+                    let members = &obs.groups[gi].members;
+                    for &(pr, pid) in &probe_ids {
+                        if members.contains(&pr) {
+                            plan.edge(pid, gstart);
+                        }
+                    }
+                }
+            }
             // A member that needs fencing and stops on a fenced node orders that fencing
             // before the group's stop too (Pacemaker orders it before the top-level parent's).
             if let Some(gstop) = plan.find_group(gi, &Kind::GroupStop) {
@@ -1121,6 +1137,9 @@ fn group_actions(
     blocked_start: bool,
 ) {
     let members = obs.groups[gi].members.clone();
+    // A group's members are chained; a clone's instances only when it is `ordered`.
+    let chained = obs.groups[gi].clone.as_ref().is_none_or(|c| c.ordered);
+    let is_group = obs.groups[gi].clone.is_none();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
     let any_start = starts.iter().any(|s| !s.is_empty());
@@ -1168,7 +1187,8 @@ fn group_actions(
                 .collect()
         })
         .collect();
-    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
+    // (A clone runs while one instance is active: its running does not wait for them.)
+    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) && is_group {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
                 Some(id) => id,
@@ -1207,7 +1227,7 @@ fn group_actions(
                     plan.edge_rel(p, x, Rel::Start);
                 }
             }
-            if !s.is_empty() {
+            if !s.is_empty() && chained {
                 prev = s.clone();
             }
         }
@@ -1223,7 +1243,7 @@ fn group_actions(
                     plan.edge_rel(p, x, Rel::GroupStop);
                 }
             }
-            if !s.is_empty() {
+            if !s.is_empty() && chained {
                 prev = s.clone();
             }
         }
@@ -1239,7 +1259,7 @@ fn group_actions(
         if let Some(gd) = ids[3] {
             probes_before(plan, m, &[gd]);
         }
-        if i > 0 {
+        if i > 0 && chained {
             let previous_stops = plan.stops(members[i - 1]);
             probes_before(plan, m, &previous_stops);
             // "member stop then previous member stop" is a restart ordering: a member frozen

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+pub mod clones;
 mod sets;
 mod templates;
 mod tickets;
+pub use clones::CloneDef;
 pub use tickets::{RscTicket, TicketState, set_ticket_flag};
 
 /// Score value used for INFINITY.
@@ -267,6 +269,8 @@ pub struct Group {
 pub enum ResourceDef {
     Primitive(Primitive),
     Group(Group),
+    /// An anonymous clone of a primitive (see `cib/clones.rs`).
+    Clone(CloneDef),
 }
 
 impl ResourceDef {
@@ -274,6 +278,7 @@ impl ResourceDef {
         match self {
             ResourceDef::Primitive(p) => &p.id,
             ResourceDef::Group(g) => &g.id,
+            ResourceDef::Clone(c) => &c.id,
         }
     }
 }
@@ -431,6 +436,7 @@ impl Cib {
         self.resources.iter().flat_map(|r| match r {
             ResourceDef::Primitive(p) => std::slice::from_ref(p).iter(),
             ResourceDef::Group(g) => g.members.iter(),
+            ResourceDef::Clone(c) => std::slice::from_ref(&c.child).iter(),
         })
     }
 }
@@ -690,7 +696,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     }
                     let rsc_ids: Vec<&Element> = std::iter::once(r)
                         .chain(r.children_named("primitive"))
-                        .filter(|e| matches!(e.name.as_str(), "primitive" | "group"))
+                        .filter(|e| matches!(e.name.as_str(), "primitive" | "group" | "clone"))
                         .collect();
                     if let Some(dup) = rsc_ids.iter().find(|e| seen.contains(e.id())) {
                         diag(
@@ -723,6 +729,18 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                                 line: r.line,
                             }));
                         }
+                        "clone" => match clones::parse(
+                            r,
+                            |p| templated_primitive(&ctx, p, &templates, &mut config_errors),
+                            |set| ctx.sets(set, "meta_attributes"),
+                        ) {
+                            Ok(Some(c)) => cib.resources.push(ResourceDef::Clone(c)),
+                            Ok(None) => {}
+                            Err(why) => {
+                                cib.unsupported.push(format!("clone {}", r.id()));
+                                diag(&mut diags, r, why);
+                            }
+                        },
                         other => {
                             cib.unsupported.push(format!("{other} {}", r.id()));
                             diag(

@@ -17,6 +17,9 @@ use crate::{Transition, graph};
 pub enum ExplainError {
     #[error("no primitive '{rsc}' is configured")]
     UnknownResource { rsc: String },
+    /// Clone instances are placed together (`placement/clones.rs`), without a trace yet.
+    #[error("'{rsc}' is a clone instance: explaining clone placement is not supported yet")]
+    CloneInstance { rsc: String },
 }
 
 /// The scores the steps give, per node: a node no step touched has none (-INFINITY).
@@ -37,6 +40,15 @@ pub fn explain(cib: &Cib, now: i64, rsc: &str) -> Result<(Transition, Trace), Ex
     let (transition, trace) = crate::schedule_traced(cib, now, Some(rsc));
     match trace {
         Some(trace) if !transition.observed.resources[trace.rsc].orphan => Ok((transition, trace)),
+        _ if transition
+            .observed
+            .rsc_index(rsc)
+            .is_some_and(|ri| transition.observed.resources[ri].clone_base.is_some()) =>
+        {
+            Err(ExplainError::CloneInstance {
+                rsc: rsc.to_string(),
+            })
+        }
         _ => Err(ExplainError::UnknownResource {
             rsc: rsc.to_string(),
         }),

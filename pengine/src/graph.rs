@@ -76,7 +76,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     // plan index -> (first graph action for incoming edges, last for outgoing edges, all created)
     let mut map: Vec<(usize, usize, Vec<usize>)> = Vec::with_capacity(plan.actions.len());
     for a in &plan.actions {
-        let rname = a.rsc.map(|r| obs.resources[r].id.clone());
+        let rname = a
+            .rsc
+            .map(|r| crate::clones::key_name(&obs.resources[r]).to_string());
         let gname = a.group.map(|gi| obs.groups[gi].id.clone());
         let push = |g: &mut TransitionGraph,
                     key: String,
@@ -501,12 +503,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     for t in &plan.order {
         match *t {
             Top::Primitive(ri) => order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri))),
+            // A group's pseudo actions come before its members'; a clone's after its
+            // instances'.
             Top::Group(gi) => {
-                order.extend(per_plan(&|pi| {
+                let own = per_plan(&|pi| {
                     plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
-                }));
+                });
+                let is_clone = obs.groups[gi].clone.is_some();
+                if !is_clone {
+                    order.extend(own.iter().copied());
+                }
                 for &ri in &obs.groups[gi].members {
                     order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
+                }
+                if is_clone {
+                    order.extend(own);
                 }
             }
         }
@@ -636,7 +647,10 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
         let node = ga.node.map(|n| obs.nodes[n].uname.as_str()).unwrap_or("");
         match ga.event {
             EventKind::RscOp => {
-                let r = ga.rsc.map(|r| obs.resources[r].id.as_str()).unwrap_or("");
+                let r = ga
+                    .rsc
+                    .map(|r| crate::clones::simulated_name(obs, r))
+                    .unwrap_or("");
                 if ga.interval_ms > 0 {
                     let _ = writeln!(
                         out,
@@ -916,6 +930,16 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
         xml_escape(&a.task),
         xml_escape(&a.key)
     );
+    // An instance known by another name in the history: its own key too.
+    if let Some(r) = a.rsc.map(|ri| &obs.resources[ri]) {
+        if let Some(rest) = r.clone_name.as_deref().and_then(|c| a.key.strip_prefix(c)) {
+            s.push_str(&format!(
+                " internal_operation_key=\"{}{}\"",
+                xml_escape(&r.id),
+                xml_escape(rest)
+            ));
+        }
+    }
     if a.event != EventKind::Pseudo {
         if let Some(n) = a.node {
             let node = &obs.nodes[n];
@@ -950,6 +974,13 @@ fn meta_fields(meta: &std::collections::BTreeMap<String, String>) -> Vec<(String
 fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
     let meta = match (a.rsc, a.group) {
         (Some(ri), _) => &obs.resources[ri].meta,
+        // A clone's running and stopped pseudo actions come first (Pacemaker: INFINITY).
+        (None, Some(gi))
+            if obs.groups[gi].clone.is_some()
+                && matches!(a.task.as_str(), "running" | "stopped") =>
+        {
+            return crate::cib::INFINITY;
+        }
         (None, Some(gi)) => &obs.groups[gi].meta,
         (None, None) => return 0,
     };
@@ -1007,9 +1038,15 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             let r = &obs.resources[ri];
             // Cluster actions on a resource (clear_failcount, lrm_delete) name it too.
             if matches!(a.event, EventKind::RscOp | EventKind::Cluster) {
+                // An anonymous clone instance is named by its primitive, the instance as
+                // `long-id`.
+                let long_id = match &r.clone_base {
+                    Some(_) => format!(" long-id=\"{}\"", xml_escape(crate::clones::long_id(r))),
+                    None => String::new(),
+                };
                 let mut prim = format!(
-                    "<primitive id=\"{}\" class=\"{}\"",
-                    xml_escape(&r.id),
+                    "<primitive id=\"{}\"{long_id} class=\"{}\"",
+                    xml_escape(r.history_id()),
                     xml_escape(&r.class)
                 );
                 if let Some(p) = &r.provider {
@@ -1029,6 +1066,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             };
             let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
             attrs.extend(op.extra.into_iter().chain(op.params));
+            if let Some(gi) = r.group {
+                attrs.extend(crate::clones::graph_meta(obs, gi, Some(ri)));
+            }
             // A filler's actions name its container.
             if let Some(ci) = r.container {
                 attrs.push(("CRM_meta_container".into(), obs.resources[ci].id.clone()));
@@ -1092,6 +1132,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         }
         // A group's pseudo actions carry op_defaults and the default operation timeout.
         if let Some(gi) = a.group {
+            attrs.extend(crate::clones::graph_meta(obs, gi, None));
             if let Some(&m) = obs.groups[gi].members.first() {
                 let defaults = obs.resources[m].op_meta("", 0);
                 attrs.extend(meta_fields(&defaults));
@@ -1328,10 +1369,15 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             .iter()
             .map(|&ri| (obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
         let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi])).chain(member_rows);
+        // A clone shows its own and its instances' scores before distributing them.
+        let label = match g.clone {
+            Some(_) => "pcmk__clone_allocate",
+            None => "pcmk__group_assign",
+        };
         for (id, scores) in rows {
             for (&ni, &v) in scores {
                 lines.push(format!(
-                    "pcmk__group_assign: {id} allocation score on {}: {}",
+                    "{label}: {id} allocation score on {}: {}",
                     obs.nodes[ni].uname,
                     crate::placement::score_text(v)
                 ));

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod clones;
 pub mod container;
 pub mod digest;
 pub mod events;

@@ -219,6 +219,12 @@ pub struct Resource {
     pub remote_node: Option<usize>,
     /// A failure of this connection resets its remote node (`OnFail::ResetRemote`).
     pub reset_remote: bool,
+    /// For an instance of an anonymous clone: the cloned primitive's id, the name its history,
+    /// fail counts and graph entries use (see `crate::clones`).
+    pub clone_base: Option<String>,
+    /// The name of the history an anonymous clone instance was mapped from, when it is not the
+    /// instance's own (Pacemaker's `clone_name`): its action keys use it.
+    pub clone_name: Option<String>,
 }
 
 impl Resource {
@@ -238,6 +244,11 @@ impl Resource {
             self.remote_node.is_some() && self.container.is_none(),
         )
     }
+    /// The name the resource's history and fail counts use (an anonymous clone instance's is
+    /// the cloned primitive's id).
+    pub fn history_id(&self) -> &str {
+        self.clone_base.as_deref().unwrap_or(&self.id)
+    }
     pub fn is_stonith(&self) -> bool {
         self.class == "stonith"
     }
@@ -253,6 +264,9 @@ pub struct Group {
     pub id: String,
     pub members: Vec<usize>,
     pub meta: BTreeMap<String, String>,
+    /// Set for an anonymous clone: its members are the instances (`child:N`), unchained and
+    /// placed by `placement/clones.rs`, not as a group (see `crate::clones`).
+    pub clone: Option<crate::clones::CloneSpec>,
 }
 
 /// A top-level entry of the resource section, in CIB order.
@@ -467,7 +481,7 @@ fn set_utilization(sets: &[NvSet], now: i64) -> BTreeMap<String, i64> {
         .collect()
 }
 
-fn make_resource(
+pub(crate) fn make_resource(
     p: &Primitive,
     cib: &Cib,
     group_meta: Option<&BTreeMap<String, String>>,
@@ -845,9 +859,11 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                     id: g.id.clone(),
                     members,
                     meta: gm,
+                    clone: None,
                 });
                 obs.top.push(Top::Group(gi));
             }
+            ResourceDef::Clone(c) => crate::clones::add_clone(&mut obs, c, cib, now),
         }
     }
     // Pacemaker counts watchdog self-fencing (have-watchdog, set by the controller when SBD runs)
@@ -995,6 +1011,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     let mut orphans: Vec<Resource> = Vec::new();
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
+    let clone_children = crate::clones::by_child(&obs);
     // Cluster nodes' histories first, then the remote nodes' (their connections' state is
     // in the cluster nodes' histories; see `crate::remote`).
     let mut ordered = all_histories.clone();
@@ -1021,7 +1038,15 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
             continue;
         }
-        let ri = match obs.rsc_index(&lr.id) {
+        let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
+            crate::clones::Owner::Instance(ri) => Some(ri),
+            crate::clones::Owner::Orphan => None,
+            crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
+        };
+        if let Some(ri) = owner {
+            crate::clones::note_history_name(&mut obs.resources, &mut obs.groups, ri, &lr.id);
+        }
+        let ri = match owner {
             Some(ri) => ri,
             None => {
                 let oi = match orphans.iter().position(|o| o.id == lr.id) {
@@ -1081,6 +1106,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 .map(Vec::as_slice)
                 .unwrap_or(&[]),
         );
+        crate::clones::forget_stopped_name(rsc, ni);
     }
     if !remote_states_read {
         crate::remote::read_states(&mut obs, cib);
@@ -1149,7 +1175,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 continue;
             };
             let rid = rest.split('#').next().unwrap_or(rest);
-            if let Some(ri) = obs.rsc_index(rid) {
+            for ri in crate::clones::named_by_history(&obs, rid) {
                 let count = parse_score(v).unwrap_or(0);
                 *obs.resources[ri].fail_count.entry(ni).or_insert(0) += count;
             }
@@ -1159,7 +1185,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 continue;
             };
             let rid = rest.split('#').next().unwrap_or(rest);
-            if let Some(ri) = obs.rsc_index(rid) {
+            for ri in crate::clones::named_by_history(&obs, rid) {
                 let t: i64 = v.trim().parse().unwrap_or(0);
                 let e = obs.resources[ri].last_failure.entry(ni).or_insert(0);
                 *e = (*e).max(t);

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::cib::{Cib, Element, INFINITY, parse_score};
 use crate::observed::{Observed, Role, Top, natural_cmp};
 
+mod clones;
 mod members;
 
 /// One reason a node's score for a resource changed.
@@ -680,7 +681,8 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     if strategy != "none" {
         for ni in 0..obs.nodes.len() {
             let s = health_score(obs, ni, &strategy);
-            if s != 0 {
+            // A negative health does not apply to a resource with allow-unhealthy-nodes.
+            if s != 0 && !(s < 0 && r.meta_bool("allow-unhealthy-nodes", false)) {
                 if let Some(cur) = scores.get(&ni).copied() {
                     scores.insert(ni, add_score(cur, s));
                     record(&mut ctx.recording, ni, StepOp::Add(s), || {
@@ -807,7 +809,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     // Explaining one of these members: record every score change (see `Trace`).
     let recording = ctx.explain.is_some_and(|t| members.contains(&t));
     if let Unit::Group(gi) = u {
-        members::assign_group(ctx, gi, recording);
+        if obs.groups[gi].clone.is_some() {
+            clones::assign_clone(ctx, gi);
+        } else {
+            members::assign_group(ctx, gi, recording);
+        }
         for &ri in &members {
             ctx.done[ri] = true;
         }

@@ -180,6 +180,12 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                 {
                     continue;
                 }
+                // An anonymous clone probes one instance per node.
+                if let Some(gi) = r.group.filter(|&g| obs.groups[g].clone.is_some()) {
+                    if crate::clones::probed_instance(obs, &desired.assigned, gi, ni) != Some(ri) {
+                        continue;
+                    }
+                }
                 rec.probes.push((ri, ni));
             }
         }
@@ -395,7 +401,14 @@ fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String
         ),
         End::GroupRunning(gi) | End::GroupStart(gi) => {
             let m = &obs.groups[gi].members;
-            let runnable = m.iter().all(|&ri| st[ri].runnable || !st[ri].exists);
+            // A clone runs when one instance does; a group when every member can.
+            let runnable = if obs.groups[gi].clone.is_some() {
+                m.iter().any(|&ri| {
+                    (st[ri].runnable && st[ri].exists) || !obs.resources[ri].running_on.is_empty()
+                })
+            } else {
+                m.iter().all(|&ri| st[ri].runnable || !st[ri].exists)
+            };
             let required = m.iter().any(|&ri| st[ri].required && st[ri].runnable);
             (runnable, required, format!("{} running", obs.groups[gi].id))
         }
@@ -453,6 +466,12 @@ fn apply_ordering(
     mode: Mode,
 ) -> bool {
     let (f_runnable, f_required, desc) = first_state(obs, st, f);
+    // A clone's start or stop being required does not require its instances' (only an
+    // unrunnable clone start makes theirs unrunnable).
+    let f_required = f_required
+        && obs.resources[ri]
+            .group
+            .is_none_or(|g| obs.groups[g].clone.is_none());
     let s = &mut st[ri];
     if !s.exists {
         return false;
@@ -550,7 +569,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
-    for g in 0..obs.groups.len() {
+    for g in (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none()) {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
             rels.push((End::Start(w[0]), End::Start(w[1]), Mode::Symmetric));

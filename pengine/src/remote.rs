@@ -64,6 +64,7 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::new();
     for n in cib.nodes.iter().filter(|n| n.kind == "remote") {
         let mut node = new_node(&n.id, &n.uname);
+        node.weight = n.score;
         merge_sets(&mut node.attrs, &n.attrs, now, None);
         out.push(node);
     }

@@ -696,17 +696,25 @@ pub fn record_op(
     let r = &obs.resources[ri];
     let n = &obs.nodes[ni];
     let st = node_state(cib, &n.id, &n.uname);
-    let count = failure.and_then(|c| count_failure(st, &r.id, op, c, obs.start_failure_is_fatal));
+    // An anonymous clone instance's history: the entry crm_simulate finds by the name it
+    // prints, else the primitive's (see `clones::simulated_name`).
+    let simulated = crate::clones::simulated_name(obs, ri);
+    let name = if st.lrm.iter().any(|l| l.id == simulated) {
+        simulated
+    } else {
+        r.history_id()
+    };
+    let count = failure.and_then(|c| count_failure(st, name, op, c, obs.start_failure_is_fatal));
     // A clean-up forgets the resource's history on the node.
     if op.task == "delete" {
-        st.lrm.retain(|l| l.id != r.id);
+        st.lrm.retain(|l| l.id != name);
         return count;
     }
-    let lrm = lrm_resource(st, &r.id, &r.class, r.provider.as_deref(), &r.kind);
+    let lrm = lrm_resource(st, name, &r.class, r.provider.as_deref(), &r.kind);
     // The cancelled operation's own entry goes; a failure it recorded stays (the controller
     // deletes the entry by the operation's key, so `last_failure` keeps the failure shown).
     if op.task == "cancel" {
-        let last_failure = format!("{}_last_failure_0", r.id);
+        let last_failure = format!("{}_last_failure_0", name);
         lrm.ops.retain(|o| {
             !(o.operation == "monitor" && o.interval_ms == op.interval_ms && o.id != last_failure)
         });
@@ -740,7 +748,7 @@ pub fn failure_lines(obs: &Observed, g: &TransitionGraph, f: &Fired, when: i64) 
         when,
         migrate: None,
     };
-    inject_failcount(&mut st, &obs.resources[ri].id, &op)
+    inject_failcount(&mut st, obs.resources[ri].history_id(), &op)
 }
 
 pub(crate) fn node_state<'a>(cib: &'a mut Cib, id: &str, uname: &str) -> &'a mut NodeState {

@@ -55,7 +55,7 @@ pub(crate) fn pending_state(task: &str) -> Option<&'static str> {
     }
 }
 
-fn ocf_exit_text(rc: i32) -> &'static str {
+pub(crate) fn ocf_exit_text(rc: i32) -> &'static str {
     match rc {
         0 => "ok",
         1 => "error",
@@ -227,6 +227,10 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
                 }
                 any = true;
                 let _ = writeln!(out, "    * {}", primitive_line_with(obs, r, show_pending));
+            }
+            Top::Group(gi) if obs.groups[gi].clone.is_some() => {
+                any = true;
+                crate::clones::render_clone(obs, gi, show_pending, &mut out);
             }
             Top::Group(gi) => {
                 let g = &obs.groups[gi];

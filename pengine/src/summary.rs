@@ -27,6 +27,8 @@ pub struct ResourceStatus {
     /// `class:provider:type`.
     pub agent: String,
     pub group: Option<String>,
+    /// For an anonymous clone instance: the clone's id (its `group` is then None).
+    pub clone: Option<String>,
     /// As the resource list prints it: "Started", "Stopped", "FAILED", "Migrating", ...
     pub state: String,
     /// Where it is active, by node name.
@@ -141,7 +143,14 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
             ResourceStatus {
                 id: r.id.clone(),
                 agent: r.agent(),
-                group: r.group.map(|gi| obs.groups[gi].id.clone()),
+                group: r
+                    .group
+                    .filter(|&gi| obs.groups[gi].clone.is_none())
+                    .map(|gi| obs.groups[gi].id.clone()),
+                clone: r
+                    .group
+                    .filter(|&gi| obs.groups[gi].clone.is_some())
+                    .map(|gi| obs.groups[gi].id.clone()),
                 state: resource_state(r, show_pending),
                 nodes: r
                     .running_on
@@ -177,7 +186,9 @@ pub fn executed_actions(
                     EventKind::Cluster => "cluster",
                 },
                 task: ga.task.clone(),
-                rsc: ga.rsc.map(|ri| obs.resources[ri].id.clone()),
+                rsc: ga
+                    .rsc
+                    .map(|ri| crate::clones::simulated_name(obs, ri).to_string()),
                 node: ga.node.map(|ni| obs.nodes[ni].uname.clone()),
                 interval_ms: ga.interval_ms,
                 key: ga.key.clone(),
@@ -199,6 +210,7 @@ fn status_json(s: &ClusterStatus) -> Value {
             "id": r.id,
             "agent": r.agent,
             "group": r.group,
+            "clone": r.clone,
             "state": r.state,
             "nodes": r.nodes,
             "failed": r.failed,

@@ -79,7 +79,20 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
                 .expect("the corpus scores"),
         );
         let observed = pengine::observed::observe(&cib, now);
+        // Clone instances are placed by the clone, which records no trace yet: explain refuses
+        // them (checked below), so their scores are compared by the conformance test only.
         for r in observed.resources.iter().filter(|r| !r.orphan) {
+            if r.clone_base.is_some() {
+                match pengine::explain::explain(&cib, now, &r.id) {
+                    Err(pengine::explain::ExplainError::CloneInstance { .. }) => {}
+                    other => failures.push(format!(
+                        "{name}: {}: clone instance explained: {:?}",
+                        r.id,
+                        other.map(|_| ())
+                    )),
+                }
+                continue;
+            }
             let (t, trace) = match pengine::explain::explain(&cib, now, &r.id) {
                 Ok(x) => x,
                 Err(e) => {

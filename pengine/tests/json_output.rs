@@ -79,12 +79,40 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
             ));
         }
     }
-    // Primitive lines are `ID (AGENT): STATE ...`; group headers and node lines are not.
+    // Clone instances: the text shows them by node ("Started: [ ... ]") or on a line named by
+    // the cloned primitive; every node an instance runs on is on one of those lines.
+    let (instances, resources): (Vec<&Value>, Vec<&Value>) = array(json, "resources")
+        .iter()
+        .partition(|r| !r["clone"].is_null());
+    let base = |r: &Value| {
+        let id = text(r, "id");
+        id.rsplit_once(':').map_or(id, |(b, _)| b).to_string()
+    };
+    let cloned: Vec<String> = instances.iter().map(|r| base(r)).collect();
+    for r in &instances {
+        let own = format!("{} (", base(r));
+        for node in array(r, "nodes") {
+            let node = node.as_str().unwrap_or_default();
+            let shown = lines.iter().any(|l| {
+                (l.starts_with("Started: [") || l.starts_with(&own))
+                    && l.split([' ', '[', ']']).any(|w| w == node)
+            });
+            if !shown {
+                return Err(format!(
+                    "{case} {which}: instance {} on {node} is not in the text",
+                    text(r, "id")
+                ));
+            }
+        }
+    }
+    // Primitive lines are `ID (AGENT): STATE ...`; group and clone headers and node lists
+    // ("Stopped (disabled): [ ... ]") are not, nor are a clone's instance lines (checked above).
     let primitive_lines: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains(" (") && l.contains("):") && !l.starts_with("Resource Group:"))
+        .filter(|l| !l.starts_with("Clone Set:") && !l.contains(": [ "))
+        .filter(|l| !cloned.iter().any(|c| l.starts_with(&format!("{c} ("))))
         .collect();
-    let resources = array(json, "resources");
     if resources.len() != primitive_lines.len() {
         return Err(format!(
             "{case} {which}: {} resources in the JSON, {} in the text",

@@ -184,6 +184,7 @@ pub(super) fn check_references(
         resources.iter().any(|r| match r {
             super::ResourceDef::Primitive(p) => p.id == id,
             super::ResourceDef::Group(g) => g.id == id || g.members.iter().any(|m| m.id == id),
+            super::ResourceDef::Clone(c) => c.id == id || c.child.id == id,
         })
     };
     for dep in rsc_tickets.iter().filter(|d| !known(&d.rsc)) {

@@ -323,9 +323,19 @@ fn add_colocated(
 
 /// Where the primary of a colocation runs: a primitive's node; a group's last member's for a
 /// mandatory colocation, its first member's otherwise. None inside: not placed yet.
-fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Option<usize>> {
+fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Vec<usize>> {
     let ri = match c.primary {
         Named::Primitive(ri) => ri,
+        // A clone's primary nodes are every instance's (see `clones::placed_nodes`).
+        Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
+            let first = *ctx.obs.groups[gi].members.first()?;
+            return ctx
+                .done
+                .get(first)
+                .copied()
+                .unwrap_or(false)
+                .then(|| super::clones::placed_nodes(ctx, Unit::Group(gi)));
+        }
         Named::Group(gi) => {
             let members = &ctx.obs.groups[gi].members;
             let m = if c.score >= INFINITY {
@@ -340,7 +350,7 @@ fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Option<usize>> {
     if !ctx.done[ri] {
         return None;
     }
-    Some(ctx.desired.assigned[ri])
+    Some(ctx.desired.assigned[ri].into_iter().collect())
 }
 
 /// Records, per node, how `after` differs from `before`.
@@ -421,24 +431,29 @@ fn apply_colocations(
             }
             continue;
         };
-        if placed.is_none() && c.score < 0 {
+        if placed.is_empty() && c.score < 0 {
             continue;
         }
+        let alike = |ni: usize| {
+            placed
+                .iter()
+                .any(|&p| same_attribute(obs, c.attr.as_deref(), ni, p))
+        };
         let mut work = scores.clone();
         for (&ni, v) in work.iter_mut() {
-            match placed {
-                None => *v = add_score(-c.score, *v),
-                Some(p) if same_attribute(obs, c.attr.as_deref(), ni, p) => {
-                    if c.score < INFINITY {
-                        *v = add_score(c.score, *v);
-                    }
+            if placed.is_empty() {
+                *v = add_score(-c.score, *v);
+            } else if alike(ni) {
+                if c.score < INFINITY {
+                    *v = add_score(c.score, *v);
                 }
-                Some(_) if c.score >= INFINITY => *v = add_score(-c.score, *v),
-                Some(_) => {}
+            } else if c.score >= INFINITY {
+                *v = add_score(-c.score, *v);
             }
         }
         let with_node = placed
-            .map(|p| obs.nodes[p].uname.clone())
+            .first()
+            .map(|&p| obs.nodes[p].uname.clone())
             .unwrap_or_else(|| "no node".into());
         if c.score.abs() >= INFINITY || any_usable(ctx, &work) {
             record_changes(steps, scores, &work, &|| {
@@ -457,7 +472,7 @@ fn apply_colocations(
             ));
         }
         ctx.desired.trace[ri].push(ScoreNote {
-            node: placed.unwrap_or(usize::MAX),
+            node: placed.first().copied().unwrap_or(usize::MAX),
             delta: c.score,
             why: format!("colocation {}", c.id),
         });
@@ -521,10 +536,10 @@ pub(super) fn colocate_primitive(
     apply_colocations(ctx, ri, list, scores, steps, notes, explaining);
 }
 
-/// Places the members of group `gi` one by one (see the module's facts).
-pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
+/// A group's (or clone's) own scores: the symmetric default, then the location constraints
+/// naming it (`pcmk__group_assign`'s and `pcmk__clone_allocate`'s lines).
+pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     let obs = ctx.obs;
-    let members = obs.groups[gi].members.clone();
     // The group's own scores: location constraints naming the group.
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
@@ -579,6 +594,14 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
             }
         }
     }
+    group_scores
+}
+
+/// Places the members of group `gi` one by one (see the module's facts).
+pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
+    let obs = ctx.obs;
+    let members = obs.groups[gi].members.clone();
+    let group_scores = location_scores(ctx, gi);
     ctx.desired.group_scores[gi] = group_scores;
     // Each member's scores before colocations (shown with the group's).
     let target = ctx.explain.filter(|_| recording);

@@ -1,0 +1,71 @@
+//! `<clone>` elements -> `CloneDef`: anonymous clones of one primitive; promotable clones, clones
+//! of groups and globally unique clones are refused with the reason (not planned yet).
+
+use super::{Element, NvSet, Primitive, is_true};
+
+/// An anonymous clone of a primitive: its own meta attributes (the clone's options, and what its
+/// instances inherit, such as `target-role` and `is-managed`) and the cloned primitive.
+#[derive(Debug, Clone, Default)]
+pub struct CloneDef {
+    pub id: String,
+    pub meta: Vec<NvSet>,
+    pub child: Primitive,
+    pub line: usize,
+}
+
+/// The most instances a clone may declare (`clone-max`); Pacemaker has no limit, real clusters
+/// stay far below it.
+pub const MAX_INSTANCES: i64 = 4096;
+
+/// The value a clone's own meta attributes give `name` (the first set that has it; rules are
+/// not looked at here: this only decides whether the clone is supported).
+fn plain_meta<'a>(meta: &'a [NvSet], name: &str) -> Option<&'a str> {
+    meta.iter()
+        .filter(|s| s.rules.is_empty())
+        .flat_map(|s| s.pairs.iter())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Reads a `<clone>`: `Ok(None)` when its primitive is ignored (a template that cannot be used;
+/// the error is the caller's), `Err(reason)` for what is not supported yet.
+pub(super) fn parse(
+    el: &Element,
+    mut primitive: impl FnMut(&Element) -> Option<Primitive>,
+    meta_sets: impl Fn(&Element) -> Vec<NvSet>,
+) -> Result<Option<CloneDef>, String> {
+    let meta = meta_sets(el);
+    if plain_meta(&meta, "promotable").is_some_and(is_true) {
+        return Err("promotable clones are not supported yet: clone ignored".into());
+    }
+    // Every instance is a resource: an absurd clone-max would exhaust memory.
+    if let Some(max) = plain_meta(&meta, "clone-max").and_then(|v| v.trim().parse::<i64>().ok()) {
+        if max > MAX_INSTANCES {
+            return Err(format!(
+                "clone-max {max} is above {MAX_INSTANCES} instances: clone ignored"
+            ));
+        }
+    }
+    if plain_meta(&meta, "globally-unique").is_some_and(is_true) {
+        return Err("globally unique clones are not supported yet: clone ignored".into());
+    }
+    let mut children = el
+        .children
+        .iter()
+        .filter(|c| matches!(c.name.as_str(), "primitive" | "group"));
+    let Some(child) = children.next() else {
+        return Err("clone without a primitive or group ignored".into());
+    };
+    if children.next().is_some() {
+        return Err("clone with more than one child ignored".into());
+    }
+    if child.name == "group" {
+        return Err("clones of groups are not supported yet: clone ignored".into());
+    }
+    Ok(primitive(child).map(|child| CloneDef {
+        id: el.id().to_string(),
+        meta,
+        child,
+        line: el.line,
+    }))
+}

@@ -1,0 +1,449 @@
+//! Anonymous clones as Pacemaker 2.1.5 unpacks and shows them: the instances (`child:N`) as
+//! resources of a clone `Group` (`Group::clone`), each node's history of the cloned primitive
+//! mapped to an instance, fail counts by the primitive's name, and the "Clone Set" status lines.
+//!
+//! A clone is kept as an `observed::Group` whose members are its instances, so the pseudo
+//! actions (`CLONE_start_0`, `_running_0`, `_stop_0`, `_stopped_0`) and constraints naming the
+//! clone work as they do for groups; what differs (no member chain, placement by instance
+//! count, the status block) branches on `Group::clone`. Promotable clones (roles) can extend
+//! `CloneSpec`; they, globally unique clones and clones of groups are refused in `cib`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write;
+
+use crate::cib::{Cib, CloneDef, is_true};
+use crate::observed::{
+    Group, Observed, Resource, Role, Top, make_resource, merge_sets, natural_cmp,
+};
+
+/// What a clone's meta attributes say about its instances.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CloneSpec {
+    /// The cloned primitive's id (instances are `child:0`, `child:1`...).
+    pub child: String,
+    /// `clone-max` (default: the number of nodes, at least 1).
+    pub max: usize,
+    /// `clone-node-max` (always 1 for anonymous clones).
+    pub node_max: usize,
+    pub interleave: bool,
+    pub ordered: bool,
+    pub notify: bool,
+    /// Some instance's history uses the primitive's own name (Pacemaker then finds the
+    /// primitive's name among the resources, and crm_simulate prints it for executed actions).
+    pub history_named: bool,
+}
+
+/// A non-negative integer meta value as Pacemaker reads it (invalid or negative: 0).
+fn scan_count(v: &str) -> usize {
+    v.trim()
+        .parse::<i64>()
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
+}
+
+/// Adds the clone `c` to `obs`: its meta (own sets, then `rsc_defaults`, stickiness 1 unless
+/// set), one resource per instance (`clone-max`; one orphan instance when it is 0, for the
+/// history), as a `Group` with `clone` set, listed at the top level.
+pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
+    let mut meta = BTreeMap::new();
+    merge_sets(&mut meta, &c.meta, now, None);
+    merge_sets(&mut meta, &cib.rsc_defaults, now, None);
+    meta.entry("resource-stickiness".into())
+        .or_insert_with(|| "1".into());
+    meta.entry("globally-unique".into())
+        .or_insert_with(|| "false".into());
+    let flag = |name: &str| meta.get(name).is_some_and(|v| is_true(v));
+    // (`cib` refuses a larger clone-max; one set by a rule is capped the same way.)
+    let cap = crate::cib::clones::MAX_INSTANCES as usize;
+    let max = match meta.get("clone-max") {
+        Some(v) => scan_count(v).min(cap),
+        None => obs.nodes.len().max(1),
+    };
+    let spec = CloneSpec {
+        child: c.child.id.clone(),
+        max,
+        node_max: 1,
+        interleave: flag("interleave"),
+        ordered: flag("ordered"),
+        notify: flag("notify"),
+        history_named: false,
+    };
+    let gi = obs.groups.len();
+    let mut members = Vec::new();
+    for n in 0..max.max(1) {
+        let mut rsc = make_resource(&c.child, cib, Some(&meta), now);
+        rsc.id = format!("{}:{n}", c.child.id);
+        rsc.group = Some(gi);
+        rsc.clone_base = Some(c.child.id.clone());
+        rsc.orphan = n >= max;
+        members.push(obs.resources.len());
+        obs.resources.push(rsc);
+    }
+    obs.groups.push(Group {
+        id: c.id.clone(),
+        members,
+        meta,
+        clone: Some(spec),
+    });
+    obs.top.push(Top::Group(gi));
+}
+
+/// The cloned primitive's id named by a history or attribute name: `child` or `child:N`.
+pub fn strip_instance(id: &str) -> &str {
+    match id.rsplit_once(':') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => id,
+    }
+}
+
+/// Clone groups by their cloned primitive's id, built once per unpacking (empty without
+/// clones, so looking up costs nothing then).
+pub fn by_child(obs: &Observed) -> HashMap<String, usize> {
+    obs.groups
+        .iter()
+        .enumerate()
+        .filter_map(|(gi, g)| g.clone.as_ref().map(|c| (c.child.clone(), gi)))
+        .collect()
+}
+
+/// Which resource a node's history entry `lrm_id` belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// Not the history of a cloned primitive.
+    NotCloned,
+    /// The instance it is mapped to.
+    Instance(usize),
+    /// A cloned primitive's history no instance can take (an orphan).
+    Orphan,
+}
+
+/// Maps node `ni`'s history entry `lrm_id` of a cloned primitive to an instance as Pacemaker
+/// does while unpacking, node by node in status order: the instance already found active or
+/// pending on this node, else the first instance not active anywhere yet (and not pending on
+/// another node); an instance not requiring fencing is not taken for a lost node unless the
+/// clone has an instance per node.
+pub fn history_owner(
+    obs: &Observed,
+    clones: &HashMap<String, usize>,
+    ni: usize,
+    lrm_id: &str,
+) -> Owner {
+    if clones.is_empty() {
+        return Owner::NotCloned;
+    }
+    let Some(&gi) = clones.get(strip_instance(lrm_id)) else {
+        return Owner::NotCloned;
+    };
+    let Some(spec) = obs.groups[gi].clone.as_ref() else {
+        return Owner::NotCloned;
+    };
+    let mut found = None;
+    let mut inactive = None;
+    let mut skip_inactive = false;
+    for &m in &obs.groups[gi].members {
+        let r = &obs.resources[m];
+        let first = r
+            .running_on
+            .first()
+            .copied()
+            .or(r.pending_task.as_ref().map(|(_, n)| *n));
+        match first {
+            Some(at) if at == ni => {
+                if r.running_on.is_empty() {
+                    found = Some(m);
+                    break;
+                }
+                // A second history of an instance active here: an orphan.
+                skip_inactive = true;
+            }
+            Some(_) => {}
+            None => {
+                if !skip_inactive && inactive.is_none() && !r.blocked {
+                    inactive = Some(m);
+                }
+            }
+        }
+    }
+    let Some(m) = found.or(inactive.filter(|_| !skip_inactive)) else {
+        return Owner::Orphan;
+    };
+    let node = &obs.nodes[ni];
+    if !needs_fencing(obs, m) && (!node.online || node.unclean) && spec.max != obs.nodes.len() {
+        return Owner::Orphan;
+    }
+    Owner::Instance(m)
+}
+
+/// Records that instance `ri`'s history on a node is named `lrm_id`: another name than the
+/// instance's becomes its `clone_name`, and the primitive's own name marks the clone
+/// (`CloneSpec::history_named`).
+pub fn note_history_name(
+    resources: &mut [Resource],
+    groups: &mut [Group],
+    ri: usize,
+    lrm_id: &str,
+) {
+    let r = &mut resources[ri];
+    if r.clone_base.is_none() || r.id == lrm_id {
+        return;
+    }
+    r.clone_name = Some(lrm_id.to_string());
+    if r.clone_base.as_deref() != Some(lrm_id) {
+        return;
+    }
+    if let Some(gi) = r.group {
+        if let Some(spec) = groups[gi].clone.as_mut() {
+            spec.history_named = true;
+        }
+    }
+}
+
+/// After a node's history of instance `r` is read: a numbered history name (`child:N`) that
+/// leaves the instance stopped there is forgotten, as Pacemaker does for older status sections
+/// (so that instance number can map other nodes' histories).
+pub fn forget_stopped_name(r: &mut Resource, ni: usize) {
+    if r.clone_name.as_deref().is_some_and(|c| c.contains(':')) && !r.running_on.contains(&ni) {
+        r.clone_name = None;
+    }
+}
+
+/// The name an instance's action keys use: its `clone_name` when it has one.
+pub fn key_name(r: &Resource) -> &str {
+    r.clone_name.as_deref().unwrap_or(&r.id)
+}
+
+/// The instance name the graph gives as `long-id`: the history's name when the instance was
+/// mapped from another one (`clone_name`), else its own.
+pub fn long_id(r: &Resource) -> &str {
+    r.clone_name.as_deref().unwrap_or(&r.id)
+}
+
+/// The name crm_simulate prints (and records history under) for an executed action of
+/// resource `ri`: for an anonymous clone instance, the primitive's name when some instance's
+/// history uses it, else the `long_id` when a resource is known by it, else the primitive's.
+pub fn simulated_name(obs: &Observed, ri: usize) -> &str {
+    let r = &obs.resources[ri];
+    let Some(base) = r.clone_base.as_deref() else {
+        return &r.id;
+    };
+    let known = |name: &str| {
+        obs.resources
+            .iter()
+            .any(|o| o.id == name || o.clone_name.as_deref() == Some(name))
+    };
+    if known(base) {
+        return base;
+    }
+    let long = long_id(r);
+    if known(long) { long } else { base }
+}
+
+/// Whether a resource requires fencing before it can be recovered (`requires`).
+fn needs_fencing(obs: &Observed, ri: usize) -> bool {
+    let r = &obs.resources[ri];
+    obs.stonith_enabled
+        && match r.meta.get("requires").map(|v| v.to_ascii_lowercase()) {
+            Some(v) => v == "fencing" || v == "unfencing",
+            None => !r.is_stonith(),
+        }
+}
+
+/// The resources a fail-count or last-failure attribute for `rid` counts for: every instance
+/// of an anonymous clone for the cloned primitive's name (with or without an instance
+/// number), else the resource of that id.
+pub fn named_by_history(obs: &Observed, rid: &str) -> Vec<usize> {
+    let base = strip_instance(rid);
+    let clone = obs
+        .groups
+        .iter()
+        .find(|g| g.clone.as_ref().is_some_and(|c| c.child == base));
+    match clone {
+        Some(g) => g.members.clone(),
+        None => obs.rsc_index(rid).into_iter().collect(),
+    }
+}
+
+/// The instance of clone group `gi` that is probed on node `ni` (Pacemaker probes one per
+/// node): the one whose history there is known, else the one placed there, else the first.
+pub fn probed_instance(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    gi: usize,
+    ni: usize,
+) -> Option<usize> {
+    let members = &obs.groups[gi].members;
+    let known = members.iter().copied().find(|&m| {
+        let r = &obs.resources[m];
+        r.known_on.contains(&ni) || r.running_on.contains(&ni)
+    });
+    let placed = || {
+        members
+            .iter()
+            .copied()
+            .find(|&m| assigned.get(m).copied().flatten() == Some(ni))
+    };
+    known.or_else(placed).or(members.first().copied())
+}
+
+/// The meta attributes a clone adds to its actions in the graph (`CRM_meta_clone_max`...), and
+/// for an instance's (`instance`) its number (`CRM_meta_clone`); nothing for a group.
+pub fn graph_meta(obs: &Observed, gi: usize, instance: Option<usize>) -> Vec<(String, String)> {
+    let g = &obs.groups[gi];
+    let Some(spec) = g.clone.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(ri) = instance {
+        let id = &obs.resources[ri].id;
+        if let Some((_, n)) = id.rsplit_once(':') {
+            out.push(("CRM_meta_clone".to_string(), n.to_string()));
+        }
+    }
+    out.push(("CRM_meta_clone_max".into(), spec.max.to_string()));
+    out.push(("CRM_meta_clone_node_max".into(), spec.node_max.to_string()));
+    out.push((
+        "CRM_meta_globally_unique".into(),
+        g.meta
+            .get("globally-unique")
+            .map(|v| is_true(v).to_string())
+            .unwrap_or_else(|| "false".into()),
+    ));
+    out.push(("CRM_meta_notify".into(), spec.notify.to_string()));
+    out
+}
+
+/// Whether the clone (not one instance) is managed: `is-managed` and `maintenance` of its
+/// meta, and maintenance mode.
+fn clone_managed(obs: &Observed, g: &Group) -> bool {
+    g.meta.get("is-managed").is_none_or(|v| is_true(v))
+        && !g.meta.get("maintenance").is_some_and(|v| is_true(v))
+        && !obs.maintenance_mode
+}
+
+/// The "Clone Set" block of the status for clone group `gi`, as crm_simulate prints it: each
+/// instance that is failed, unmanaged, orphaned, pending or on a lost node on its own line
+/// (named by the cloned primitive), the others as "Started: [ nodes ]", then the nodes without
+/// an instance as "Stopped" (or "Stopped (disabled)", or with a failed probe's result).
+pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut String) {
+    let g = &obs.groups[gi];
+    let Some(spec) = g.clone.as_ref() else {
+        return;
+    };
+    let disabled = g.meta.get("target-role").and_then(|t| Role::parse(t)) == Some(Role::Stopped);
+    let mut attrs = Vec::new();
+    if !clone_managed(obs, g) {
+        attrs.push("unmanaged");
+    }
+    if disabled {
+        attrs.push("disabled");
+    }
+    if attrs.is_empty() {
+        let _ = writeln!(out, "    * Clone Set: {} [{}]:", g.id, spec.child);
+    } else {
+        let _ = writeln!(
+            out,
+            "    * Clone Set: {} [{}] ({}):",
+            g.id,
+            spec.child,
+            attrs.join(", ")
+        );
+    }
+    let mut started: Vec<usize> = Vec::new();
+    let mut active_instances = 0usize;
+    for &m in &g.members {
+        let r = &obs.resources[m];
+        let active = !r.running_on.is_empty();
+        let pending = show_pending && r.pending_task.is_some();
+        let full = if pending {
+            true
+        } else if !active {
+            false
+        } else if r.orphan || !r.managed || r.failed {
+            true
+        } else if r.running_on.len() == 1 {
+            let ni = r.running_on[0];
+            let n = &obs.nodes[ni];
+            if !n.online && n.unclean {
+                true
+            } else {
+                started.push(ni);
+                false
+            }
+        } else {
+            true
+        };
+        if full {
+            let mut shown = r.clone();
+            shown.id = spec.child.clone();
+            let _ = writeln!(
+                out,
+                "      * {}",
+                crate::status::primitive_line_with(obs, &shown, show_pending)
+            );
+        }
+    }
+    started.sort_by(|&a, &b| natural_cmp(&obs.nodes[a].uname, &obs.nodes[b].uname));
+    if !started.is_empty() {
+        active_instances += started.len();
+        let names: Vec<&str> = started
+            .iter()
+            .map(|&ni| obs.nodes[ni].uname.as_str())
+            .collect();
+        let _ = writeln!(out, "      * Started: [ {} ]", names.join(" "));
+    }
+    if spec.max <= active_instances {
+        return;
+    }
+    let running: BTreeSet<usize> = g
+        .members
+        .iter()
+        .flat_map(|&m| obs.resources[m].running_on.iter().copied())
+        .collect();
+    let candidates: Vec<usize> = if obs.symmetric {
+        (0..obs.nodes.len()).collect()
+    } else {
+        g.members
+            .iter()
+            .flat_map(|&m| obs.resources[m].known_on.iter().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let mut by_state: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for ni in candidates.into_iter().filter(|ni| !running.contains(ni)) {
+        let probe = g.members.iter().find_map(|&m| {
+            obs.resources[m]
+                .failed_probes
+                .iter()
+                .find(|(pn, _)| *pn == ni)
+                .map(|(_, rc)| *rc)
+        });
+        let state = match probe {
+            Some(rc) => format!("Stopped ({})", crate::status::ocf_exit_text(rc)),
+            None if disabled => "Stopped (disabled)".into(),
+            None => "Stopped".into(),
+        };
+        by_state.entry(state).or_default().push(ni);
+    }
+    for (state, mut nodes) in by_state {
+        nodes.sort_by(|&a, &b| natural_cmp(&obs.nodes[a].uname, &obs.nodes[b].uname));
+        let names: Vec<&str> = nodes
+            .iter()
+            .map(|&ni| obs.nodes[ni].uname.as_str())
+            .collect();
+        let _ = writeln!(out, "      * {state}: [ {} ]", names.join(" "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_numbers_are_stripped_only_when_numeric() {
+        assert_eq!(strip_instance("drbd0:1"), "drbd0");
+        assert_eq!(strip_instance("drbd0"), "drbd0");
+        assert_eq!(strip_instance("a:b"), "a:b");
+        assert_eq!(strip_instance("a:"), "a:");
+    }
+}
