@@ -1423,6 +1423,22 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
                             .is_some_and(|(_, s)| matches!(s, Seen::NotRunning { .. }))
                     })
                 };
+                // Pacemaker's reading stops migrating live after any failed migration; for
+                // a healthy copy the atomic model's own limit decides (see `reconcile`), or a
+                // killed migrate_to would turn the next move into a stop and a start.
+                let r = &obs.resources[ri];
+                if r.migratable_cleared && !r.failed {
+                    let limit = migrate_attempts_limit(
+                        r.meta
+                            .get("migration-threshold")
+                            .and_then(|v| crate::cib::parse_score(v)),
+                    );
+                    let cleared = r
+                        .running_on
+                        .iter()
+                        .any(|&n| migrate_to_failures(obs, ri, n) >= limit);
+                    obs.resources[ri].migratable_cleared = cleared;
+                }
                 let r = &mut obs.resources[ri];
                 let before = r.running_on.len();
                 r.running_on.retain(|&n| !gone(n));

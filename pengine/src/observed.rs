@@ -1964,6 +1964,13 @@ fn update_state(
             if lf.operation == op.operation && lf.interval_ms == op.interval_ms {
                 clear = true;
             }
+            // The atomic model (atomic.rs): a failed migrate_to or migrate_from says nothing is
+            // wrong with the VM, and this node's monitor since found it running, its own word
+            // (seed 40045: a killed migrate_to, then both ends answered; Pacemaker's reading
+            // recovered the VM by a restart the atomic promise forbids).
+            if matches!(lf.operation.as_str(), "migrate_to" | "migrate_from") && is_atomic(rsc) {
+                clear = true;
+            }
         }
         if *role < Role::Started {
             *role = Role::Started;
@@ -2150,6 +2157,19 @@ fn clear_migration(rsc: &mut Resource) {
     rsc.migratable_cleared = true;
 }
 
+/// Whether the resource follows the atomic migration model (atomic.rs).
+fn is_atomic(rsc: &Resource) -> bool {
+    crate::atomic::model_for(
+        &rsc.id,
+        &rsc.class,
+        rsc.provider.as_deref(),
+        &rsc.kind,
+        rsc.meta
+            .get(crate::atomic::MIGRATION_MODEL_META)
+            .map(String::as_str),
+    ) == Ok(crate::atomic::MigrationModel::Atomic)
+}
+
 /// A successful migrate_to on its source `ni` (pacemaker.md 3.1): the migration is dangling
 /// (migrate_from done: the source must still stop), partial (migrate_from not done, target up:
 /// active on both, the migration may continue), or failed.
@@ -2173,15 +2193,7 @@ fn migrate_to_success(
     // VM's location is unknown; that probe's answer is the source's newer state (seed 40045:
     // read as "no newer state", the resource stayed failed and was recovered every transition).
     // Two-phase resources keep Pacemaker's reading.
-    let atomic = crate::atomic::model_for(
-        &rsc.id,
-        &rsc.class,
-        rsc.provider.as_deref(),
-        &rsc.kind,
-        rsc.meta
-            .get(crate::atomic::MIGRATION_MODEL_META)
-            .map(String::as_str),
-    ) == Ok(crate::atomic::MigrationModel::Atomic);
+    let atomic = is_atomic(rsc);
     // The atomic model reads an open migration from the resource's latest migrate_to; an older
     // one was closed by the migrations since, each started from where the VM then ran (soak seed
     // 1796069027196323: an old migrate_to node3 -> node4, whose target's history a clean shutdown
@@ -2251,8 +2263,14 @@ fn migrate_to_failure(rsc: &mut Resource, ni: usize, op: &RscOp, nodes: &[Node],
         if nodes[t].online {
             add_running(rsc, t);
         }
-    } else if !non_monitor_after(hist, ni, op, true) && !rsc.dangling_sources.contains(&ni) {
-        rsc.dangling_sources.push(ni);
+    } else {
+        // For the atomic model a probe or monitor of the source since is its newer state (as in
+        // `migrate_to_success`): it runs there or not, no dangling migration to stop.
+        let source_newer = non_monitor_after(hist, ni, op, true)
+            || (is_atomic(rsc) && monitor_answer_after(hist, ni, op));
+        if !source_newer && !rsc.dangling_sources.contains(&ni) {
+            rsc.dangling_sources.push(ni);
+        }
     }
 }
 

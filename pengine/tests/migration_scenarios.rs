@@ -982,3 +982,67 @@ fn a_ticket_fence_of_the_source_is_seen_by_the_atomic_model() {
         other => panic!("vm1 with the ticket granted: {other:?}"),
     }
 }
+
+/// Scenario 08 after a killed migrate_to (op-status 4, the executor's error: no word on where the
+/// VM is) whose ends have both answered since: node1's probe found the VM running (it replaced the
+/// start as vm1_last_0), node2's probe found nothing. `prefer_node1` swaps the ban on node1 for a
+/// preference.
+fn plan_08_killed_then_answered(prefer_node1: bool) -> String {
+    plan_edited_08(|t| {
+        let mut t = t
+            .replace(
+                r#"transition-magic="0:1;9:2:0:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="migration to node2 failed: domain vm1 still runs on node1" call-id="12" rc-code="1" op-status="0""#,
+                r#"transition-magic="4:1;9:2:0:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="" call-id="12" rc-code="1" op-status="4""#,
+            )
+            .replacen(
+                r#"<lrm_rsc_op id="vm1_last_0" operation_key="vm1_start_0" operation="start" crm-debug-origin="do_update_resource" crm_feature_set="3.16.1" transition-key="7:1:0:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" transition-magic="0:0;7:1:0:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="" call-id="10" rc-code="0" op-status="0" interval="0" last-rc-change="1764489610""#,
+                r#"<lrm_rsc_op id="vm1_last_0" operation_key="vm1_monitor_0" operation="monitor" crm-debug-origin="do_update_resource" crm_feature_set="3.16.1" transition-key="3:3:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" transition-magic="0:0;3:3:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="" call-id="13" rc-code="0" op-status="0" interval="0" last-rc-change="1764490130""#,
+                1,
+            );
+        // node2's probe (the second vm1_last_0 entry, call 6) is repeated after the migrate_to.
+        let node2_probe = r#"transition-key="3:0:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" transition-magic="0:7;3:0:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="" call-id="6" rc-code="7" op-status="0" interval="0" last-rc-change="1764489600""#;
+        assert!(t.contains(node2_probe), "node2's probe entry");
+        t = t.replace(
+            node2_probe,
+            r#"transition-key="4:3:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" transition-magic="0:7;4:3:7:6f1d2c3a-4b5e-4f60-8a71-92b3c4d5e6f7" exit-reason="" call-id="7" rc-code="7" op-status="0" interval="0" last-rc-change="1764490130""#,
+        );
+        assert!(
+            t.contains(r#"op-status="4""#) && t.contains(r#"call-id="13""#),
+            "the edits apply"
+        );
+        if prefer_node1 {
+            t = t.replace(
+                r#"<rsc_location id="cli-ban-vm1-on-node1" rsc="vm1" node="node1" score="-INFINITY" role="Started"/>"#,
+                r#"<rsc_location id="prefer-vm1-on-node1" rsc="vm1" node="node1" score="100"/>"#,
+            );
+        }
+        t
+    })
+}
+
+/// Seed 40045 (atomic profile, T7): the agent was killed during migrate_to node1 -> node5, then
+/// node1's probe found the VM running and node5's found nothing. The location is exact (node1),
+/// so the plan keeps the VM there; Pacemaker's reading of the killed migrate_to (a failure to
+/// recover, the source a dangling migration) restarted it on node1. Where placement wants it
+/// elsewhere, it migrates live (one failed migrate_to is below the limit), not by stop and start.
+#[test]
+fn a_killed_migrate_to_whose_ends_both_answered_does_not_reboot_the_vm() {
+    let out = plan_08_killed_then_answered(true);
+    assert!(
+        !out.contains("stop on node1") && !out.contains("start on node"),
+        "the VM keeps running on node1:\n{out}"
+    );
+    assert!(
+        !out.contains("Restart") && !out.contains("Recover"),
+        "no restart:\n{out}"
+    );
+    let out = plan_08_killed_then_answered(false);
+    assert!(
+        out.contains("migrate_to on node1") && out.contains("migrate_from on node2"),
+        "moved live:\n{out}"
+    );
+    assert!(
+        !out.contains("start on node2") && !out.contains("Recover"),
+        "not by stop and start:\n{out}"
+    );
+}
