@@ -326,15 +326,20 @@ fn add_colocated(
 fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Vec<usize>> {
     let ri = match c.primary {
         Named::Primitive(ri) => ri,
-        // A clone's primary nodes are every instance's (see `clones::placed_nodes`).
+        // A clone's primary nodes are its instances'; a mandatory colocation counts only the
+        // instances not blocked by a failure (Pacemaker 2.1.5, `pcmk__clone_apply_coloc_score`).
         Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
-            let first = *ctx.obs.groups[gi].members.first()?;
-            return ctx
-                .done
-                .get(first)
-                .copied()
-                .unwrap_or(false)
-                .then(|| super::clones::placed_nodes(ctx, Unit::Group(gi)));
+            let members = &ctx.obs.groups[gi].members;
+            if !members.iter().all(|&m| ctx.done[m]) {
+                return None;
+            }
+            return Some(
+                members
+                    .iter()
+                    .filter(|&&m| c.score < INFINITY || !ctx.obs.resources[m].blocked)
+                    .filter_map(|&m| ctx.desired.assigned[m])
+                    .collect(),
+            );
         }
         Named::Group(gi) => {
             let members = &ctx.obs.groups[gi].members;
