@@ -18,6 +18,7 @@ pub mod lifecycle;
 pub mod observed;
 pub mod op_defaults;
 pub mod placement;
+pub mod recheck;
 pub mod reconcile;
 pub mod recovery;
 pub mod remote;
@@ -66,6 +67,8 @@ pub fn schedule_traced(
     let tickets = tickets::apply(cib, &mut observed);
     // Pacemaker's shutdown locks (no-op unless the `shutdown-lock` option is set): bans only.
     shutdown_lock::apply(&mut observed);
+    // The earliest change of an evaluated date rule (the graph's `recheck-by`).
+    recheck::apply(cib, &mut observed);
     // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
     // bans and preferences before placement.
     let recovery = recovery::apply(&mut observed);

@@ -139,7 +139,7 @@ fn cmp_values(lhs: &str, rhs: &str, kind: &str) -> Option<std::cmp::Ordering> {
     }
 }
 
-fn eval_expression(
+pub(crate) fn eval_expression(
     e: &Element,
     attrs: &BTreeMap<String, String>,
     params: Option<&BTreeMap<String, String>>,
@@ -241,7 +241,7 @@ pub fn parse_iso_date(s: &str) -> Option<i64> {
         vec![]
     } else {
         t.split(':')
-            .map(|p| p.parse::<f64>().unwrap_or(0.0) as i64)
+            .map(|p| p.trim().parse::<f64>().unwrap_or(0.0) as i64)
             .collect()
     };
     let secs = tp.first().copied().unwrap_or(0) * 3600
@@ -307,7 +307,7 @@ fn eval_date_spec(spec: &Element, now: i64) -> bool {
         && in_spec_range(spec.attr("weekdays"), wday)
 }
 
-fn add_duration(start: i64, dur: &Element) -> i64 {
+pub(crate) fn add_duration(start: i64, dur: &Element) -> i64 {
     let g = |n: &str| {
         dur.attr(n)
             .and_then(|v| v.trim().parse::<i64>().ok())
@@ -330,7 +330,7 @@ fn add_duration(start: i64, dur: &Element) -> i64 {
     t
 }
 
-fn eval_date_expression(e: &Element, now: i64) -> bool {
+pub(crate) fn eval_date_expression(e: &Element, now: i64) -> bool {
     let op = e.attr("operation").unwrap_or("in_range");
     let start = e.attr("start").and_then(parse_iso_date);
     let mut end = e.attr("end").and_then(parse_iso_date);
