@@ -441,6 +441,25 @@ impl Cib {
     }
 }
 
+/// The primitives under `r` (itself included) whose meta attributes name a guest node
+/// (`remote-node`), which pengine does not model yet.
+fn guest_primitives(r: &Element) -> Vec<&Element> {
+    let mut out = Vec::new();
+    let mut stack = vec![r];
+    while let Some(e) = stack.pop() {
+        if e.name == "primitive"
+            && e.children_named("meta_attributes").any(|m| {
+                m.children_named("nvpair")
+                    .any(|nv| nv.attr("name") == Some("remote-node"))
+            })
+        {
+            out.push(e);
+        }
+        stack.extend(e.children.iter().rev());
+    }
+    out
+}
+
 fn diag(diags: &mut Vec<Diagnostic>, el: &Element, message: impl Into<String>) {
     diags.push(Diagnostic {
         element: el.name.clone(),
@@ -707,6 +726,16 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                         continue;
                     }
                     seen.extend(rsc_ids.iter().map(|e| e.id().to_string()));
+                    for guest in guest_primitives(r) {
+                        diag(
+                            &mut diags,
+                            guest,
+                            format!(
+                                "guest nodes (meta remote-node) are not supported yet: {} is scheduled as an ordinary resource and its guest node is ignored",
+                                guest.id()
+                            ),
+                        );
+                    }
                     match r.name.as_str() {
                         "primitive" => {
                             if let Some(p) =
@@ -1051,5 +1080,21 @@ mod tests {
         assert_eq!(cib.diagnostics.len(), 1);
         assert_eq!(cib.diagnostics[0].id, "c");
         assert_eq!(cib.diagnostics[0].line, 4);
+    }
+
+    #[test]
+    fn guest_node_primitives_are_named_in_a_diagnostic() {
+        let cib = parse_cib(
+            r#"<cib><configuration><crm_config/><nodes/><resources>
+<primitive id="plain" class="ocf" provider="heartbeat" type="Dummy"/>
+<group id="g"><primitive id="vm" class="ocf" provider="heartbeat" type="VirtualDomain">
+<meta_attributes id="vm-meta"><nvpair id="vm-rn" name="remote-node" value="guest1"/></meta_attributes>
+</primitive></group></resources><constraints/></configuration><status/></cib>"#,
+        )
+        .expect("valid");
+        let ids: Vec<&str> = cib.diagnostics.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["vm"]);
+        assert!(cib.diagnostics[0].message.contains("remote-node"));
+        assert_eq!(cib.diagnostics[0].line, 3);
     }
 }

@@ -4,7 +4,8 @@
 //! wait for it (the connection's host routes them).
 //!
 //! Guest nodes (a primitive's `remote-node` meta-attribute) are not implemented yet: such a
-//! primitive is scheduled as an ordinary resource and makes no node.
+//! primitive is scheduled as an ordinary resource, makes no node, and `cib` names it in a
+//! diagnostic.
 
 use crate::actions::{Kind, Plan, Rel};
 use crate::cib::{Cib, NodeState, ResourceDef, is_true};
