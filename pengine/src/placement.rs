@@ -353,38 +353,15 @@ pub(crate) fn eval_date_expression(e: &Element, now: i64) -> bool {
     }
 }
 
-/// Evaluates a rule against node attributes at time `now`.
+/// Evaluates a rule against node attributes at time `now` (as `recheck::eval_rule_noting`
+/// does, the change times of its date expressions not kept).
 pub fn eval_rule(
     rule: &Element,
     attrs: &BTreeMap<String, String>,
     now: i64,
     params: Option<&BTreeMap<String, String>>,
 ) -> bool {
-    let or = rule
-        .attr("boolean-op")
-        .map(|b| b.eq_ignore_ascii_case("or"))
-        .unwrap_or(false);
-    let mut any = false;
-    let mut result = !or;
-    for c in &rule.children {
-        let v = match c.name.as_str() {
-            "expression" => eval_expression(c, attrs, params),
-            "date_expression" => eval_date_expression(c, now),
-            "rule" => eval_rule(c, attrs, now, params),
-            "rsc_expression" | "op_expression" => true,
-            _ => continue,
-        };
-        any = true;
-        if or && v {
-            result = true;
-        } else if !or && !v {
-            result = false;
-        }
-    }
-    if !any {
-        return true;
-    }
-    result
+    crate::recheck::eval_rule_noting(rule, attrs, now, params, &mut None)
 }
 
 /// A placement unit: a primitive or a whole group.
