@@ -330,17 +330,23 @@ pub(crate) fn add_duration(start: i64, dur: &Element) -> i64 {
     t
 }
 
-pub(crate) fn eval_date_expression(e: &Element, now: i64) -> bool {
-    let op = e.attr("operation").unwrap_or("in_range");
+/// The window a date expression names: its `start`, and its `end` (for `in_range` without an
+/// end, the start plus its `duration`). Unparsable dates count as absent.
+pub(crate) fn date_window(e: &Element) -> (Option<i64>, Option<i64>) {
     let start = e.attr("start").and_then(parse_iso_date);
     let mut end = e.attr("end").and_then(parse_iso_date);
-    match op {
+    if end.is_none() && e.attr("operation").unwrap_or("in_range") == "in_range" {
+        if let (Some(s), Some(d)) = (start, e.child("duration")) {
+            end = Some(add_duration(s, d));
+        }
+    }
+    (start, end)
+}
+
+pub(crate) fn eval_date_expression(e: &Element, now: i64) -> bool {
+    let (start, end) = date_window(e);
+    match e.attr("operation").unwrap_or("in_range") {
         "in_range" => {
-            if end.is_none() {
-                if let (Some(s), Some(d)) = (start, e.child("duration")) {
-                    end = Some(add_duration(s, d));
-                }
-            }
             start.map(|s| now >= s).unwrap_or(true) && end.map(|en| now <= en).unwrap_or(true)
         }
         "gt" => start.map(|s| now > s).unwrap_or(false),
@@ -354,14 +360,14 @@ pub(crate) fn eval_date_expression(e: &Element, now: i64) -> bool {
 }
 
 /// Evaluates a rule against node attributes at time `now` (as `recheck::eval_rule_noting`
-/// does, the change times of its date expressions not kept).
+/// does, without noting the change times of its date expressions).
 pub fn eval_rule(
     rule: &Element,
     attrs: &BTreeMap<String, String>,
     now: i64,
     params: Option<&BTreeMap<String, String>>,
 ) -> bool {
-    crate::recheck::eval_rule_noting(rule, attrs, now, params, &mut None)
+    crate::recheck::eval_rule_noting(rule, attrs, now, params, None)
 }
 
 /// A placement unit: a primitive or a whole group.

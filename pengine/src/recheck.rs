@@ -14,27 +14,19 @@ use std::collections::BTreeMap;
 
 use crate::cib::{Cib, Element, NvSet};
 use crate::observed::Observed;
-use crate::placement::{eval_date_expression, eval_expression, parse_iso_date};
+use crate::placement::{date_window, eval_date_expression, eval_expression};
 
 /// When the result of a date expression changes after `now` (None: never, as far as Pacemaker
 /// tracks it).
 pub fn date_expression_change(e: &Element, now: i64) -> Option<i64> {
-    let start = e.attr("start").and_then(parse_iso_date);
-    let mut end = e.attr("end").and_then(parse_iso_date);
+    let (start, end) = date_window(e);
     match e.attr("operation").unwrap_or("in_range") {
-        "in_range" => {
-            if end.is_none() {
-                if let (Some(s), Some(d)) = (start, e.child("duration")) {
-                    end = Some(crate::placement::add_duration(s, d));
-                }
-            }
-            match (start, end) {
-                (Some(s), _) if now < s => Some(s),
-                (_, Some(en)) if now > en => None,
-                (_, Some(en)) => Some(en.saturating_add(1)),
-                _ => None,
-            }
-        }
+        "in_range" => match (start, end) {
+            (Some(s), _) if now < s => Some(s),
+            (_, Some(en)) if now > en => None,
+            (_, Some(en)) => Some(en.saturating_add(1)),
+            _ => None,
+        },
         "gt" => start.filter(|&s| now <= s).map(|s| s.saturating_add(1)),
         "lt" => end.filter(|&en| now < en),
         _ => None,
@@ -42,13 +34,13 @@ pub fn date_expression_change(e: &Element, now: i64) -> Option<i64> {
 }
 
 /// Evaluates a rule as `placement::eval_rule` does, stopping where Pacemaker stops, and lowers
-/// `next` to the change time of every date expression it evaluates.
+/// `next`, when given, to the change time of every date expression it evaluates.
 pub fn eval_rule_noting(
     rule: &Element,
     attrs: &BTreeMap<String, String>,
     now: i64,
     params: Option<&BTreeMap<String, String>>,
-    next: &mut Option<i64>,
+    mut next: Option<&mut Option<i64>>,
 ) -> bool {
     let or = rule
         .attr("boolean-op")
@@ -59,14 +51,16 @@ pub fn eval_rule_noting(
         let v = match c.name.as_str() {
             "expression" => eval_expression(c, attrs, params),
             "date_expression" => {
-                if let Some(t) = date_expression_change(c, now) {
-                    if next.is_none_or(|n| n > t) {
-                        *next = Some(t);
+                if let Some(next) = next.as_deref_mut() {
+                    if let Some(t) = date_expression_change(c, now) {
+                        if next.is_none_or(|n| n > t) {
+                            *next = Some(t);
+                        }
                     }
                 }
                 eval_date_expression(c, now)
             }
-            "rule" => eval_rule_noting(c, attrs, now, params, next),
+            "rule" => eval_rule_noting(c, attrs, now, params, next.as_deref_mut()),
             "rsc_expression" | "op_expression" => true,
             _ => continue,
         };
@@ -81,7 +75,7 @@ pub fn eval_rule_noting(
 /// The rules of a set, evaluated until one passes.
 fn note_set(set: &NvSet, attrs: &BTreeMap<String, String>, now: i64, next: &mut Option<i64>) {
     for rule in &set.rules {
-        if eval_rule_noting(rule, attrs, now, None, next) {
+        if eval_rule_noting(rule, attrs, now, None, Some(next)) {
             break;
         }
     }
@@ -134,7 +128,7 @@ pub fn apply(cib: &Cib, obs: &mut Observed) {
         };
         for rule in &loc.rules {
             for n in &obs.nodes {
-                eval_rule_noting(rule, &n.attrs, now, params, &mut next);
+                eval_rule_noting(rule, &n.attrs, now, params, Some(&mut next));
             }
         }
     }
@@ -146,6 +140,7 @@ pub fn apply(cib: &Cib, obs: &mut Observed) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::parse_iso_date;
 
     fn date(op: &str, attrs: &[(&str, &str)]) -> Element {
         let mut a = vec![("operation".to_string(), op.to_string())];
@@ -219,7 +214,7 @@ mod tests {
             &attrs,
             now,
             None,
-            &mut next
+            Some(&mut next)
         ));
         assert_eq!(next, None);
         assert!(!eval_rule_noting(
@@ -227,7 +222,7 @@ mod tests {
             &attrs,
             now,
             None,
-            &mut next
+            Some(&mut next)
         ));
         assert_eq!(next, parse_iso_date("2019-09-23 13:00:01Z"));
     }
