@@ -1167,6 +1167,23 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             r.blocked_after = Some(r.running_on.len());
         }
     }
+    // A managed primitive active on several nodes with multiple-active=stop_only is stopped
+    // everywhere and may not come up again: Pacemaker 2.1.5 resets its allowed nodes to every
+    // node at -INFINITY while unpacking the status (rec-rsc-7).
+    for r in &mut obs.resources {
+        if r.managed
+            && r.running_on.len() > 1
+            && r.meta
+                .get("multiple-active")
+                .is_some_and(|v| v.eq_ignore_ascii_case("stop_only"))
+        {
+            r.history_bans.push((
+                None,
+                -INFINITY,
+                "active on several nodes with multiple-active=stop_only".into(),
+            ));
+        }
+    }
     crate::container::require_stops(&mut obs);
     // Fail counts.
     for (ni, node) in obs.nodes.iter().enumerate() {
