@@ -727,8 +727,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // (with no node) when the resource has none; so does the inverse of a
                     // symmetrical "X stop then this stop", and a restart forced by a changed
                     // definition (Pacemaker creates the required start before it knows where).
-                    let is_this =
-                        |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
+                    let is_this = |id: &str| id == r.id;
                     let referenced = obs.orders.iter().any(|o| {
                         (o.first_action == "start" && is_this(&o.first))
                             || (o.then_action == "stop"
@@ -960,6 +959,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 &mut plan,
                 gi,
                 rec.blocked_group_starts.contains(&gi),
+                rec.asymmetric_blocked_group_starts.contains(&gi),
             );
             // Every probe of a clone's instances comes before the clone's start.
             if obs.groups[gi].clone.is_some() {
@@ -1135,6 +1135,7 @@ fn group_actions(
     plan: &mut Plan,
     gi: usize,
     blocked_start: bool,
+    asymmetric_blocked: bool,
 ) {
     let members = obs.groups[gi].members.clone();
     // A group's members are chained; a clone's instances only when it is `ordered`.
@@ -1207,6 +1208,18 @@ fn group_actions(
     } else {
         starts
     };
+    // An asymmetrical mandatory ordering whose first cannot run makes the group's start
+    // required and unrunnable even when no member starts (Pacemaker 2.1.5 exempts only a
+    // then already active where it starts, and a group's start has no node): drawn only
+    // (bug-5014-GROUP-A-stopped-B-started).
+    if is_group && asymmetric_blocked && ids[0].is_none() {
+        let mut a = act(Kind::GroupStart, None, None);
+        a.group = Some(gi);
+        a.pseudo = true;
+        a.dot_only = true;
+        a.runnable = false;
+        ids[0] = Some(plan.add(a));
+    }
     // An active member frozen by a failure (on-fail=block) has a stop that cannot run: the
     // group is never stopped.
     let frozen = members.iter().any(|&m| {

@@ -52,6 +52,9 @@ pub struct Reconciliation {
     pub move_reasons: std::collections::BTreeMap<usize, String>,
     /// Groups whose start pseudo action cannot run: a mandatory ordering's first cannot.
     pub blocked_group_starts: std::collections::BTreeSet<usize>,
+    /// Of those, the groups blocked by an asymmetrical ordering (symmetrical=false): their
+    /// start is required as well as unrunnable, even when nothing in the group starts.
+    pub asymmetric_blocked_group_starts: std::collections::BTreeSet<usize>,
 }
 
 impl Reconciliation {
@@ -636,10 +639,13 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             break;
         }
     }
-    for &(f, t, _) in &rels {
+    for &(f, t, mode) in &rels {
         if let End::GroupStart(gi) = t {
             if !first_state(obs, &st, f).0 {
                 rec.blocked_group_starts.insert(gi);
+                if mode == Mode::Asymmetric {
+                    rec.asymmetric_blocked_group_starts.insert(gi);
+                }
             }
         }
     }
