@@ -1143,7 +1143,10 @@ fn group_actions(
     let is_group = obs.groups[gi].clone.is_none();
     let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
-    let any_start = starts.iter().any(|s| !s.is_empty());
+    // A group action is required only when a member's is: member starts that are all
+    // optional (blocked by the quorum policy from their creation) start nothing
+    // (ordered-set-natural).
+    let any_start = starts.iter().flatten().any(|&x| !plan.actions[x].optional);
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
     // A group that stops but keeps members placed restarts: its start pseudo action follows.
