@@ -782,9 +782,10 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             !matches!(w, Unit::Group(_)),
         )
     });
-    // A group's primaries are placed first; a primitive places each as it applies the
-    // colocation (`members::colocate_primitive`).
-    if matches!(u, Unit::Group(_)) {
+    // A clone's primaries are placed first; a group member or a primitive places each as it
+    // applies the colocation, in the primaries' priority order, so a primary placed later sees
+    // the colocations applied before it (`members`; colocation-priority-group).
+    if matches!(u, Unit::Group(gi) if obs.groups[gi].clone.is_some()) {
         for (_, w, _) in &cols {
             assign_unit(ctx, *w);
         }
