@@ -909,15 +909,7 @@ fn parse_constraint(
     }
     match c.name.as_str() {
         "rsc_location" => {
-            let Some(rsc) = c.attr("rsc") else {
-                diag(
-                    diags,
-                    c,
-                    "rsc_location without rsc or resource_set (rsc-pattern is not supported)",
-                );
-                return;
-            };
-            cib.locations.push(Location {
+            let location = |rsc: &str| Location {
                 id: c.id().to_string(),
                 rsc: rsc.to_string(),
                 node: c.attr("node").map(str::to_string),
@@ -928,7 +920,47 @@ fn parse_constraint(
                     .map(|r| ctx.resolve(r).clone())
                     .collect(),
                 discovery: c.attr("resource-discovery").map(str::to_string),
-            });
+            };
+            if let Some(rsc) = c.attr("rsc") {
+                cib.locations.push(location(rsc));
+                return;
+            }
+            let Some(pattern) = c.attr("rsc-pattern") else {
+                diag(
+                    diags,
+                    c,
+                    "rsc_location without rsc, rsc-pattern or resource_set",
+                );
+                return;
+            };
+            // rsc-pattern: one location per top-level resource whose id matches (with a leading
+            // '!', does not match), in configuration order.
+            let (negated, pattern) = match pattern.strip_prefix('!') {
+                Some(p) => (true, p),
+                None => (false, pattern),
+            };
+            let re = match regex::Regex::new(pattern) {
+                Ok(re) => re,
+                Err(e) => {
+                    diag(
+                        config_errors,
+                        c,
+                        format!(
+                            "rsc-pattern '{pattern}' is not a valid regular expression ({e}): constraint ignored"
+                        ),
+                    );
+                    return;
+                }
+            };
+            let matching: Vec<String> = cib
+                .resources
+                .iter()
+                .map(|r| r.id().to_string())
+                .filter(|id| re.is_match(id) != negated)
+                .collect();
+            for id in matching {
+                cib.locations.push(location(&id));
+            }
         }
         "rsc_colocation" => {
             let (Some(rsc), Some(with)) = (c.attr("rsc"), c.attr("with-rsc")) else {
@@ -1096,5 +1128,35 @@ mod tests {
         assert_eq!(ids, ["vm"]);
         assert!(cib.diagnostics[0].message.contains("remote-node"));
         assert_eq!(cib.diagnostics[0].line, 3);
+    }
+
+    #[test]
+    fn rsc_pattern_locations_name_each_matching_top_level_resource() {
+        let cib = parse_cib(
+            r#"<cib><configuration><crm_config/><nodes/><resources>
+<primitive id="rsc1" class="ocf" provider="heartbeat" type="Dummy"/>
+<primitive id="rsc22" class="ocf" provider="heartbeat" type="Dummy"/>
+<group id="grp"><primitive id="rsc3" class="ocf" provider="heartbeat" type="Dummy"/></group>
+<primitive id="other" class="ocf" provider="heartbeat" type="Dummy"/>
+</resources><constraints>
+<rsc_location id="l1" rsc-pattern="^rsc[0-9]$" node="n1" score="10"/>
+<rsc_location id="l2" rsc-pattern="!rsc" node="n1" score="20"/>
+<rsc_location id="l3" rsc-pattern="rsc[" node="n1" score="30"/>
+</constraints></configuration><status/></cib>"#,
+        )
+        .expect("valid");
+        let locs: Vec<(&str, &str)> = cib
+            .locations
+            .iter()
+            .map(|l| (l.id.as_str(), l.rsc.as_str()))
+            .collect();
+        // Group members are not top-level resources; rsc22 does not match the anchored pattern.
+        assert_eq!(locs, [("l1", "rsc1"), ("l2", "grp"), ("l2", "other")]);
+        // An invalid pattern is a configuration error naming the constraint, not a panic.
+        assert!(
+            cib.config_errors
+                .iter()
+                .any(|d| d.id == "l3" && d.message.contains("rsc-pattern"))
+        );
     }
 }

@@ -139,10 +139,18 @@ fn cmp_values(lhs: &str, rhs: &str, kind: &str) -> Option<std::cmp::Ordering> {
     }
 }
 
+/// The resource a location rule is evaluated for: its parameters and meta-attributes, which
+/// an expression's `value-source="param"` or `"meta"` reads.
+#[derive(Debug, Clone, Copy)]
+pub struct RscData<'a> {
+    pub params: &'a BTreeMap<String, String>,
+    pub meta: &'a BTreeMap<String, String>,
+}
+
 pub(crate) fn eval_expression(
     e: &Element,
     attrs: &BTreeMap<String, String>,
-    params: Option<&BTreeMap<String, String>>,
+    rsc: Option<RscData<'_>>,
 ) -> bool {
     let Some(attr) = e.attr("attribute") else {
         return false;
@@ -151,8 +159,10 @@ pub(crate) fn eval_expression(
     let lhs = attrs.get(attr);
     let mut value = e.attr("value").map(str::to_string);
     if let (Some(src), Some(v)) = (e.attr("value-source"), value.as_deref()) {
-        if src == "param" || src == "meta" {
-            value = params.and_then(|p| p.get(v).cloned());
+        match src {
+            "param" => value = rsc.and_then(|r| r.params.get(v).cloned()),
+            "meta" => value = rsc.and_then(|r| r.meta.get(v).cloned()),
+            _ => {}
         }
     }
     match op.as_str() {
@@ -365,9 +375,9 @@ pub fn eval_rule(
     rule: &Element,
     attrs: &BTreeMap<String, String>,
     now: i64,
-    params: Option<&BTreeMap<String, String>>,
+    rsc: Option<RscData<'_>>,
 ) -> bool {
-    crate::recheck::eval_rule_noting(rule, attrs, now, params, None)
+    crate::recheck::eval_rule_noting(rule, attrs, now, rsc, None)
 }
 
 /// A placement unit: a primitive or a whole group.
@@ -537,12 +547,28 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                 why: format!("location {}", loc.id),
             });
         } else {
+            let per_node_params = r.param_sets.iter().any(|set| !set.rules.is_empty());
             for rule in &loc.rules {
                 let score_text = rule.attr("score");
                 let score_attr = rule.attr("score-attribute");
                 for ni in 0..obs.nodes.len() {
                     let attrs = &obs.nodes[ni].attrs;
-                    if !eval_rule(rule, attrs, obs.now, Some(&r.params)) {
+                    // value-source="param" reads the parameters as evaluated for this node
+                    // (instance attribute sets with rules differ per node: value-source).
+                    let node_params = per_node_params.then(|| {
+                        let mut p = BTreeMap::new();
+                        crate::observed::merge_sets(&mut p, &r.param_sets, obs.now, Some(attrs));
+                        p
+                    });
+                    if !eval_rule(
+                        rule,
+                        attrs,
+                        obs.now,
+                        Some(RscData {
+                            params: node_params.as_ref().unwrap_or(&r.params),
+                            meta: &r.meta,
+                        }),
+                    ) {
                         continue;
                     }
                     let score = match (score_text, score_attr) {

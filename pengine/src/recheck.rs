@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::cib::{Cib, Element, NvSet};
 use crate::observed::Observed;
-use crate::placement::{date_window, eval_date_expression, eval_expression};
+use crate::placement::{RscData, date_window, eval_date_expression, eval_expression};
 
 /// When the result of a date expression changes after `now` (None: never, as far as Pacemaker
 /// tracks it).
@@ -39,7 +39,7 @@ pub fn eval_rule_noting(
     rule: &Element,
     attrs: &BTreeMap<String, String>,
     now: i64,
-    params: Option<&BTreeMap<String, String>>,
+    rsc: Option<RscData<'_>>,
     mut next: Option<&mut Option<i64>>,
 ) -> bool {
     let or = rule
@@ -49,7 +49,7 @@ pub fn eval_rule_noting(
     let mut any = false;
     for c in &rule.children {
         let v = match c.name.as_str() {
-            "expression" => eval_expression(c, attrs, params),
+            "expression" => eval_expression(c, attrs, rsc),
             "date_expression" => {
                 if let Some(next) = next.as_deref_mut() {
                     if let Some(t) = date_expression_change(c, now) {
@@ -60,7 +60,7 @@ pub fn eval_rule_noting(
                 }
                 eval_date_expression(c, now)
             }
-            "rule" => eval_rule_noting(c, attrs, now, params, next.as_deref_mut()),
+            "rule" => eval_rule_noting(c, attrs, now, rsc, next.as_deref_mut()),
             "rsc_expression" | "op_expression" => true,
             _ => continue,
         };
@@ -121,14 +121,17 @@ pub fn apply(cib: &Cib, obs: &mut Observed) {
         if loc.rules.is_empty() {
             continue;
         }
-        let params = match obs.rsc_index(&loc.rsc) {
-            Some(ri) => Some(&obs.resources[ri].params),
+        let rsc = match obs.rsc_index(&loc.rsc) {
+            Some(ri) => Some(RscData {
+                params: &obs.resources[ri].params,
+                meta: &obs.resources[ri].meta,
+            }),
             None if obs.groups.iter().any(|g| g.id == loc.rsc) => None,
             None => continue,
         };
         for rule in &loc.rules {
             for n in &obs.nodes {
-                eval_rule_noting(rule, &n.attrs, now, params, Some(&mut next));
+                eval_rule_noting(rule, &n.attrs, now, rsc, Some(&mut next));
             }
         }
     }
