@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use test_cts::sim::options::{PlannerKind, Profile};
-use test_cts::sim::{Report, run_scenario_2013, run_seed};
+use test_cts::sim::{Report, run_scenario_2013, run_seed, run_seed_dumping};
 
 /// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
 macro_rules! say {
@@ -18,9 +18,10 @@ macro_rules! say {
     }};
 }
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose]\n\
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR]\n\
   atomic (default): the VMs as a Highlander cluster runs them (ocf:highlander:VirtualDomain, atomic migration model); every violation fails the run.\n\
-  full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.";
+  full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.\n\
+  --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.";
 
 enum What {
     Seeds(u64, u64),
@@ -34,6 +35,7 @@ struct Args {
     profile: Profile,
     jobs: usize,
     verbose: bool,
+    dump_dir: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -43,6 +45,7 @@ fn parse_args() -> Result<Args, String> {
     let mut profile = Profile::Atomic;
     let mut jobs = 1;
     let mut verbose = false;
+    let mut dump_dir = None;
     let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
         s.ok_or(format!("{flag} needs a value"))?
             .parse::<u64>()
@@ -79,6 +82,11 @@ fn parse_args() -> Result<Args, String> {
             }
             "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
             "--verbose" | "-v" => verbose = true,
+            "--dump-cib" => {
+                dump_dir = Some(std::path::PathBuf::from(
+                    args.next().ok_or("--dump-cib needs a directory")?,
+                ));
+            }
             "--help" | "-h" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -89,6 +97,7 @@ fn parse_args() -> Result<Args, String> {
         profile,
         jobs,
         verbose,
+        dump_dir,
     })
 }
 
@@ -103,6 +112,8 @@ struct Totals {
     gap_seeds: Vec<u64>,
     /// Runs with a stall (see `checkers::on_stall`): not violations.
     stalled_seeds: Vec<u64>,
+    /// Of those, runs whose every stall Pacemaker's controller has too (`Stats::faithful_stalls`).
+    faithful_stalls: u64,
 }
 
 fn show(r: &Report, verbose: bool, totals: &mut Totals) {
@@ -136,6 +147,9 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
         }
         None if r.stall.is_some() => {
             totals.stalled_seeds.push(r.options.seed);
+            if r.stats.faithful_stalls == r.stats.stalls {
+                totals.faithful_stalls += 1;
+            }
             if !verbose {
                 say!(
                     "seed {}: {}",
@@ -199,11 +213,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.dump_dir.is_some() && !matches!(args.what, What::Seeds(a, b) if a == b) {
+        eprintln!("--dump-cib needs a single --seed");
+        return ExitCode::from(2);
+    }
     let mut totals = Totals::default();
     let started = Instant::now();
     match args.what {
         What::Scenario2013 => {
             let r = run_scenario_2013(args.planner, args.profile);
+            show(&r, args.verbose, &mut totals);
+        }
+        What::Seeds(a, b) if a == b && args.dump_dir.is_some() => {
+            let dir = args.dump_dir.clone().unwrap_or_default();
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                eprintln!("--dump-cib {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+            let r = run_seed_dumping(a, args.planner, args.profile, dir);
             show(&r, args.verbose, &mut totals);
         }
         What::Seeds(a, b) => {
@@ -256,12 +283,13 @@ fn main() -> ExitCode {
         );
     }
     say!(
-        "seeds={} events={} violations={} known-gaps={} stalls={} wall={secs:.1}s events/s={:.0}",
+        "seeds={} events={} violations={} known-gaps={} stalls={} faithful-stalls={} wall={secs:.1}s events/s={:.0}",
         totals.seeds,
         totals.events,
         totals.violations,
         totals.known_gaps,
         totals.stalled_seeds.len(),
+        totals.faithful_stalls,
         totals.events as f64 / secs.max(1e-9)
     );
     if totals.violations == 0 {

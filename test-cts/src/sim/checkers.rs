@@ -216,9 +216,17 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
 }
 
 /// The DC went idle after transition `id` while the planner still had work (`pending`).
-pub fn on_stall(sim: &mut Sim, id: i64, pending: &str) {
+/// `faithful`: the ignored recurring results that make the stall Pacemaker's own (its
+/// controller ignores them as well), None when the stall is the planner's or the simulator's.
+pub fn on_stall(sim: &mut Sim, id: i64, pending: &str, faithful: Option<&str>) {
+    let class = match faithful {
+        Some(ignored) => format!(
+            " [faithful: Pacemaker's controller also ignores a recurring monitor's change during the transition that scheduled it: {ignored}]"
+        ),
+        None => String::new(),
+    };
     let message = format!(
-        "T{id} ended without an abort, yet the planner still has work, which waits for the recheck timer ({} ms): {pending}",
+        "T{id} ended without an abort, yet the planner still has work, which waits for the recheck timer ({} ms): {pending}{class}",
         sim.opts.recheck_interval_ms
     );
     sim.note("CHECK", format!("STALL {message}"));

@@ -82,7 +82,27 @@ impl Report {
 
 /// Runs one seed with its drawn options.
 pub fn run_seed(seed: u64, planner: PlannerKind, profile: Profile) -> Report {
-    run_options(Options::draw(seed, planner, profile), Vec::new(), None)
+    run_options(
+        Options::draw(seed, planner, profile),
+        Vec::new(),
+        None,
+        None,
+    )
+}
+
+/// [`run_seed`], writing every CIB the DC plans from into `dump_dir` (see `Sim::dump_dir`).
+pub fn run_seed_dumping(
+    seed: u64,
+    planner: PlannerKind,
+    profile: Profile,
+    dump_dir: std::path::PathBuf,
+) -> Report {
+    run_options(
+        Options::draw(seed, planner, profile),
+        Vec::new(),
+        None,
+        Some(dump_dir),
+    )
 }
 
 /// The 2013 scenario (Andreas Hofmeister's thread): vm1 runs on node1; a constraint moves it to
@@ -101,6 +121,7 @@ pub fn run_scenario_2013(planner: PlannerKind, profile: Profile) -> Report {
         opts,
         script,
         Some(("vm1".into(), "cli-prefer-vm1".into(), 1_000)),
+        None,
     )
 }
 
@@ -108,6 +129,7 @@ fn run_options(
     opts: Options,
     script: Vec<(u64, Ev)>,
     remove_on_migrate: Option<(String, String, u64)>,
+    dump_dir: Option<std::path::PathBuf>,
 ) -> Report {
     let options = opts.clone();
     let mut sim = match Sim::new(opts) {
@@ -136,6 +158,7 @@ fn run_options(
         sim.at(120_000, Ev::Liveness);
     }
     sim.remove_on_migrate = remove_on_migrate;
+    sim.dump_dir = dump_dir;
     sim.run();
     Report {
         options,
