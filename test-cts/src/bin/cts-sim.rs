@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use test_cts::sim::options::{PlannerKind, Profile};
-use test_cts::sim::{Report, run_scenario_2013, run_seed, run_seed_dumping};
+use test_cts::sim::{Extras, Report, run_scenario_2013, run_seed_with};
 
 /// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
 macro_rules! say {
@@ -18,10 +18,11 @@ macro_rules! say {
     }};
 }
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR]\n\
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR] [--crm-simulate]\n\
   atomic (default): the VMs as a Highlander cluster runs them (ocf:highlander:VirtualDomain, atomic migration model); every violation fails the run.\n\
   full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.\n\
-  --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.";
+  --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.\n\
+  --crm-simulate (two-phase profiles): a stall not explained otherwise is checked with crm_simulate (Pacemaker 2.1.5, installed) on the same CIB; when Pacemaker's scheduler has work there too the stall is counted faithful (faithful-stalls=N).";
 
 enum What {
     Seeds(u64, u64),
@@ -36,6 +37,7 @@ struct Args {
     jobs: usize,
     verbose: bool,
     dump_dir: Option<std::path::PathBuf>,
+    crm_simulate: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -46,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
     let mut jobs = 1;
     let mut verbose = false;
     let mut dump_dir = None;
+    let mut crm_simulate = false;
     let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
         s.ok_or(format!("{flag} needs a value"))?
             .parse::<u64>()
@@ -82,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
             "--verbose" | "-v" => verbose = true,
+            "--crm-simulate" => crm_simulate = true,
             "--dump-cib" => {
                 dump_dir = Some(std::path::PathBuf::from(
                     args.next().ok_or("--dump-cib needs a directory")?,
@@ -98,6 +102,7 @@ fn parse_args() -> Result<Args, String> {
         jobs,
         verbose,
         dump_dir,
+        crm_simulate,
     })
 }
 
@@ -175,11 +180,17 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
 }
 
 /// Runs seeds on `jobs` threads, in order of seed for the output.
-fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize) -> Vec<Report> {
+fn run_many(
+    seeds: Vec<u64>,
+    planner: PlannerKind,
+    profile: Profile,
+    jobs: usize,
+    extras: &Extras,
+) -> Vec<Report> {
     if jobs <= 1 {
         return seeds
             .into_iter()
-            .map(|s| run_seed(s, planner, profile))
+            .map(|s| run_seed_with(s, planner, profile, extras))
             .collect();
     }
     let chunks: Vec<Vec<u64>> = (0..jobs)
@@ -191,7 +202,7 @@ fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize
             .map(|c| {
                 scope.spawn(move || {
                     c.into_iter()
-                        .map(|s| run_seed(s, planner, profile))
+                        .map(|s| run_seed_with(s, planner, profile, extras))
                         .collect::<Vec<_>>()
                 })
             })
@@ -217,6 +228,10 @@ fn main() -> ExitCode {
         eprintln!("--dump-cib needs a single --seed");
         return ExitCode::from(2);
     }
+    let extras = Extras {
+        dump_dir: None,
+        crm_simulate: args.crm_simulate,
+    };
     let mut totals = Totals::default();
     let started = Instant::now();
     match args.what {
@@ -230,7 +245,11 @@ fn main() -> ExitCode {
                 eprintln!("--dump-cib {}: {e}", dir.display());
                 return ExitCode::from(2);
             }
-            let r = run_seed_dumping(a, args.planner, args.profile, dir);
+            let extras = Extras {
+                dump_dir: Some(dir),
+                crm_simulate: args.crm_simulate,
+            };
+            let r = run_seed_with(a, args.planner, args.profile, &extras);
             show(&r, args.verbose, &mut totals);
         }
         What::Seeds(a, b) => {
@@ -238,7 +257,13 @@ fn main() -> ExitCode {
             let mut s = a;
             while s <= b {
                 let end = b.min(s.saturating_add(BATCH - 1));
-                for r in run_many((s..=end).collect(), args.planner, args.profile, args.jobs) {
+                for r in run_many(
+                    (s..=end).collect(),
+                    args.planner,
+                    args.profile,
+                    args.jobs,
+                    &extras,
+                ) {
                     show(&r, args.verbose, &mut totals);
                 }
                 if end == u64::MAX {
@@ -260,7 +285,7 @@ fn main() -> ExitCode {
                     .map(|i| s.wrapping_add(i))
                     .collect();
                 s = s.wrapping_add(batch.len() as u64);
-                for r in run_many(batch, args.planner, args.profile, args.jobs) {
+                for r in run_many(batch, args.planner, args.profile, args.jobs, &extras) {
                     show(&r, args.verbose, &mut totals);
                 }
             }

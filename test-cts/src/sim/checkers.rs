@@ -216,13 +216,11 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
 }
 
 /// The DC went idle after transition `id` while the planner still had work (`pending`).
-/// `faithful`: the ignored recurring results that make the stall Pacemaker's own (its
-/// controller ignores them as well), None when the stall is the planner's or the simulator's.
+/// `faithful`: why the stall is Pacemaker's own (its controller ignored a recurring result too,
+/// or its scheduler has work on the same CIB), None when it is the planner's or the simulator's.
 pub fn on_stall(sim: &mut Sim, id: i64, pending: &str, faithful: Option<&str>) {
     let class = match faithful {
-        Some(ignored) => format!(
-            " [faithful: Pacemaker's controller also ignores a recurring monitor's change during the transition that scheduled it: {ignored}]"
-        ),
+        Some(why) => format!(" [faithful: {why}]"),
         None => String::new(),
     };
     let message = format!(

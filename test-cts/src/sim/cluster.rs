@@ -276,6 +276,9 @@ pub struct Sim {
     /// `seed<N>-T<id>-idle.xml` for the observer's run after a transition ended without an
     /// abort), to compare with `crm_simulate -x FILE -S`.
     pub dump_dir: Option<std::path::PathBuf>,
+    /// `--crm-simulate`: a stall not explained otherwise is checked with Pacemaker's scheduler
+    /// (see `oracle`): when it has work on the same CIB too, the stall is Pacemaker's own.
+    pub crm_simulate: bool,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -344,6 +347,7 @@ impl Sim {
             migration_open: BTreeSet::new(),
             initial_xml,
             dump_dir: None,
+            crm_simulate: false,
         })
     }
 
@@ -800,8 +804,17 @@ impl Sim {
             checkers::at_idle(self, &t);
         } else {
             self.stats.stalls += 1;
-            let faithful =
-                (!self.ignored_recurring.is_empty()).then(|| self.ignored_recurring.join(" "));
+            let mut faithful = (!self.ignored_recurring.is_empty()).then(|| {
+                format!(
+                    "Pacemaker's controller also ignores a recurring monitor's change during the transition that scheduled it: {}",
+                    self.ignored_recurring.join(" ")
+                )
+            });
+            // Only for the two-phase model: on an atomic resource Pacemaker's reading differs.
+            let two_phase = self.opts.profile.migration_model() == "two-phase";
+            if faithful.is_none() && self.crm_simulate && two_phase {
+                faithful = self.ask_pacemaker(id, &pending, now_s);
+            }
             if faithful.is_some() {
                 self.stats.faithful_stalls += 1;
             }
@@ -820,6 +833,43 @@ impl Sim {
         if self.phase != Phase::Done {
             self.enter_idle();
         }
+    }
+
+    /// `--crm-simulate`: Pacemaker's scheduler on the CIB of a stall. Some(why) when it has work
+    /// there too (the stall is Pacemaker's own; `why` says whether its actions are ours), None
+    /// when it has none or cannot be asked (noted in the log).
+    fn ask_pacemaker(&mut self, id: i64, pending: &[String], now_s: i64) -> Option<String> {
+        let path = std::env::temp_dir().join(format!(
+            "cts-sim-{}-seed{}-T{id}.xml",
+            std::process::id(),
+            self.opts.seed
+        ));
+        let asked = record::cib_document(&self.initial_xml, &self.cib, now_s)
+            .and_then(|doc| std::fs::write(&path, doc).map_err(|e| e.to_string()))
+            .and_then(|()| super::oracle::crm_simulate(&path));
+        // A leftover temporary file is harmless; its removal failing changes nothing here.
+        let _ = std::fs::remove_file(&path);
+        let plan = match asked {
+            Ok(p) => p,
+            Err(e) => {
+                self.note("SIM", format!("crm_simulate not asked: {e}"));
+                return None;
+            }
+        };
+        if plan.actions.is_empty() {
+            self.note("SIM", "crm_simulate has nothing to do on this CIB");
+            return None;
+        }
+        let mut ours = pending.to_vec();
+        ours.sort();
+        let same = if ours == plan.actions {
+            "the same actions".to_string()
+        } else {
+            format!("other actions: {}", plan.actions.join(" "))
+        };
+        Some(format!(
+            "Pacemaker 2.1.5's scheduler (crm_simulate) has work on the same CIB too, {same}"
+        ))
     }
 
     fn confirm(&mut self, ai: usize, failed: bool) {
