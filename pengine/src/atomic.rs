@@ -781,6 +781,9 @@ pub enum MoveCause {
     /// migrate_to from this node failed `failures` times (its fail count for migrate_to): the VM
     /// still runs there (the agent's guarantee), but trying again is not going to help.
     MigrateToFailed { failures: i64 },
+    /// The copy there failed (its probe or monitor answered an error): recovered by stop and
+    /// start, on the same node or where placement now wants it.
+    Failed,
 }
 
 /// Whether the VM may migrate live from where it runs.
@@ -1594,22 +1597,28 @@ pub fn reconcile(
                 .get("migration-threshold")
                 .and_then(|v| crate::cib::parse_score(v)),
         );
-        let decision = decide_with(
-            &e.location,
-            &presence,
-            desired.assigned.get(ri).copied().flatten(),
-            |node| {
-                if !allow_migrate {
-                    return Migratable::No(MoveCause::AllowMigrateOff);
-                }
-                let failures = migrate_to_failures(obs, ri, node);
-                if failures >= limit {
-                    Migratable::No(MoveCause::MigrateToFailed { failures })
-                } else {
-                    Migratable::Yes
-                }
-            },
-        );
+        // Without quorum (no-quorum-policy stop) a copy that runs is stopped, as the ordinary
+        // reading stops it ("due to no quorum"), not migrated or recovered (seed 40673 migrated
+        // two VMs below quorum and the next plan stopped both); a stopped one's start is blocked
+        // (see `change_of`).
+        let quorum = crate::reconcile::quorum_block(obs, ri);
+        let placed = desired
+            .assigned
+            .get(ri)
+            .copied()
+            .flatten()
+            .filter(|_| quorum.is_none() || matches!(e.location, Location::Stopped { .. }));
+        let decision = decide_with(&e.location, &presence, placed, |node| {
+            if !allow_migrate {
+                return Migratable::No(MoveCause::AllowMigrateOff);
+            }
+            let failures = migrate_to_failures(obs, ri, node);
+            if failures >= limit {
+                Migratable::No(MoveCause::MigrateToFailed { failures })
+            } else {
+                Migratable::Yes
+            }
+        });
         // A clean shutdown of the source waits for the onward migration's answers instead (see
         // `amend_graph`; scenario 14): only fencing races them.
         let fenced = |n: usize| {
@@ -1620,8 +1629,12 @@ pub fn reconcile(
             _ => None,
         };
         let decision = confirm_before_erasing(decision, &e.location, e.fragile_source, fenced);
-        // A broken copy that answered is recovered by the ordinary reading once the probes have
-        // settled the rest, not moved by the probe's continuation.
+        // A broken copy that answered is recovered once the probes have settled the rest: the
+        // continuation stops it and starts the VM where placement wants it (never migrates it
+        // live), in the same transition as Pacemaker's recovery. A continuation that left it to
+        // the ordinary reading of a later plan waited for cluster-recheck-interval, the probes'
+        // expected answers aborting nothing (cts-sim seeds 40443, 40025, 40033: 24 of the 37
+        // stalls in 40000..41500).
         let decision = match decision {
             Decision::Probe {
                 probe,
@@ -1629,13 +1642,27 @@ pub fn reconcile(
                 doubt,
                 then,
             } => {
-                let keeps_broken = matches!(&e.location, Location::Unknown { answered, .. }
-                    if answered.iter().any(|a| e.broken.contains(a)));
+                let answered_online: Vec<usize> = match &e.location {
+                    Location::Unknown { answered, .. } => answered
+                        .iter()
+                        .copied()
+                        .filter(|&a| presence.get(a) == Some(&Presence::Online))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let then = match answered_online.as_slice() {
+                    [b] if e.broken.contains(b) => {
+                        // Without quorum (policy stop) it is only stopped.
+                        Some(Box::new(recover_broken(*b, placed)))
+                    }
+                    _ if answered_online.iter().any(|a| e.broken.contains(a)) => None,
+                    _ => then,
+                };
                 Decision::Probe {
                     probe,
                     fence,
                     doubt,
-                    then: then.filter(|_| !keeps_broken),
+                    then,
                 }
             }
             d => d,
@@ -1656,6 +1683,9 @@ pub fn reconcile(
             Change::Keep
         } else {
             let reason = || {
+                if let Some(q) = &quorum {
+                    return q.clone();
+                }
                 desired
                     .unplaced_reason
                     .get(ri)
@@ -1663,7 +1693,7 @@ pub fn reconcile(
                     .flatten()
                     .unwrap_or_else(|| "node availability".into())
             };
-            change_of(&decision, &rec.changes[ri], reason)
+            change_of(&decision, &rec.changes[ri], reason, quorum.clone())
         };
         rec.changes[ri] = change;
         let probes: Vec<usize> = match &decision {
@@ -1677,12 +1707,23 @@ pub fn reconcile(
             }
         }
         // While the other candidates are probed, a copy that answered stays where it is: its node
-        // may not shut down under it (seed 40509); a later plan moves it first.
-        if let (Decision::Probe { .. }, Location::Unknown { answered, .. }) =
+        // may not shut down under it (seed 40509), unless the continuation takes it away (then
+        // `amend_graph` orders the shutdown after that stop or migration; seed 40019 recovered a
+        // broken copy and left the shutdown to the recheck timer).
+        if let (Decision::Probe { then, .. }, Location::Unknown { answered, .. }) =
             (&decision, &e.location)
         {
-            rec.shutdown
-                .retain(|n| !(answered.contains(n) && presence.get(*n) == Some(&Presence::Online)));
+            let leaves = |n: usize| match then.as_deref() {
+                Some(
+                    Decision::Move { source, target, .. }
+                    | Decision::Migrate { source, target, .. },
+                ) => *source == n && *target != n,
+                Some(Decision::Stop { node, .. }) => *node == n,
+                _ => false,
+            };
+            rec.shutdown.retain(|&n| {
+                !(answered.contains(&n) && presence.get(n) == Some(&Presence::Online)) || leaves(n)
+            });
         }
         e.decision = Some(decision);
     }
@@ -1705,10 +1746,36 @@ pub fn reconcile(
     }
 }
 
+/// The continuation of a probe for the one copy that answered and is broken (its newest entry a
+/// failed probe or monitor): stop it, and start the VM on `desired` (the same node or another;
+/// none: it stays stopped).
+fn recover_broken(node: usize, desired: Option<usize>) -> Decision {
+    match desired {
+        Some(target) => Decision::Move {
+            source: node,
+            target,
+            cleanup: Vec::new(),
+            cause: MoveCause::Failed,
+        },
+        None => Decision::Stop {
+            node,
+            cleanup: Vec::new(),
+        },
+    }
+}
+
 /// The resource's change for a decision (`ordinary`: the change the ordinary reading made, kept
 /// for `Defer`; `reason`: why a stop, when placement left it nowhere). A probe's change is its
 /// continuation's, whose actions `amend_graph` orders after the probes and fencing.
-fn change_of(decision: &Decision, ordinary: &Change, reason: impl Fn() -> String) -> Change {
+/// `blocked`: why a start may not happen now (no quorum, see `reconcile::quorum_block`): a start
+/// is then blocked as the ordinary reading blocks it (seed 40181 started a VM without quorum, and
+/// the next plan stopped it again, "due to no quorum").
+fn change_of(
+    decision: &Decision,
+    ordinary: &Change,
+    reason: impl Fn() -> String,
+    blocked: Option<String>,
+) -> Change {
     match decision {
         Decision::Defer => ordinary.clone(),
         Decision::Keep { .. } | Decision::Cleanup { .. } | Decision::Probe { then: None, .. } => {
@@ -1716,7 +1783,7 @@ fn change_of(decision: &Decision, ordinary: &Change, reason: impl Fn() -> String
         }
         Decision::Probe {
             then: Some(then), ..
-        } => change_of(then, ordinary, reason),
+        } => change_of(then, ordinary, reason, blocked),
         Decision::Finish { source, target, .. } => Change::Migrate {
             source: *source,
             target: *target,
@@ -1724,6 +1791,16 @@ fn change_of(decision: &Decision, ordinary: &Change, reason: impl Fn() -> String
         Decision::Migrate { source, target, .. } => Change::Migrate {
             source: *source,
             target: *target,
+        },
+        Decision::Move {
+            source,
+            target,
+            cause: MoveCause::Failed,
+            ..
+        } => Change::Recover {
+            source: *source,
+            target: *target,
+            stops: vec![*source],
         },
         Decision::Move { source, target, .. } => Change::Move {
             source: *source,
@@ -1737,7 +1814,7 @@ fn change_of(decision: &Decision, ordinary: &Change, reason: impl Fn() -> String
         },
         Decision::Start { target, .. } => Change::Start {
             target: *target,
-            blocked: None,
+            blocked,
         },
         Decision::ProbeThenStart { fence, target, .. } => Change::Recover {
             source: fence.first().copied().unwrap_or(*target),
@@ -2115,12 +2192,20 @@ fn describe_decision(decision: &Decision, names: &[String]) -> String {
         } => {
             let why = match cause {
                 MoveCause::AllowMigrateOff => "allow-migrate is off".to_string(),
+                MoveCause::Failed => format!("the copy on {} failed", name(*source)),
                 MoveCause::MigrateToFailed { failures } => format!(
                     "live migration from {} failed {failures} time{}",
                     name(*source),
                     if *failures == 1 { "" } else { "s" }
                 ),
             };
+            if source == target {
+                return format!(
+                    "recover it on {} by stop and start ({why}){}",
+                    name(*source),
+                    clean(cleanup)
+                );
+            }
             format!(
                 "move {} -> {} by stop and start ({why}){}",
                 name(*source),

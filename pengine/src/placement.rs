@@ -912,10 +912,18 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         }
         candidates.push((ni, s));
     }
-    let active = if running.len() == 1 {
-        Some(running[0])
-    } else {
-        None
+    // Pacemaker's current node (`pe__current_node`): the only one, or of several the partial
+    // migration's source, else the first it was found running on (cts-sim --profile full seeds 8,
+    // 143, 533: a failed migrate_to left it on both nodes, and at equal scores the restart went
+    // to the first node instead of where Pacemaker restarts it).
+    let active = match running.as_slice() {
+        [] => None,
+        [only] => Some(*only),
+        several => obs.resources[members[0]]
+            .partial_migration
+            .map(|(source, _)| source)
+            .filter(|s| several.contains(s))
+            .or(several.first().copied()),
     };
     candidates.sort_by(|a, b| {
         b.1.cmp(&a.1)
@@ -1409,6 +1417,40 @@ mod tests {
         assert_eq!(parse_iso_date("1970-01-02 00:00:00Z"), Some(86400));
         assert_eq!(parse_iso_date("2022-04-01 17:57:38Z"), Some(1648835858));
         assert_eq!(civil_from_days(19083), (2022, 4, 1));
+    }
+
+    /// Running on node3 and node2 (node3's state first in the status), equal scores everywhere:
+    /// Pacemaker's current node is the first it was found on, so the restart stays on node3
+    /// (crm_simulate 2.1.5 on this CIB: "Restart vm ( node3 )"), not on node1, first by name.
+    #[test]
+    fn a_multiply_active_resource_restarts_on_its_current_node_at_equal_scores() {
+        let op = |n: u32| {
+            format!(
+                r#"<lrm id="{n}"><lrm_resources><lrm_resource id="vm" class="ocf" provider="pacemaker" type="Dummy"><lrm_rsc_op id="vm_last_0" operation_key="vm_start_0" operation="start" transition-key="{n}:1:0:x" transition-magic="0:0;{n}:1:0:x" call-id="2" rc-code="0" op-status="0" interval="0" last-rc-change="900"/></lrm_resource></lrm_resources></lrm>"#
+            )
+        };
+        let state = |n: u32, lrm: String| {
+            format!(
+                r#"<node_state id="{n}" uname="node{n}" in_ccm="true" crmd="online" join="member" expected="member">{lrm}</node_state>"#
+            )
+        };
+        let xml = format!(
+            r#"<cib have-quorum="1"><configuration><crm_config><cluster_property_set id="o"><nvpair id="o1" name="stonith-enabled" value="false"/></cluster_property_set></crm_config><nodes><node id="1" uname="node1"/><node id="2" uname="node2"/><node id="3" uname="node3"/></nodes><resources><primitive id="vm" class="ocf" provider="pacemaker" type="Dummy"><meta_attributes id="vm-meta"><nvpair id="vm-st" name="resource-stickiness" value="100"/></meta_attributes></primitive></resources><constraints/></configuration><status>{}{}{}</status></cib>"#,
+            state(3, op(3)),
+            state(1, String::new()),
+            state(2, op(2))
+        );
+        let cib = crate::parse_cib(&xml).expect("valid CIB");
+        let t = crate::schedule(&cib, 1000);
+        let starts: Vec<&str> = t
+            .graph
+            .actions
+            .iter()
+            .filter(|a| a.task == "start")
+            .filter_map(|a| a.node.and_then(|n| t.observed.nodes.get(n)))
+            .map(|n| n.uname.as_str())
+            .collect();
+        assert_eq!(starts, vec!["node3"]);
     }
 
     #[test]

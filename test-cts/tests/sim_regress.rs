@@ -18,6 +18,8 @@ enum Expect {
     Clean,
     /// Clean, and no stall: every transition that ended without an abort left nothing to do.
     Settles,
+    /// Clean, with stalls, every one of them Pacemaker's own (`Stats::faithful_stalls`).
+    StallsFaithfully,
     NoNew,
     Gap(String),
     Caught(String),
@@ -54,6 +56,7 @@ fn regress_lines() -> Vec<Line> {
         let expect = match f[3] {
             "clean" => Expect::Clean,
             "settles" => Expect::Settles,
+            "stalls-faithfully" => Expect::StallsFaithfully,
             "no-new" => Expect::NoNew,
             e if e.starts_with("gap:") => Expect::Gap(e[4..].to_string()),
             e if e.starts_with("caught:") => Expect::Caught(e[7..].to_string()),
@@ -94,6 +97,16 @@ fn judge(line: &Line, r: &Report) -> Option<String> {
         Expect::Settles if v.is_some() => fail("expected clean and no stall"),
         Expect::Settles if r.stall.is_some() => fail(&format!(
             "expected no stall: {}",
+            r.stall.as_deref().unwrap_or_default()
+        )),
+        Expect::StallsFaithfully if v.is_some() => fail("expected clean"),
+        Expect::StallsFaithfully if r.stall.is_none() => {
+            fail("expected a faithful stall: the run no longer stalls; make the line `settles`")
+        }
+        Expect::StallsFaithfully if r.stats.faithful_stalls != r.stats.stalls => fail(&format!(
+            "expected only faithful stalls, {} of {} are: {}",
+            r.stats.faithful_stalls,
+            r.stats.stalls,
             r.stall.as_deref().unwrap_or_default()
         )),
         Expect::NoNew if v.is_some() && !gap.is_some_and(|g| KNOWN_GAPS.contains(&g)) => {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use test_cts::sim::options::{PlannerKind, Profile};
-use test_cts::sim::{Report, run_scenario_2013, run_seed};
+use test_cts::sim::{Extras, Report, run_scenario_2013, run_seed_with};
 
 /// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
 macro_rules! say {
@@ -18,9 +18,11 @@ macro_rules! say {
     }};
 }
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose]\n\
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR] [--crm-simulate]\n\
   atomic (default): the VMs as a Highlander cluster runs them (ocf:highlander:VirtualDomain, atomic migration model); every violation fails the run.\n\
-  full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.";
+  full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.\n\
+  --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.\n\
+  --crm-simulate (two-phase profiles): a stall not explained otherwise is checked with crm_simulate (Pacemaker 2.1.5, installed) on the same CIB; when Pacemaker's scheduler has work there too the stall is counted faithful (faithful-stalls=N).";
 
 enum What {
     Seeds(u64, u64),
@@ -34,6 +36,8 @@ struct Args {
     profile: Profile,
     jobs: usize,
     verbose: bool,
+    dump_dir: Option<std::path::PathBuf>,
+    crm_simulate: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -43,6 +47,8 @@ fn parse_args() -> Result<Args, String> {
     let mut profile = Profile::Atomic;
     let mut jobs = 1;
     let mut verbose = false;
+    let mut dump_dir = None;
+    let mut crm_simulate = false;
     let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
         s.ok_or(format!("{flag} needs a value"))?
             .parse::<u64>()
@@ -79,6 +85,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
             "--verbose" | "-v" => verbose = true,
+            "--crm-simulate" => crm_simulate = true,
+            "--dump-cib" => {
+                dump_dir = Some(std::path::PathBuf::from(
+                    args.next().ok_or("--dump-cib needs a directory")?,
+                ));
+            }
             "--help" | "-h" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -89,6 +101,8 @@ fn parse_args() -> Result<Args, String> {
         profile,
         jobs,
         verbose,
+        dump_dir,
+        crm_simulate,
     })
 }
 
@@ -103,6 +117,8 @@ struct Totals {
     gap_seeds: Vec<u64>,
     /// Runs with a stall (see `checkers::on_stall`): not violations.
     stalled_seeds: Vec<u64>,
+    /// Of those, runs whose every stall Pacemaker's controller has too (`Stats::faithful_stalls`).
+    faithful_stalls: u64,
 }
 
 fn show(r: &Report, verbose: bool, totals: &mut Totals) {
@@ -136,6 +152,9 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
         }
         None if r.stall.is_some() => {
             totals.stalled_seeds.push(r.options.seed);
+            if r.stats.faithful_stalls == r.stats.stalls {
+                totals.faithful_stalls += 1;
+            }
             if !verbose {
                 say!(
                     "seed {}: {}",
@@ -161,11 +180,17 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
 }
 
 /// Runs seeds on `jobs` threads, in order of seed for the output.
-fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize) -> Vec<Report> {
+fn run_many(
+    seeds: Vec<u64>,
+    planner: PlannerKind,
+    profile: Profile,
+    jobs: usize,
+    extras: &Extras,
+) -> Vec<Report> {
     if jobs <= 1 {
         return seeds
             .into_iter()
-            .map(|s| run_seed(s, planner, profile))
+            .map(|s| run_seed_with(s, planner, profile, extras))
             .collect();
     }
     let chunks: Vec<Vec<u64>> = (0..jobs)
@@ -177,7 +202,7 @@ fn run_many(seeds: Vec<u64>, planner: PlannerKind, profile: Profile, jobs: usize
             .map(|c| {
                 scope.spawn(move || {
                     c.into_iter()
-                        .map(|s| run_seed(s, planner, profile))
+                        .map(|s| run_seed_with(s, planner, profile, extras))
                         .collect::<Vec<_>>()
                 })
             })
@@ -199,6 +224,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.dump_dir.is_some() && !matches!(args.what, What::Seeds(a, b) if a == b) {
+        eprintln!("--dump-cib needs a single --seed");
+        return ExitCode::from(2);
+    }
+    let extras = Extras {
+        dump_dir: None,
+        crm_simulate: args.crm_simulate,
+    };
     let mut totals = Totals::default();
     let started = Instant::now();
     match args.what {
@@ -206,12 +239,31 @@ fn main() -> ExitCode {
             let r = run_scenario_2013(args.planner, args.profile);
             show(&r, args.verbose, &mut totals);
         }
+        What::Seeds(a, b) if a == b && args.dump_dir.is_some() => {
+            let dir = args.dump_dir.clone().unwrap_or_default();
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                eprintln!("--dump-cib {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+            let extras = Extras {
+                dump_dir: Some(dir),
+                crm_simulate: args.crm_simulate,
+            };
+            let r = run_seed_with(a, args.planner, args.profile, &extras);
+            show(&r, args.verbose, &mut totals);
+        }
         What::Seeds(a, b) => {
             const BATCH: u64 = 64;
             let mut s = a;
             while s <= b {
                 let end = b.min(s.saturating_add(BATCH - 1));
-                for r in run_many((s..=end).collect(), args.planner, args.profile, args.jobs) {
+                for r in run_many(
+                    (s..=end).collect(),
+                    args.planner,
+                    args.profile,
+                    args.jobs,
+                    &extras,
+                ) {
                     show(&r, args.verbose, &mut totals);
                 }
                 if end == u64::MAX {
@@ -233,7 +285,7 @@ fn main() -> ExitCode {
                     .map(|i| s.wrapping_add(i))
                     .collect();
                 s = s.wrapping_add(batch.len() as u64);
-                for r in run_many(batch, args.planner, args.profile, args.jobs) {
+                for r in run_many(batch, args.planner, args.profile, args.jobs, &extras) {
                     show(&r, args.verbose, &mut totals);
                 }
             }
@@ -256,12 +308,13 @@ fn main() -> ExitCode {
         );
     }
     say!(
-        "seeds={} events={} violations={} known-gaps={} stalls={} wall={secs:.1}s events/s={:.0}",
+        "seeds={} events={} violations={} known-gaps={} stalls={} faithful-stalls={} wall={secs:.1}s events/s={:.0}",
         totals.seeds,
         totals.events,
         totals.violations,
         totals.known_gaps,
         totals.stalled_seeds.len(),
+        totals.faithful_stalls,
         totals.events as f64 / secs.max(1e-9)
     );
     if totals.violations == 0 {

@@ -216,9 +216,15 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
 }
 
 /// The DC went idle after transition `id` while the planner still had work (`pending`).
-pub fn on_stall(sim: &mut Sim, id: i64, pending: &str) {
+/// `faithful`: why the stall is Pacemaker's own (its controller ignored a recurring result too,
+/// or its scheduler has work on the same CIB), None when it is the planner's or the simulator's.
+pub fn on_stall(sim: &mut Sim, id: i64, pending: &str, faithful: Option<&str>) {
+    let class = match faithful {
+        Some(why) => format!(" [faithful: {why}]"),
+        None => String::new(),
+    };
     let message = format!(
-        "T{id} ended without an abort, yet the planner still has work, which waits for the recheck timer ({} ms): {pending}",
+        "T{id} ended without an abort, yet the planner still has work, which waits for the recheck timer ({} ms): {pending}{class}",
         sim.opts.recheck_interval_ms
     );
     sim.note("CHECK", format!("STALL {message}"));

@@ -6,8 +6,11 @@
 //!
 //! When the DC plans is Pacemaker 2.1.5's controller (pacemaker-controld): only after an abort (a
 //! result other than the expected rc, a failed or lost action, a result from outside the active
-//! transition, a node joining or lost unexpectedly, a configuration or attribute change) or when
-//! the `cluster-recheck-interval` timer fires in S_IDLE. A transition that ends without an abort,
+//! transition, a node joining or lost unexpectedly, a configuration or attribute change, quorum
+//! lost, or 5 s after quorum gained unless another abort came first) or when the
+//! `cluster-recheck-interval` timer fires in S_IDLE. A recurring monitor's later result while the
+//! transition that scheduled it is still active finds its action confirmed and is ignored, as in
+//! `process_graph_event`. A transition that ends without an abort,
 //! complete or with synapses that could not fire, goes to S_IDLE with no new scheduler run. The
 //! simulator then asks the planner once more as an observer: a non-empty plan there is work the
 //! real controller would leave until the recheck timer, a `stall`.
@@ -66,7 +69,15 @@ pub enum Ev {
     Recheck(u64),
     Liveness,
     Script(Script),
+    /// Pacemaker's delayed "Quorum gained" abort (`crm_update_quorum` arms a 5 s timer with
+    /// `abort_after_delay`), armed with this generation; it aborts only if no other abort came
+    /// meanwhile.
+    QuorumGained(u64),
 }
+
+/// The delay of the controller's "Quorum gained" abort (Pacemaker 2.1.5, controld_membership.c),
+/// so that nodes joining around the same time change the quorum only once.
+pub const QUORUM_GAINED_DELAY_MS: u64 = 5_000;
 
 /// The end of a temporary fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +210,10 @@ pub struct Stats {
     /// Transitions that ended without an abort while the planner still had work: the real
     /// controller would sit in S_IDLE until the recheck timer.
     pub stalls: u64,
+    /// Stalls Pacemaker's controller has as well: the work comes from a recurring monitor's
+    /// change that the DC ignored because the transition that scheduled the monitor was still
+    /// active (see `Sim::dc_ignores`).
+    pub faithful_stalls: u64,
     /// Scheduler runs started by the recheck timer.
     pub rechecks: u64,
 }
@@ -227,6 +242,9 @@ pub struct Sim {
     replan_at: Option<u64>,
     /// The armed recheck timer's generation (see `Ev::Recheck`).
     recheck_generation: u64,
+    /// The delayed "Quorum gained" abort: its generation, and whether any abort came since it
+    /// was armed (Pacemaker's `abort_timer.aborted`: then it does nothing).
+    quorum_timer: (u64, bool),
     pub phase: Phase,
     pub faults_done: usize,
     pub log: Vec<String>,
@@ -243,6 +261,8 @@ pub struct Sim {
     pub status_at_violation: String,
     /// The first stall (see `checkers::on_stall`).
     pub first_stall: Option<String>,
+    /// Recurring results the DC ignored during the active transition (see `dc_ignores`).
+    ignored_recurring: Vec<String>,
     /// The liveness phase's cleanup waits for every node to be back.
     pub cleanup_pending: bool,
     /// VMs whose migrate_to was sent and no migrate_from succeeded since, while a copy exists
@@ -250,6 +270,15 @@ pub struct Sim {
     pub migration_open: BTreeSet<String>,
     /// The previous transition's actions (`key@node`, in graph order); empty after an idle plan.
     last_actions: String,
+    /// The initial CIB document (configuration as generated), for [`record::cib_document`].
+    initial_xml: String,
+    /// `--dump-cib DIR`: every CIB the DC plans from is written there (`seed<N>-T<id>.xml`, and
+    /// `seed<N>-T<id>-idle.xml` for the observer's run after a transition ended without an
+    /// abort), to compare with `crm_simulate -x FILE -S`.
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// `--crm-simulate`: a stall not explained otherwise is checked with Pacemaker's scheduler
+    /// (see `oracle`): when it has work on the same CIB too, the stall is Pacemaker's own.
+    pub crm_simulate: bool,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -263,6 +292,7 @@ impl Sim {
         let mut cib_rng = rng.fork();
         let xml = record::initial_cib(&opts, &mut cib_rng);
         let cib = pengine::parse_cib(&xml).map_err(|e| format!("initial CIB: {e}"))?;
+        let initial_xml = xml;
         let kernel = Kernel::default();
         let names: Vec<String> = (0..opts.nodes).map(record::node_name).collect();
         let vms: Vec<String> = (0..opts.vms).map(record::vm_name).collect();
@@ -299,6 +329,7 @@ impl Sim {
             transition_seq: 0,
             replan_at: None,
             recheck_generation: 0,
+            quorum_timer: (0, true),
             phase: Phase::Safety,
             faults_done: 0,
             log: Vec::new(),
@@ -311,8 +342,12 @@ impl Sim {
             remove_on_migrate: None,
             status_at_violation: String::new(),
             first_stall: None,
+            ignored_recurring: Vec::new(),
             cleanup_pending: false,
             migration_open: BTreeSet::new(),
+            initial_xml,
+            dump_dir: None,
+            crm_simulate: false,
         })
     }
 
@@ -410,6 +445,21 @@ impl Sim {
         }
     }
 
+    /// Writes the CIB the planner reads now (see `dump_dir`); a failure is noted in the log.
+    fn dump_cib(&mut self, name: &str) {
+        let Some(dir) = self.dump_dir.clone() else {
+            return;
+        };
+        let now_s = record::now_s(self.now_ms());
+        let path = dir.join(format!("seed{}-{name}.xml", self.opts.seed));
+        let written = record::cib_document(&self.initial_xml, &self.cib, now_s)
+            .and_then(|doc| std::fs::write(&path, doc).map_err(|e| e.to_string()));
+        match written {
+            Ok(()) => self.note("SIM", format!("CIB written to {}", path.display())),
+            Err(e) => self.note("SIM", format!("cannot write {}: {e}", path.display())),
+        }
+    }
+
     pub fn fault_gap(&mut self) -> u64 {
         let g = self.opts.fault_gap_ms;
         self.rng.range(g / 2, g + g / 2)
@@ -459,6 +509,11 @@ impl Sim {
             }
             Ev::Liveness => self.start_liveness(),
             Ev::Script(s) => self.script(s),
+            Ev::QuorumGained(generation) => {
+                if self.quorum_timer == (generation, false) {
+                    self.cib_changed("quorum gained");
+                }
+            }
         }
     }
 
@@ -480,6 +535,7 @@ impl Sim {
     /// Any change the DC did not expect: abort the transition and plan again.
     pub fn cib_changed(&mut self, why: &str) {
         self.idle = false;
+        self.quorum_timer.1 = true;
         if let Some(a) = self.active.as_mut() {
             if !a.aborted {
                 a.aborted = true;
@@ -520,10 +576,22 @@ impl Sim {
     }
 
     fn set_member(&mut self, ni: usize, m: Member) {
+        let had_quorum = self.cib.have_quorum;
         self.nodes[ni].member = m;
         let name = self.nodes[ni].name.clone();
         record::write_member(&mut self.cib, &name, m);
         self.cib.have_quorum = self.have_quorum();
+        if self.cib.have_quorum && !had_quorum {
+            // Armed here; the join that brought quorum aborts at once in this simulator (see
+            // `boot`), which disarms it, as any abort within the delay does in Pacemaker.
+            let generation = self.quorum_timer.0 + 1;
+            self.quorum_timer = (generation, false);
+            self.note(
+                "DC",
+                "quorum gained: abort in 5 s unless another comes first",
+            );
+            self.after(QUORUM_GAINED_DELAY_MS, Ev::QuorumGained(generation));
+        }
     }
 
     // ---------------------------------------------------------------- planning and firing
@@ -536,6 +604,7 @@ impl Sim {
         // Leaving S_IDLE stops the recheck timer.
         self.recheck_generation += 1;
         let now_s = record::now_s(self.now_ms());
+        self.dump_cib(&format!("T{}", self.transition_seq + 1));
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         self.stats.transitions += 1;
         self.transition_seq += 1;
@@ -592,6 +661,7 @@ impl Sim {
         self.last_actions = actions;
         let n = t.graph.actions.len();
         let ns = t.graph.synapses.len();
+        self.ignored_recurring.clear();
         self.active = Some(Active {
             id,
             graph: t.graph,
@@ -705,6 +775,7 @@ impl Sim {
             return;
         }
         let now_s = record::now_s(self.now_ms());
+        self.dump_cib(&format!("T{id}-idle"));
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         let pending: Vec<String> = t
             .graph
@@ -733,6 +804,20 @@ impl Sim {
             checkers::at_idle(self, &t);
         } else {
             self.stats.stalls += 1;
+            let mut faithful = (!self.ignored_recurring.is_empty()).then(|| {
+                format!(
+                    "Pacemaker's controller also ignores a recurring monitor's change during the transition that scheduled it: {}",
+                    self.ignored_recurring.join(" ")
+                )
+            });
+            // Only for the two-phase model: on an atomic resource Pacemaker's reading differs.
+            let two_phase = self.opts.profile.migration_model() == "two-phase";
+            if faithful.is_none() && self.crm_simulate && two_phase {
+                faithful = self.ask_pacemaker(id, &pending, now_s);
+            }
+            if faithful.is_some() {
+                self.stats.faithful_stalls += 1;
+            }
             self.idle = false;
             let what = if pending.is_empty() {
                 "pseudo actions only".to_string()
@@ -743,11 +828,48 @@ impl Sim {
                 "DC",
                 format!("idle after T{id}, but the planner still has work: {what}"),
             );
-            checkers::on_stall(self, id, &what);
+            checkers::on_stall(self, id, &what, faithful.as_deref());
         }
         if self.phase != Phase::Done {
             self.enter_idle();
         }
+    }
+
+    /// `--crm-simulate`: Pacemaker's scheduler on the CIB of a stall. Some(why) when it has work
+    /// there too (the stall is Pacemaker's own; `why` says whether its actions are ours), None
+    /// when it has none or cannot be asked (noted in the log).
+    fn ask_pacemaker(&mut self, id: i64, pending: &[String], now_s: i64) -> Option<String> {
+        let path = std::env::temp_dir().join(format!(
+            "cts-sim-{}-seed{}-T{id}.xml",
+            std::process::id(),
+            self.opts.seed
+        ));
+        let asked = record::cib_document(&self.initial_xml, &self.cib, now_s)
+            .and_then(|doc| std::fs::write(&path, doc).map_err(|e| e.to_string()))
+            .and_then(|()| super::oracle::crm_simulate(&path));
+        // A leftover temporary file is harmless; its removal failing changes nothing here.
+        let _ = std::fs::remove_file(&path);
+        let plan = match asked {
+            Ok(p) => p,
+            Err(e) => {
+                self.note("SIM", format!("crm_simulate not asked: {e}"));
+                return None;
+            }
+        };
+        if plan.actions.is_empty() {
+            self.note("SIM", "crm_simulate has nothing to do on this CIB");
+            return None;
+        }
+        let mut ours = pending.to_vec();
+        ours.sort();
+        let same = if ours == plan.actions {
+            "the same actions".to_string()
+        } else {
+            format!("other actions: {}", plan.actions.join(" "))
+        };
+        Some(format!(
+            "Pacemaker 2.1.5's scheduler (crm_simulate) has work on the same CIB too, {same}"
+        ))
     }
 
     fn confirm(&mut self, ai: usize, failed: bool) {
@@ -756,6 +878,7 @@ impl Sim {
             a.confirmed[ai] = true;
             if failed {
                 a.failed[ai] = true;
+                self.quorum_timer.1 = true;
                 if !a.aborted {
                     a.aborted = true;
                     let id = a.id;
@@ -1201,7 +1324,11 @@ impl Sim {
         }
         let now_s = record::now_s(self.now_ms());
         let fatal = true;
-        self.nodes[ni].hist.record(&r, now_s, fatal);
+        let counted =
+            !(recurring_gen.is_some() && !self.world.is_isolated(&node) && self.dc_ignores(&r));
+        self.nodes[ni]
+            .hist
+            .record_counting(&r, now_s, fatal, counted);
         if recurring_gen.is_some() || info.interval_ms > 0 {
             self.schedule_recurring(ni, &info.rsc);
         }
@@ -1216,14 +1343,27 @@ impl Sim {
         self.deliver(r, recurring_gen.is_some());
     }
 
+    /// Whether the DC ignores this result: its action belongs to the active transition (the
+    /// transition is neither complete nor replaced) and is confirmed already. For a recurring
+    /// monitor that is every result after its first while the transition that scheduled it is
+    /// still active: Pacemaker 2.1.5's `process_graph_event` finds the graph action confirmed and
+    /// returns, with no abort and no fail count; the change waits for a later scheduler run (an
+    /// abort for another reason, or the recheck timer).
+    fn dc_ignores(&self, r: &OpResult) -> bool {
+        self.active
+            .as_ref()
+            .is_some_and(|a| a.id == r.transition_id && !a.in_flight.contains_key(&r.action_id))
+    }
+
     /// The DC receives one result.
     /// As Pacemaker's `process_graph_event`: a result of an action in flight in the active
     /// transition confirms it (failed when its rc is not the expected one, which aborts); one the
-    /// active transition already confirmed is ignored; any other written result (a late one, a
-    /// recurring monitor's change) aborts the transition, or starts a scheduler run when idle.
+    /// active transition already confirmed is ignored (a recurring monitor's change too, see
+    /// `dc_ignores`); any other written result (a late one, a recurring monitor's change after
+    /// the transition that scheduled it ended) aborts the transition, or starts a scheduler run
+    /// when idle.
     fn deliver(&mut self, r: OpResult, recurring: bool) {
         let failed = r.failed();
-        let active_id = self.active.as_ref().map(|a| a.id);
         let ours = self
             .active
             .as_ref()
@@ -1232,12 +1372,21 @@ impl Sim {
             // An action's result, or a recurring monitor's first one.
             self.confirm(r.action_id, failed);
             self.pump();
-        } else if active_id == Some(r.transition_id) && !recurring {
-            // Already confirmed (counted as lost when its node left): nothing more.
+        } else if self.dc_ignores(&r) {
+            // Already confirmed (counted as lost when its node left), or a recurring monitor's
+            // change during the transition that scheduled it: nothing more.
+            if recurring {
+                let what = format!("{}_{}_{} rc={}", r.rsc, r.task, r.interval_ms, r.rc);
+                self.note(
+                    "DC",
+                    format!(
+                        "{what} ignored: its action in T{} is confirmed already",
+                        r.transition_id
+                    ),
+                );
+                self.ignored_recurring.push(what);
+            }
         } else {
-            // A recurring monitor's change during the transition that started it: Pacemaker
-            // finds its action already confirmed and ignores it until a later scheduler run;
-            // the simulator aborts (a deliberate deviation, so a failure is never left unseen).
             let why = if recurring {
                 "change in recurring result"
             } else {

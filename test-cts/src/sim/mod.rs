@@ -12,6 +12,7 @@ pub mod executor;
 pub mod faults;
 pub mod kernel;
 pub mod options;
+pub mod oracle;
 pub mod planner;
 pub mod record;
 pub mod rng;
@@ -82,7 +83,26 @@ impl Report {
 
 /// Runs one seed with its drawn options.
 pub fn run_seed(seed: u64, planner: PlannerKind, profile: Profile) -> Report {
-    run_options(Options::draw(seed, planner, profile), Vec::new(), None)
+    run_seed_with(seed, planner, profile, &Extras::default())
+}
+
+/// What a run does beyond the seed's own draws (cts-sim's flags; the tests use none).
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// `--dump-cib DIR`: every CIB the DC plans from is written there (see `Sim::dump_dir`).
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// `--crm-simulate`: a stall is checked with Pacemaker's scheduler (see [`oracle`]).
+    pub crm_simulate: bool,
+}
+
+/// [`run_seed`] with [`Extras`].
+pub fn run_seed_with(seed: u64, planner: PlannerKind, profile: Profile, extras: &Extras) -> Report {
+    run_options(
+        Options::draw(seed, planner, profile),
+        Vec::new(),
+        None,
+        extras,
+    )
 }
 
 /// The 2013 scenario (Andreas Hofmeister's thread): vm1 runs on node1; a constraint moves it to
@@ -101,6 +121,7 @@ pub fn run_scenario_2013(planner: PlannerKind, profile: Profile) -> Report {
         opts,
         script,
         Some(("vm1".into(), "cli-prefer-vm1".into(), 1_000)),
+        &Extras::default(),
     )
 }
 
@@ -108,6 +129,7 @@ fn run_options(
     opts: Options,
     script: Vec<(u64, Ev)>,
     remove_on_migrate: Option<(String, String, u64)>,
+    extras: &Extras,
 ) -> Report {
     let options = opts.clone();
     let mut sim = match Sim::new(opts) {
@@ -136,6 +158,8 @@ fn run_options(
         sim.at(120_000, Ev::Liveness);
     }
     sim.remove_on_migrate = remove_on_migrate;
+    sim.dump_dir = extras.dump_dir.clone();
+    sim.crm_simulate = extras.crm_simulate;
     sim.run();
     Report {
         options,

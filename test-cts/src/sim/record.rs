@@ -261,6 +261,19 @@ impl NodeLrm {
 
     /// A result, with its fail count when it failed. Returns the call id.
     pub fn record(&mut self, r: &OpResult, now_s: i64, start_failure_is_fatal: bool) -> i64 {
+        self.record_counting(r, now_s, start_failure_is_fatal, true)
+    }
+
+    /// [`Self::record`]; `count_failure` false records a failed result without touching its fail
+    /// count (the DC ignored the result, see `Sim::deliver`: Pacemaker's controller counts
+    /// failures only for the results it processes).
+    pub fn record_counting(
+        &mut self,
+        r: &OpResult,
+        now_s: i64,
+        start_failure_is_fatal: bool,
+        count_failure: bool,
+    ) -> i64 {
         self.call_id += 1;
         let call_id = self.call_id;
         let h = history_entry(&mut self.lrm, &r.rsc);
@@ -276,7 +289,7 @@ impl NodeLrm {
             h.ops.retain(|o| o.interval_ms == 0);
         }
         let probe_miss = r.task == "monitor" && r.interval_ms == 0 && (r.rc == 0 || r.rc == 7);
-        if r.failed() && !probe_miss {
+        if r.failed() && !probe_miss && count_failure {
             let name = format!("{}#{}_{}", r.rsc, r.task, r.interval_ms);
             let fc = format!("fail-count-{name}");
             let next = if r.task == "start" && start_failure_is_fatal {
@@ -378,6 +391,68 @@ pub fn set_node_attr(cib: &mut Cib, node: &str, name: &str, value: Option<&str>)
             pairs: vec![(name.to_owned(), v.to_owned())],
         });
     }
+}
+
+/// The CIB the planner reads, as a document for `crm_simulate -x` (or `pengine simulate -x`):
+/// the initial configuration with the constraints and node attributes as they are now, the
+/// status and quorum from `cib`, and `execution-date` set to `now_s` so both planners see the
+/// same time.
+pub fn cib_document(initial_xml: &str, cib: &Cib, now_s: i64) -> Result<String, String> {
+    let mut root = pengine::cib::parse_xml(initial_xml).map_err(|e| e.to_string())?;
+    root.set_attr("execution-date", &now_s.to_string());
+    if let Some(config) = root.children.iter_mut().find(|c| c.name == "configuration") {
+        for section in &mut config.children {
+            match section.name.as_str() {
+                "constraints" => {
+                    section.children.retain(|c| c.name != "rsc_location");
+                    for l in &cib.locations {
+                        let mut el = Element {
+                            name: "rsc_location".into(),
+                            ..Element::default()
+                        };
+                        el.set_attr("id", &l.id);
+                        el.set_attr("rsc", &l.rsc);
+                        if let Some(n) = &l.node {
+                            el.set_attr("node", n);
+                        }
+                        if let Some(sc) = &l.score {
+                            el.set_attr("score", sc);
+                        }
+                        section.children.push(el);
+                    }
+                }
+                "nodes" => {
+                    for node in &mut section.children {
+                        let uname = node.attr("uname").unwrap_or_default().to_owned();
+                        node.children.retain(|c| c.name != "instance_attributes");
+                        let Some(n) = cib.nodes.iter().find(|n| n.uname == uname) else {
+                            continue;
+                        };
+                        for set in &n.attrs {
+                            let mut ia = Element {
+                                name: "instance_attributes".into(),
+                                ..Element::default()
+                            };
+                            ia.set_attr("id", &set.id);
+                            for (k, v) in &set.pairs {
+                                let mut nv = Element {
+                                    name: "nvpair".into(),
+                                    ..Element::default()
+                                };
+                                nv.set_attr("id", &format!("{}-{k}", set.id));
+                                nv.set_attr("name", k);
+                                nv.set_attr("value", v);
+                                ia.children.push(nv);
+                            }
+                            node.children.push(ia);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(pengine::simulate::render_cib_xml(&root, cib))
 }
 
 #[cfg(test)]
