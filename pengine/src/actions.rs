@@ -1004,8 +1004,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             if !uses_load {
                 continue;
             }
+            let rsc_on =
+                |ri: Option<usize>| ri.is_some_and(|r| obs.resources[r].running_on.contains(&ni));
             match plan.actions[i].kind {
-                Kind::Stop => plan.edge(i, ls),
+                // Only a node the resource is active on waits for its stop (a stop ending a
+                // dangling migration elsewhere releases no load, as in Pacemaker 2.1.5).
+                Kind::Stop if rsc_on(plan.actions[i].rsc) => plan.edge(i, ls),
                 Kind::Start => plan.edge(ls, i),
                 Kind::Migrate { source, .. } => {
                     plan.edge(ls, i);
