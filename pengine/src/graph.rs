@@ -370,7 +370,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             (true, Rel::Start | Rel::StopStart) => map[t].2[1],
             _ => map[t].0,
         };
-        g.edges.push((source, target));
+        // load_stopped orders a migration's migrate_to, not the migrate_from continuing a
+        // partial one (then only the pseudo start, below).
+        let continuing = is_mig(t) && map[t].2[2] == map[t].2[3];
+        if !(continuing && plan.actions[f].kind == Kind::LoadStopped) {
+            g.edges.push((source, target));
+        }
         if rel == Rel::Optional {
             g.optional_orderings.insert((source, target));
         }
