@@ -729,8 +729,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // definition (Pacemaker creates the required start before it knows where).
                     let is_this =
                         |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
+                    // (An optional ordering naming a clone orders the clone's pseudo actions,
+                    // which always exist: no instance start is created for it.)
+                    let clone_optional = |o: &crate::cib::Order, id: &str| {
+                        o.kind.eq_ignore_ascii_case("optional")
+                            && r.clone_base.is_some()
+                            && id != r.id
+                    };
                     let referenced = obs.orders.iter().any(|o| {
-                        (o.first_action == "start" && is_this(&o.first))
+                        (o.first_action == "start"
+                            && is_this(&o.first)
+                            && !clone_optional(o, &o.first))
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
