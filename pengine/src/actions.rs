@@ -727,6 +727,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // (with no node) when the resource has none; so does the inverse of a
                     // symmetrical "X stop then this stop", and a restart forced by a changed
                     // definition (Pacemaker creates the required start before it knows where).
+                    // (A clone's or group's own ordering orders its pseudo actions, which
+                    // always exist: no member or instance start is created for it.)
                     let is_this = |id: &str| id == r.id;
                     let referenced = obs.orders.iter().any(|o| {
                         (o.first_action == "start" && is_this(&o.first))
@@ -1004,8 +1006,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             if !uses_load {
                 continue;
             }
+            let rsc_on =
+                |ri: Option<usize>| ri.is_some_and(|r| obs.resources[r].running_on.contains(&ni));
             match plan.actions[i].kind {
-                Kind::Stop => plan.edge(i, ls),
+                // Only a node the resource is active on waits for its stop (a stop ending a
+                // dangling migration elsewhere releases no load, as in Pacemaker 2.1.5).
+                Kind::Stop if rsc_on(plan.actions[i].rsc) => plan.edge(i, ls),
                 Kind::Start => plan.edge(ls, i),
                 Kind::Migrate { source, .. } => {
                     plan.edge(ls, i);

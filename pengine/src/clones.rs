@@ -213,9 +213,12 @@ pub fn key_name(r: &Resource) -> &str {
 }
 
 /// The instance name the graph gives as `long-id`: the history's name when the instance was
-/// mapped from another one (`clone_name`), else its own.
+/// mapped from another one (`clone_name`) other than the primitive's own, else its own.
 pub fn long_id(r: &Resource) -> &str {
-    r.clone_name.as_deref().unwrap_or(&r.id)
+    match r.clone_name.as_deref() {
+        Some(name) if r.clone_base.as_deref() != Some(name) => name,
+        _ => &r.id,
+    }
 }
 
 /// The name crm_simulate prints (and records history under) for an executed action of

@@ -370,7 +370,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             (true, Rel::Start | Rel::StopStart) => map[t].2[1],
             _ => map[t].0,
         };
-        g.edges.push((source, target));
+        // load_stopped orders a migration's migrate_to, not the migrate_from continuing a
+        // partial one (then only the pseudo start, below).
+        let continuing = is_mig(t) && map[t].2[2] == map[t].2[3];
+        if !(continuing && plan.actions[f].kind == Kind::LoadStopped) {
+            g.edges.push((source, target));
+        }
         if rel == Rel::Optional {
             g.optional_orderings.insert((source, target));
         }
@@ -1283,10 +1288,15 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
             ));
         }
     }
-    let drawn =
-        |a: usize| in_graph.contains(&a) || (!g.actions[a].runnable && !g.actions[a].optional);
+    // An action left out of the graph is drawn when it is required, unless its resource is
+    // unmanaged (crm_simulate draws those only with all actions).
+    let unmanaged = |ga: &GraphAction| ga.rsc.is_some_and(|ri| !obs.resources[ri].managed);
+    let drawn = |a: usize| {
+        let ga = &g.actions[a];
+        in_graph.contains(&a) || (!ga.runnable && !ga.optional && !unmanaged(ga))
+    };
     for (a, ga) in g.actions.iter().enumerate() {
-        if !ga.runnable && !ga.optional {
+        if !ga.runnable && !ga.optional && !unmanaged(ga) {
             // A pseudo action is named in orange, runnable or not.
             let font = if ga.event == EventKind::Pseudo {
                 "orange"

@@ -59,7 +59,8 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     };
     let members = obs.groups[gi].members.clone();
     let clone_id = obs.groups[gi].id.clone();
-    let clone_scores = super::members::location_scores(ctx, gi);
+    let mut clone_scores = super::members::location_scores(ctx, gi);
+    super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
     let available: Vec<usize> = clone_scores
         .keys()
@@ -114,35 +115,69 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         scores.push(s);
     }
-    // Instance order: active on a node it may still use first, then active, then on an
-    // available node, not failed, then by instance number.
+    // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
+    // active on a node its own scores (before colocations) forbid; active; its node available;
+    // the clone allowed there; not failed; the higher score there once the clone's
+    // colocations are added; the lower instance number.
     let current = |k: usize| obs.resources[members[k]].running_on.first().copied();
+    let allowed_here = |k: usize| {
+        current(k).filter(|ni| {
+            ctx.desired.member_scores[members[k]]
+                .get(ni)
+                .is_some_and(|&v| v >= 0)
+        })
+    };
+    let here: Vec<Option<usize>> = (0..members.len()).map(allowed_here).collect();
+    let mut colocated: Vec<i64> = vec![0; members.len()];
+    for k in 0..members.len() {
+        if let Some(ni) = here[k] {
+            colocated[k] = super::members::colocated_score(ctx, gi, members[k], ni);
+        }
+    }
     let mut order: Vec<usize> = (0..members.len()).collect();
-    order.sort_by_key(|&k| {
-        let r = &obs.resources[members[k]];
-        let allowed = current(k).is_none_or(|ni| scores[k].get(&ni).is_some_and(|&v| v >= 0));
-        (
-            !allowed,
-            r.running_on.is_empty(),
-            r.running_on.len(),
-            !current(k).is_some_and(|ni| node_available(obs, ni)),
-            r.failed,
-            k,
-        )
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&obs.resources[members[a]], &obs.resources[members[b]]);
+        let (na, nb) = (ra.running_on.len(), rb.running_on.len());
+        if na > 0 && nb > 0 && na != nb {
+            return na.cmp(&nb);
+        }
+        let disallowed = |k: usize| current(k).is_some() && here[k].is_none();
+        let by_allowed = disallowed(a).cmp(&disallowed(b));
+        if by_allowed.is_ne() {
+            return by_allowed;
+        }
+        let (Some(x), Some(y)) = (here[a], here[b]) else {
+            return here[b].is_some().cmp(&here[a].is_some()).then(a.cmp(&b));
+        };
+        node_available(obs, y)
+            .cmp(&node_available(obs, x))
+            .then_with(|| {
+                clone_scores
+                    .contains_key(&y)
+                    .cmp(&clone_scores.contains_key(&x))
+            })
+            .then_with(|| ra.failed.cmp(&rb.failed))
+            .then_with(|| colocated[b].cmp(&colocated[a]))
+            .then(a.cmp(&b))
     });
     let mut count: BTreeMap<usize, usize> = BTreeMap::new();
     let mut assigned: Vec<Option<usize>> = vec![None; members.len()];
     let mut decided = vec![false; members.len()];
     let mut allocated = 0usize;
+    let mut appended = vec![0usize; members.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
     let allocate = |ctx: &mut Ctx,
                     k: usize,
                     prefer: Option<usize>,
                     scores: &mut Vec<BTreeMap<usize, i64>>,
-                    count: &mut BTreeMap<usize, usize>|
+                    count: &mut BTreeMap<usize, usize>,
+                    appended: &mut Vec<usize>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
+        // Each attempt passes the clone's colocations on to the instance once more (a failed
+        // pre-assignment leaves them passed twice, as in Pacemaker).
+        appended[k] += 1;
         if let Some(p) = prefer {
             if scores[k].get(&p).is_none_or(|&v| v < 0) {
                 return None;
@@ -171,6 +206,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 );
             }
         }
+        let backup = scores[k].clone();
+        // What is colocated with the clone, as the instance takes it while placed.
+        for _ in 0..appended[k] {
+            super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
+        }
         if target_stopped(obs, ri) {
             return None;
         }
@@ -189,6 +229,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 None => best_node(ctx, &scores[k], running),
             }
         };
+        if prefer.is_some() && chosen.is_none() {
+            scores[k] = backup;
+        }
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
             ctx.num_resources[ni] += 1;
@@ -210,7 +253,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if count.get(&cur).copied().unwrap_or(0) >= loop_max {
             continue;
         }
-        if let Some(ni) = allocate(ctx, k, Some(cur), &mut scores, &mut count) {
+        if let Some(ni) = allocate(ctx, k, Some(cur), &mut scores, &mut count, &mut appended) {
             assigned[k] = Some(ni);
             decided[k] = true;
             allocated += 1;
@@ -227,7 +270,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
             continue;
         }
-        assigned[k] = allocate(ctx, k, None, &mut scores, &mut count);
+        assigned[k] = allocate(ctx, k, None, &mut scores, &mut count, &mut appended);
         if assigned[k].is_some() {
             allocated += 1;
         }

@@ -245,14 +245,20 @@ fn scaled(factor: f32, score: i64) -> i64 {
     w
 }
 
+/// Marks a node a non-negative merge found unusable (Pacemaker's `INFINITY_HACK`): skipped by
+/// later merges, and counted as 1 once the merge is done.
+const UNUSABLE: i64 = -INFINITY * 100;
+
 /// Adds to each node of `work` `factor` times the best score `theirs` has on an available node
 /// sharing the node's `attr` value (a negative factor never turns a negative score positive).
+/// `nonnegative`: a sum below zero is not taken (a positive node is marked `UNUSABLE`).
 fn add_matching(
     ctx: &Ctx,
     work: &mut BTreeMap<usize, i64>,
     theirs: &BTreeMap<usize, i64>,
     attr: Option<&str>,
     factor: f32,
+    nonnegative: bool,
 ) {
     let obs = ctx.obs;
     for (&ni, v) in work.iter_mut() {
@@ -262,10 +268,17 @@ fn add_matching(
                 best = s;
             }
         }
-        if factor < 0.0 && best < 0 {
+        if (factor < 0.0 && best < 0) || *v == UNUSABLE {
             continue;
         }
-        *v = add_score(scaled(factor, best), *v);
+        let sum = add_score(scaled(factor, best), *v);
+        if nonnegative && sum < 0 && *v >= 0 {
+            if *v > 0 {
+                *v = UNUSABLE;
+            }
+            continue;
+        }
+        *v = sum;
     }
 }
 
@@ -279,6 +292,32 @@ fn add_colocated(
     factor: f32,
     merging: &mut Vec<Named>,
 ) {
+    let flags = Merge {
+        nonnegative: false,
+        rollback: true,
+    };
+    add_colocated_as(ctx, other, nodes, attr, factor, merging, flags);
+}
+
+/// How `add_colocated_as` merges (Pacemaker's `pcmk__coloc_select_*` flags): `nonnegative`
+/// takes no sum below zero, `rollback` drops the merge when it leaves no usable node (always
+/// so for what is merged recursively).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Merge {
+    pub nonnegative: bool,
+    pub rollback: bool,
+}
+
+/// `add_colocated` with the merge flags.
+fn add_colocated_as(
+    ctx: &mut Ctx,
+    other: Named,
+    nodes: &mut BTreeMap<usize, i64>,
+    attr: Option<&str>,
+    factor: f32,
+    merging: &mut Vec<Named>,
+    flags: Merge,
+) {
     if merging.contains(&other) {
         return;
     }
@@ -287,13 +326,14 @@ fn add_colocated(
     match other {
         Named::Group(gi) => {
             if let Some(&first) = ctx.obs.groups[gi].members.first() {
-                add_colocated(
+                add_colocated_as(
                     ctx,
                     Named::Primitive(first),
                     &mut work,
                     attr,
                     factor,
                     merging,
+                    flags,
                 );
             } else {
                 merging.retain(|n| *n != other);
@@ -302,20 +342,31 @@ fn add_colocated(
         }
         Named::Primitive(ri) => {
             let theirs = current_scores(ctx, ri);
-            add_matching(ctx, &mut work, &theirs, attr, factor);
+            add_matching(ctx, &mut work, &theirs, attr, factor, flags.nonnegative);
         }
     }
-    if !any_usable(ctx, &work) {
+    if any_usable(ctx, &work) {
+        let sign = if factor < 0.0 { -1.0 } else { 1.0 };
+        let inner = Merge {
+            rollback: true,
+            ..flags
+        };
+        for c in with_this(ctx, other) {
+            if !has_influence(ctx, &c) {
+                continue;
+            }
+            let f = sign * c.score as f32 / INFINITY as f32;
+            let attr = c.attr.as_deref();
+            add_colocated_as(ctx, c.dependent, &mut work, attr, f, merging, inner);
+        }
+    } else if flags.rollback {
         merging.retain(|n| *n != other);
         return;
     }
-    let sign = if factor < 0.0 { -1.0 } else { 1.0 };
-    for c in with_this(ctx, other) {
-        if !has_influence(ctx, &c) {
-            continue;
+    if flags.nonnegative {
+        for v in work.values_mut().filter(|v| **v == UNUSABLE) {
+            *v = 1;
         }
-        let f = sign * c.score as f32 / INFINITY as f32;
-        add_colocated(ctx, c.dependent, &mut work, c.attr.as_deref(), f, merging);
     }
     *nodes = work;
     merging.retain(|n| *n != other);
@@ -393,7 +444,7 @@ pub(super) fn sort_scores(ctx: &mut Ctx, gi: usize) -> BTreeMap<usize, i64> {
     for &m in before.iter().rev() {
         let mut work = scores.clone();
         let theirs = current_scores(ctx, m);
-        add_matching(ctx, &mut work, &theirs, None, 1.0);
+        add_matching(ctx, &mut work, &theirs, None, 1.0, false);
         if !any_usable(ctx, &work) {
             break;
         }
@@ -789,4 +840,118 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
             });
         }
     }
+}
+
+/// Clone `gi`'s colocations as the dependent ("this with", by primary) or as the primary
+/// ("with this", by dependent), sorted as Pacemaker keeps them.
+fn clone_colocations(ctx: &Ctx, gi: usize, as_dependent: bool) -> Vec<Coloc> {
+    let own = Named::Group(gi);
+    let mut list: Vec<Coloc> = ctx
+        .cib
+        .colocations
+        .iter()
+        .filter_map(|c| configured(ctx, c))
+        .filter(|c| c.dependent != c.primary)
+        .filter(|c| {
+            if as_dependent {
+                c.dependent == own
+            } else {
+                c.primary == own
+            }
+        })
+        .collect();
+    if as_dependent {
+        sort_by_other(ctx, &mut list, |c| c.primary);
+    } else {
+        sort_by_other(ctx, &mut list, |c| c.dependent);
+    }
+    list
+}
+
+/// What `pcmk__clone_allocate` adds to clone `gi`'s own scores before placing its instances:
+/// the scores of each resource colocated with it (that may influence it), scaled, never taking
+/// a node below zero.
+pub(super) fn add_clone_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMap<usize, i64>) {
+    let flags = Merge {
+        nonnegative: true,
+        rollback: true,
+    };
+    for c in clone_colocations(ctx, gi, false) {
+        if !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(ctx, c.dependent, nodes, attr, factor, &mut merging, flags);
+    }
+}
+
+/// What an instance of clone `gi` adds while it is placed (`pcmk__primitive_assign` with the
+/// colocations its parent passed on): the scores of what is colocated with the clone, all of
+/// them when not every node gets an instance (`all`), else only negative ones.
+pub(super) fn add_parent_dependents(
+    ctx: &mut Ctx,
+    gi: usize,
+    all: bool,
+    nodes: &mut BTreeMap<usize, i64>,
+) {
+    for c in clone_colocations(ctx, gi, false) {
+        if !(all || c.score < 0) || !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated(ctx, c.dependent, nodes, attr, factor, &mut merging);
+    }
+}
+
+/// The score instance `ri` of clone `gi` has on its current node `ni` once the clone's
+/// colocations are added (`cmp_instance_by_colocation`): the primaries' scores, then the
+/// dependents' (positive only; those whose influence is off count only for an inactive
+/// instance).
+pub(super) fn colocated_score(ctx: &mut Ctx, gi: usize, ri: usize, ni: usize) -> i64 {
+    let mut nodes = BTreeMap::from([(ni, ctx.obs.nodes[ni].weight)]);
+    let plain = Merge {
+        nonnegative: false,
+        rollback: false,
+    };
+    for c in clone_colocations(ctx, gi, true) {
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(
+            ctx,
+            c.primary,
+            &mut nodes,
+            attr,
+            factor,
+            &mut merging,
+            plain,
+        );
+    }
+    let positive = Merge {
+        nonnegative: true,
+        rollback: false,
+    };
+    let inactive = ctx.obs.resources[ri].running_on.is_empty();
+    for c in clone_colocations(ctx, gi, false) {
+        if !(c.influence || inactive) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(
+            ctx,
+            c.dependent,
+            &mut nodes,
+            attr,
+            factor,
+            &mut merging,
+            positive,
+        );
+    }
+    nodes.get(&ni).copied().unwrap_or(0)
 }
