@@ -1384,6 +1384,14 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             }
         }
     }
+    for &(ri, node, score) in &desired.promotion_scores {
+        lines.push(format!(
+            "{} promotion score on {}: {}",
+            obs.resources[ri].id,
+            node.map_or("none", |ni| obs.nodes[ni].uname.as_str()),
+            crate::placement::score_text(score)
+        ));
+    }
     lines.sort();
     let mut out = String::new();
     for l in lines {
