@@ -126,10 +126,17 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Start | Kind::Stop | Kind::Reload | Kind::Delete => {
+            Kind::Start
+            | Kind::Stop
+            | Kind::Reload
+            | Kind::Delete
+            | Kind::Promote
+            | Kind::Demote => {
                 let task = match a.kind {
                     Kind::Start => "start",
                     Kind::Stop => "stop",
+                    Kind::Promote => "promote",
+                    Kind::Demote => "demote",
                     Kind::Reload => "reload-agent",
                     _ => "delete",
                 };
@@ -250,11 +257,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.edges.push((stop, start));
                 (to, start, vec![stop, start, to, from])
             }
-            Kind::GroupStart | Kind::GroupRunning | Kind::GroupStop | Kind::GroupStopped => {
+            Kind::GroupStart
+            | Kind::GroupRunning
+            | Kind::GroupStop
+            | Kind::GroupStopped
+            | Kind::GroupPromote
+            | Kind::GroupPromoted
+            | Kind::GroupDemote
+            | Kind::GroupDemoted => {
                 let task = match a.kind {
                     Kind::GroupStart => "start",
                     Kind::GroupRunning => "running",
                     Kind::GroupStop => "stop",
+                    Kind::GroupPromote => "promote",
+                    Kind::GroupPromoted => "promoted",
+                    Kind::GroupDemote => "demote",
+                    Kind::GroupDemoted => "demoted",
                     _ => "stopped",
                 };
                 let gn = gname.clone().unwrap_or_default();
@@ -796,6 +814,7 @@ pub fn summary_lines(
         }
     }
     for ri in ris {
+        let first_line = lines.len();
         let r = &obs.resources[ri];
         let start_reason = plan
             .starts(ri)
@@ -897,6 +916,7 @@ pub fn summary_lines(
                 ));
             }
         }
+        crate::promotable::role_summary(obs, plan, rec, ri, &mut lines, first_line);
     }
     lines
 }
