@@ -34,6 +34,14 @@ pub enum Kind {
     GroupRunning,
     GroupStop,
     GroupStopped,
+    /// A promotable clone instance's promote and demote (see `crate::promotable`).
+    Promote,
+    Demote,
+    /// A promotable clone's pseudo actions around its instances' promotes and demotes.
+    GroupPromote,
+    GroupPromoted,
+    GroupDemote,
+    GroupDemoted,
     Fence,
     /// Unfencing of the node (fencing action "on"; see `unfencing`).
     Unfence,
@@ -1132,6 +1140,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
+    crate::promotable::add_role_actions(obs, desired, &mut plan);
     plan
 }
 

@@ -715,7 +715,9 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     }
                     let rsc_ids: Vec<&Element> = std::iter::once(r)
                         .chain(r.children_named("primitive"))
-                        .filter(|e| matches!(e.name.as_str(), "primitive" | "group" | "clone"))
+                        .filter(|e| {
+                            matches!(e.name.as_str(), "primitive" | "group" | "clone" | "master")
+                        })
                         .collect();
                     if let Some(dup) = rsc_ids.iter().find(|e| seen.contains(e.id())) {
                         diag(
@@ -758,7 +760,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                                 line: r.line,
                             }));
                         }
-                        "clone" => match clones::parse(
+                        "clone" | "master" => match clones::parse(
                             r,
                             |p| templated_primitive(&ctx, p, &templates, &mut config_errors),
                             |set| ctx.sets(set, "meta_attributes"),

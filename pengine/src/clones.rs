@@ -31,6 +31,8 @@ pub struct CloneSpec {
     /// Some instance's history uses the primitive's own name (Pacemaker then finds the
     /// primitive's name among the resources, and crm_simulate prints it for executed actions).
     pub history_named: bool,
+    /// Promotion options when the clone is promotable (see `crate::promotable`).
+    pub promotable: Option<crate::promotable::PromotableSpec>,
 }
 
 /// A non-negative integer meta value as Pacemaker reads it (invalid or negative: 0).
@@ -67,6 +69,7 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
         ordered: flag("ordered"),
         notify: flag("notify"),
         history_named: false,
+        promotable: crate::promotable::spec(c, &meta),
     };
     let gi = obs.groups.len();
     let mut members = Vec::new();
@@ -334,6 +337,9 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     };
     let disabled = g.meta.get("target-role").and_then(|t| Role::parse(t)) == Some(Role::Stopped);
     let mut attrs = Vec::new();
+    if spec.promotable.is_some() {
+        attrs.push("promotable");
+    }
     if !clone_managed(obs, g) {
         attrs.push("unmanaged");
     }
@@ -352,6 +358,7 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
         );
     }
     let mut started: Vec<usize> = Vec::new();
+    let mut promoted: Vec<usize> = Vec::new();
     let mut active_instances = 0usize;
     for &m in &g.members {
         let r = &obs.resources[m];
@@ -368,6 +375,9 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
             let n = &obs.nodes[ni];
             if !n.online && n.unclean {
                 true
+            } else if r.role > Role::Unpromoted {
+                promoted.push(ni);
+                false
             } else {
                 started.push(ni);
                 false
@@ -385,14 +395,17 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
             );
         }
     }
-    started.sort_by(|&a, &b| natural_cmp(&obs.nodes[a].uname, &obs.nodes[b].uname));
-    if !started.is_empty() {
-        active_instances += started.len();
-        let names: Vec<&str> = started
-            .iter()
-            .map(|&ni| obs.nodes[ni].uname.as_str())
-            .collect();
-        let _ = writeln!(out, "      * Started: [ {} ]", names.join(" "));
+    let started_label = crate::promotable::started_label(g);
+    for (list, label) in [(&mut promoted, "Promoted"), (&mut started, started_label)] {
+        list.sort_by(|&a, &b| natural_cmp(&obs.nodes[a].uname, &obs.nodes[b].uname));
+        if !list.is_empty() {
+            active_instances += list.len();
+            let names: Vec<&str> = list
+                .iter()
+                .map(|&ni| obs.nodes[ni].uname.as_str())
+                .collect();
+            let _ = writeln!(out, "      * {label}: [ {} ]", names.join(" "));
+        }
     }
     if spec.max <= active_instances {
         return;

@@ -126,10 +126,17 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Start | Kind::Stop | Kind::Reload | Kind::Delete => {
+            Kind::Start
+            | Kind::Stop
+            | Kind::Reload
+            | Kind::Delete
+            | Kind::Promote
+            | Kind::Demote => {
                 let task = match a.kind {
                     Kind::Start => "start",
                     Kind::Stop => "stop",
+                    Kind::Promote => "promote",
+                    Kind::Demote => "demote",
                     Kind::Reload => "reload-agent",
                     _ => "delete",
                 };
@@ -250,11 +257,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.edges.push((stop, start));
                 (to, start, vec![stop, start, to, from])
             }
-            Kind::GroupStart | Kind::GroupRunning | Kind::GroupStop | Kind::GroupStopped => {
+            Kind::GroupStart
+            | Kind::GroupRunning
+            | Kind::GroupStop
+            | Kind::GroupStopped
+            | Kind::GroupPromote
+            | Kind::GroupPromoted
+            | Kind::GroupDemote
+            | Kind::GroupDemoted => {
                 let task = match a.kind {
                     Kind::GroupStart => "start",
                     Kind::GroupRunning => "running",
                     Kind::GroupStop => "stop",
+                    Kind::GroupPromote => "promote",
+                    Kind::GroupPromoted => "promoted",
+                    Kind::GroupDemote => "demote",
+                    Kind::GroupDemoted => "demoted",
                     _ => "stopped",
                 };
                 let gn = gname.clone().unwrap_or_default();
@@ -801,6 +819,7 @@ pub fn summary_lines(
         }
     }
     for ri in ris {
+        let first_line = lines.len();
         let r = &obs.resources[ri];
         let start_reason = plan
             .starts(ri)
@@ -902,6 +921,7 @@ pub fn summary_lines(
                 ));
             }
         }
+        crate::promotable::role_summary(obs, plan, rec, ri, &mut lines, first_line);
     }
     lines
 }
@@ -1393,6 +1413,14 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                 ));
             }
         }
+    }
+    for &(ri, node, score) in &desired.promotion_scores {
+        lines.push(format!(
+            "{} promotion score on {}: {}",
+            obs.resources[ri].id,
+            node.map_or("none", |ni| obs.nodes[ni].uname.as_str()),
+            crate::placement::score_text(score)
+        ));
     }
     lines.sort();
     let mut out = String::new();

@@ -18,6 +18,7 @@ pub mod lifecycle;
 pub mod observed;
 pub mod op_defaults;
 pub mod placement;
+pub mod promotable;
 pub mod recheck;
 pub mod reconcile;
 pub mod recovery;

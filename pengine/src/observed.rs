@@ -1242,6 +1242,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             obs.nodes[ni].fence_reason = Some(reason);
         }
     }
+    crate::promotable::settle_roles(&mut obs);
     for r in &mut obs.resources {
         for (source, target) in std::mem::take(&mut r.pending_migrate_to_lost) {
             if obs.nodes[source].unclean && !r.stops_forced.contains(&target) {

@@ -7,6 +7,7 @@ use crate::observed::{Observed, Role, Top, natural_cmp};
 
 mod clones;
 mod members;
+mod promotable;
 
 /// One reason a node's score for a resource changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,12 @@ pub struct Desired {
     /// Per group member: its node scores before its colocations (locations, stickiness,
     /// failures), shown with the group's (`pcmk__group_assign`); empty for other resources.
     pub member_scores: Vec<BTreeMap<usize, i64>>,
+    /// Per resource: the role chosen for a promotable clone's instance (Promoted, Unpromoted or
+    /// Stopped); None for every other resource (see `placement/promotable.rs`).
+    pub next_roles: Vec<Option<Role>>,
+    /// Promotable clone instances in promotion order: (instance, its node, promotion score),
+    /// as `crm_simulate -s` shows them ("promotion score on").
+    pub promotion_scores: Vec<(usize, Option<usize>, i64)>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -549,6 +556,10 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         } else {
             let per_node_params = r.param_sets.iter().any(|set| !set.rules.is_empty());
             for rule in &loc.rules {
+                // A rule for a role (Promoted, Unpromoted) counts when roles are chosen.
+                if promotable::role_filter(rule.attr("role")).is_some() {
+                    continue;
+                }
                 let score_text = rule.attr("score");
                 let score_attr = rule.attr("score-attribute");
                 for ni in 0..obs.nodes.len() {
@@ -1332,6 +1343,8 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             order: Vec::new(),
             group_scores: vec![BTreeMap::new(); obs.groups.len()],
             member_scores: vec![BTreeMap::new(); n],
+            next_roles: vec![None; n],
+            promotion_scores: Vec::new(),
             unmanaged: obs
                 .resources
                 .iter()

@@ -79,8 +79,9 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
             ));
         }
     }
-    // Clone instances: the text shows them by node ("Started: [ ... ]") or on a line named by
-    // the cloned primitive; every node an instance runs on is on one of those lines.
+    // Clone instances: the text shows them by node ("Started: [ ... ]", for a promotable clone
+    // "Promoted: [ ... ]" and "Unpromoted: [ ... ]") or on a line named by the cloned
+    // primitive; every node an instance runs on is on one of those lines.
     let (instances, resources): (Vec<&Value>, Vec<&Value>) = array(json, "resources")
         .iter()
         .partition(|r| !r["clone"].is_null());
@@ -94,7 +95,15 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         for node in array(r, "nodes") {
             let node = node.as_str().unwrap_or_default();
             let shown = lines.iter().any(|l| {
-                (l.starts_with("Started: [") || l.starts_with(&own))
+                ([
+                    "Started: [",
+                    "Promoted: [",
+                    "Unpromoted: [",
+                    "Unpromoted (target-role): [",
+                ]
+                .iter()
+                .any(|p| l.starts_with(p))
+                    || l.starts_with(&own))
                     && l.split([' ', '[', ']']).any(|w| w == node)
             });
             if !shown {

@@ -1,5 +1,6 @@
-//! `<clone>` elements -> `CloneDef`: anonymous clones of one primitive; promotable clones, clones
-//! of groups and globally unique clones are refused with the reason (not planned yet).
+//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: anonymous clones of one primitive,
+//! promotable or not; clones of groups and globally unique clones are refused with the reason
+//! (not planned yet).
 
 use super::{Element, NvSet, Primitive, is_true};
 
@@ -11,6 +12,8 @@ pub struct CloneDef {
     pub meta: Vec<NvSet>,
     pub child: Primitive,
     pub line: usize,
+    /// A `<master>` element (always promotable, whatever its meta attributes say).
+    pub legacy_master: bool,
 }
 
 /// The most instances a clone may declare (`clone-max`); Pacemaker has no limit, real clusters
@@ -35,9 +38,6 @@ pub(super) fn parse(
     meta_sets: impl Fn(&Element) -> Vec<NvSet>,
 ) -> Result<Option<CloneDef>, String> {
     let meta = meta_sets(el);
-    if plain_meta(&meta, "promotable").is_some_and(is_true) {
-        return Err("promotable clones are not supported yet: clone ignored".into());
-    }
     // Every instance is a resource: an absurd clone-max would exhaust memory.
     if let Some(max) = plain_meta(&meta, "clone-max").and_then(|v| v.trim().parse::<i64>().ok()) {
         if max > MAX_INSTANCES {
@@ -67,5 +67,6 @@ pub(super) fn parse(
         meta,
         child,
         line: el.line,
+        legacy_master: el.name == "master",
     }))
 }

@@ -78,6 +78,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .enumerate()
         .filter(|(_, c)| c.rsc == clone_id)
         .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
+        // A positive colocation of one role counts when roles are chosen (`promotable.rs`).
+        .filter(|(_, c)| {
+            c.score < 0 || super::promotable::role_filter(c.rsc_role.as_deref()).is_none()
+        })
         .filter_map(|(i, c)| {
             let w = unit_of(obs, &c.with_rsc).filter(|w| *w != super::Unit::Group(gi))?;
             let key = super::unit_key(obs, w);
@@ -85,8 +89,15 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         })
         .collect();
     let mut scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
-    for &ri in &members {
-        let mut s = super::base_scores(ctx, ri);
+    let mut base: Vec<BTreeMap<usize, i64>> = members
+        .iter()
+        .map(|&ri| super::base_scores(ctx, ri))
+        .collect();
+    if spec.promotable.is_some() {
+        super::promotable::add_promotion_scores(ctx, gi, &mut base);
+    }
+    for (&ri, s) in members.iter().zip(base) {
+        let mut s = s;
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
         for (ci, placed) in &colocations {
@@ -279,5 +290,8 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         ctx.desired.assigned[ri] = assigned[k];
         ctx.desired.scores[ri] = std::mem::take(&mut scores[k]);
         ctx.done[ri] = true;
+    }
+    if let Some(p) = spec.promotable.as_ref() {
+        super::promotable::set_roles(ctx, gi, p);
     }
 }

@@ -628,6 +628,10 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
             }
         } else {
             for rule in &loc.rules {
+                // A rule for a role (Promoted, Unpromoted) counts when roles are chosen.
+                if super::promotable::role_filter(rule.attr("role")).is_some() {
+                    continue;
+                }
                 for ni in 0..obs.nodes.len() {
                     let attrs = &obs.nodes[ni].attrs;
                     if !super::eval_rule(rule, attrs, obs.now, None) {

@@ -1,0 +1,277 @@
+//! Roles of a promotable clone's instances as Pacemaker 2.1.5 chooses them once the instances
+//! are placed: promotion scores (`master-<rsc>` node attributes) added to the instances'
+//! preferences before placement, then each placed instance's promotion priority (its score,
+//! locations with role Promoted), the clone's node weights (priorities, colocations with the
+//! clone's Promoted role, tickets required for promotion), the instances sorted, and the first
+//! `promoted-max` eligible ones promoted (`promoted-node-max` per node).
+
+use std::collections::BTreeMap;
+
+use super::{Ctx, add_score, node_available, same_attribute, unit_of};
+use crate::cib::{INFINITY, parse_score};
+use crate::observed::{NoQuorum, Observed, Role};
+use crate::promotable::PromotableSpec;
+
+/// A role named by a constraint, as Pacemaker reads it for role filters: Started (or none) is
+/// no filter.
+pub(crate) fn role_filter(role: Option<&str>) -> Option<Role> {
+    role.and_then(Role::parse)
+        .filter(|r| matches!(r, Role::Promoted | Role::Unpromoted | Role::Stopped))
+}
+
+/// Whether instance `ri`'s promotion score counts on node `ni` (`allowed`: its node scores):
+/// it is active there, or no instance is active there and some instance was probed there, or
+/// nothing is known of it anywhere, or it is known there; and the node is allowed.
+fn score_applies(obs: &Observed, ri: usize, ni: usize, allowed: &BTreeMap<usize, i64>) -> bool {
+    let r = &obs.resources[ri];
+    let Some(gi) = r.group else {
+        return false;
+    };
+    let members = &obs.groups[gi].members;
+    let active = members
+        .iter()
+        .copied()
+        .find(|&m| obs.resources[m].running_on.contains(&ni));
+    let applies = active == Some(ri)
+        || (active.is_none()
+            && members
+                .iter()
+                .any(|&m| obs.resources[m].known_on.contains(&ni)))
+        || (r.running_on.is_empty() && r.known_on.is_empty())
+        || r.known_on.contains(&ni)
+        || r.running_on.contains(&ni);
+    applies && allowed.get(&ni).is_some_and(|&w| w >= 0)
+}
+
+/// Instance `ri`'s promotion score on node `ni`: the node attribute `master-<name>` for the
+/// name its history uses (else its own), then for the cloned primitive's name. `None` when the
+/// score does not apply there or no attribute is set.
+fn promotion_score(
+    obs: &Observed,
+    ri: usize,
+    ni: usize,
+    allowed: &BTreeMap<usize, i64>,
+) -> Option<i64> {
+    if !score_applies(obs, ri, ni, allowed) {
+        return None;
+    }
+    let r = &obs.resources[ri];
+    let attrs = &obs.nodes[ni].attrs;
+    let name = r.clone_name.as_deref().unwrap_or(&r.id);
+    let value = attrs.get(&format!("master-{name}")).or_else(|| {
+        let base = crate::clones::strip_instance(&r.id);
+        (base != r.id)
+            .then(|| attrs.get(&format!("master-{base}")))
+            .flatten()
+    })?;
+    Some(parse_score(value).unwrap_or(0))
+}
+
+/// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
+/// clone's k-th member) on available nodes, before the instances are placed.
+pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<usize, i64>]) {
+    let obs = ctx.obs;
+    for (k, &ri) in obs.groups[gi].members.iter().enumerate() {
+        let Some(s) = scores.get(k).cloned() else {
+            continue;
+        };
+        for (&ni, &w) in &s {
+            if !node_available(obs, ni) {
+                continue;
+            }
+            let score = promotion_score(obs, ri, ni, &s).unwrap_or(0);
+            if score > 0 {
+                scores[k].insert(ni, add_score(w, score));
+            }
+        }
+    }
+}
+
+/// The next role the configuration gives instance `ri` before roles are chosen: Stopped or
+/// Unpromoted by `target-role` (Started and Promoted leave the choice open), or Stopped by a
+/// failure's on-fail.
+fn configured_next_role(obs: &Observed, ri: usize) -> Option<Role> {
+    let r = &obs.resources[ri];
+    if r.next_role == Some(Role::Stopped) {
+        return Some(Role::Stopped);
+    }
+    match r.meta.get("target-role").and_then(|t| Role::parse(t)) {
+        Some(Role::Stopped) => Some(Role::Stopped),
+        Some(Role::Unpromoted) => Some(Role::Unpromoted),
+        _ => r.next_role.filter(|&n| n == Role::Unpromoted),
+    }
+}
+
+/// Sum of the location constraints with role Promoted naming `ids` on node `ni`.
+fn promoted_locations(ctx: &Ctx, ri: usize, ids: &[&str], ni: usize) -> i64 {
+    let obs = ctx.obs;
+    let r = &obs.resources[ri];
+    let mut total = 0;
+    for loc in ctx
+        .cib
+        .locations
+        .iter()
+        .filter(|l| ids.contains(&l.rsc.as_str()))
+    {
+        let loc_role = role_filter(loc.role.as_deref());
+        if let Some(node) = &loc.node {
+            if loc_role == Some(Role::Promoted) && obs.node_index(node) == Some(ni) {
+                let s = loc.score.as_deref().and_then(parse_score).unwrap_or(0);
+                total = add_score(total, s);
+            }
+            continue;
+        }
+        for rule in &loc.rules {
+            let role = role_filter(rule.attr("role")).or(loc_role);
+            if role != Some(Role::Promoted) {
+                continue;
+            }
+            let attrs = &obs.nodes[ni].attrs;
+            if !super::eval_rule(rule, attrs, obs.now, Some(&r.params)) {
+                continue;
+            }
+            let s = match (rule.attr("score"), rule.attr("score-attribute")) {
+                (Some(s), _) => parse_score(s).unwrap_or(0),
+                (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
+                _ => 0,
+            };
+            total = add_score(total, s);
+        }
+    }
+    total
+}
+
+/// Whether a ticket the clone needs for its Promoted role is revoked or in standby.
+fn promotion_ticket_missing(ctx: &Ctx, clone_id: &str) -> bool {
+    ctx.cib.rsc_tickets.iter().any(|dep| {
+        dep.rsc == clone_id
+            && crate::tickets::dependency_role(dep.role.as_deref()) == Some(Role::Promoted)
+            && ctx
+                .cib
+                .tickets
+                .iter()
+                .find(|t| t.id == dep.ticket)
+                .is_none_or(|t| !t.granted || t.standby)
+    })
+}
+
+/// Chooses the roles of clone group `gi`'s placed instances (`pcmk__set_instance_roles`):
+/// records each instance's next role (`Desired::next_roles`) and promotion score line.
+pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
+    let obs = ctx.obs;
+    let g = &obs.groups[gi];
+    let members = g.members.clone();
+    let clone_id = g.id.as_str();
+    let n = members.len();
+    let chosen: Vec<Option<usize>> = members.iter().map(|&m| ctx.desired.assigned[m]).collect();
+    let configured: Vec<Option<Role>> = members
+        .iter()
+        .map(|&m| configured_next_role(obs, m))
+        .collect();
+    let mut priority = vec![0i64; n];
+    let mut sort_index = vec![0i64; n];
+    for (k, &ri) in members.iter().enumerate() {
+        let Some(ni) = chosen[k] else { continue };
+        priority[k] = match configured[k] {
+            Some(_) => -INFINITY,
+            None => promotion_score(obs, ri, ni, &ctx.desired.scores[ri]).unwrap_or(-1),
+        };
+        let ids = [obs.resources[ri].id.as_str(), clone_id];
+        priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
+        sort_index[k] = priority[k];
+    }
+    // The clone's node weights: its own scores, each placed instance's priority on its node,
+    // colocations of its Promoted role with resources already placed, required tickets.
+    let mut weights = ctx.desired.group_scores[gi].clone();
+    for k in 0..n {
+        if let (Some(ni), true) = (chosen[k], sort_index[k] >= 0) {
+            let w = weights.get(&ni).copied().unwrap_or(0);
+            weights.insert(ni, add_score(w, sort_index[k]));
+        }
+    }
+    for c in ctx.cib.colocations.iter().filter(|c| c.rsc == clone_id) {
+        if role_filter(c.rsc_role.as_deref()) != Some(Role::Promoted) {
+            continue;
+        }
+        let Some(w) = unit_of(obs, &c.with_rsc) else {
+            continue;
+        };
+        let placed = super::clones::placed_nodes(ctx, w);
+        let attr = c.node_attribute.as_deref();
+        for (&ni, v) in weights.iter_mut() {
+            let alike = placed.iter().any(|&p| same_attribute(obs, attr, ni, p));
+            if (c.score >= INFINITY && !alike) || (c.score <= -INFINITY && alike) {
+                *v = -INFINITY;
+            } else if alike {
+                *v = add_score(*v, c.score);
+            }
+        }
+    }
+    if promotion_ticket_missing(ctx, clone_id) {
+        for v in weights.values_mut() {
+            *v = -INFINITY;
+        }
+    }
+    for (k, &ri) in members.iter().enumerate() {
+        let r = &obs.resources[ri];
+        if !r.managed && r.role == Role::Promoted {
+            sort_index[k] = INFINITY;
+        } else if let (Some(ni), true) = (chosen[k], sort_index[k] >= 0) {
+            sort_index[k] = weights.get(&ni).copied().unwrap_or(0);
+        }
+    }
+    // Highest promotion priority first, then the higher current role, then active instances,
+    // then by instance number.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&k| {
+        let r = &obs.resources[members[k]];
+        (
+            std::cmp::Reverse(sort_index[k]),
+            std::cmp::Reverse(r.role),
+            r.running_on.is_empty(),
+            k,
+        )
+    });
+    let clone_managed = g
+        .meta
+        .get("is-managed")
+        .is_none_or(|v| crate::cib::is_true(v))
+        && !obs.maintenance_mode;
+    let mut per_node: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut promoted = 0usize;
+    for k in order {
+        let ri = members[k];
+        let r = &obs.resources[ri];
+        ctx.desired
+            .promotion_scores
+            .push((ri, chosen[k], sort_index[k]));
+        let mut node = None;
+        if sort_index[k] >= 0 && (promoted < spec.promoted_max || !clone_managed) {
+            node = chosen[k].filter(|&ni| {
+                if !r.managed {
+                    return r.role == Role::Promoted;
+                }
+                priority[k] >= 0
+                    && node_available(obs, ni)
+                    && weights.contains_key(&ni)
+                    && per_node.get(&ni).copied().unwrap_or(0) < spec.promoted_node_max
+            });
+        }
+        if node.is_some()
+            && r.role < Role::Promoted
+            && !obs.have_quorum
+            && obs.no_quorum_policy == NoQuorum::Freeze
+        {
+            node = None;
+        }
+        ctx.desired.next_roles[ri] = Some(match (node, chosen[k]) {
+            (Some(ni), _) => {
+                *per_node.entry(ni).or_insert(0) += 1;
+                promoted += 1;
+                Role::Promoted
+            }
+            (None, Some(_)) => Role::Unpromoted,
+            (None, None) => Role::Stopped,
+        });
+    }
+}

@@ -1,0 +1,387 @@
+//! Promotable clones (`<clone>` with meta `promotable=true`, or the legacy `<master>`) as
+//! Pacemaker 2.1.5 schedules them: their options (`promoted-max`, `promoted-node-max` and the
+//! legacy `master-max`, `master-node-max`), the roles of their instances, and the status lines
+//! ("Promoted:", "Unpromoted:"). Placement of roles is `placement/promotable.rs`.
+
+use std::collections::BTreeMap;
+
+use crate::actions::{Action, Kind, Plan, Rel};
+use crate::cib::{CloneDef, is_true};
+use crate::graph::SummaryLine;
+use crate::observed::{Observed, Role};
+use crate::placement::Desired;
+use crate::reconcile::{Change, Reconciliation};
+
+/// What a promotable clone's meta attributes say about promotion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromotableSpec {
+    /// `promoted-max` (legacy `master-max`): how many instances may be promoted (default 1).
+    pub promoted_max: usize,
+    /// `promoted-node-max` (legacy `master-node-max`): how many per node (default 1).
+    pub promoted_node_max: usize,
+}
+
+/// A count option as Pacemaker reads it: 1 when unset, 0 when invalid or negative.
+fn count_option(meta: &BTreeMap<String, String>, name: &str, legacy: &str) -> usize {
+    match meta.get(name).or_else(|| meta.get(legacy)) {
+        None => 1,
+        Some(v) => v
+            .trim()
+            .parse::<i64>()
+            .map(|n| n.max(0) as usize)
+            .unwrap_or(0),
+    }
+}
+
+/// The promotion options of clone `c` with merged meta `meta`, or `None` when it is not
+/// promotable.
+pub fn spec(c: &CloneDef, meta: &BTreeMap<String, String>) -> Option<PromotableSpec> {
+    let promotable = c.legacy_master || meta.get("promotable").is_some_and(|v| is_true(v));
+    promotable.then(|| PromotableSpec {
+        promoted_max: count_option(meta, "promoted-max", "master-max"),
+        promoted_node_max: count_option(meta, "promoted-node-max", "master-node-max"),
+    })
+}
+
+/// Whether resource `ri` is an instance of a promotable clone.
+pub fn is_instance(obs: &Observed, ri: usize) -> bool {
+    obs.resources[ri]
+        .group
+        .and_then(|gi| obs.groups[gi].clone.as_ref())
+        .is_some_and(|c| c.promotable.is_some())
+}
+
+/// After unpacking: an instance of a promotable clone found running is shown and scheduled as
+/// unpromoted (Pacemaker's "Started" is never a promotable instance's role).
+pub fn settle_roles(obs: &mut Observed) {
+    for ri in 0..obs.resources.len() {
+        if obs.resources[ri].role == Role::Started && is_instance(obs, ri) {
+            obs.resources[ri].role = Role::Unpromoted;
+        }
+    }
+}
+
+/// The label of a clone's list of active, not promoted instances: "Started", or for a
+/// promotable clone "Unpromoted" (with "(target-role)" when its target role is Unpromoted).
+pub fn started_label(g: &crate::observed::Group) -> &'static str {
+    if g.clone.as_ref().is_none_or(|c| c.promotable.is_none()) {
+        return "Started";
+    }
+    match g.meta.get("target-role").and_then(|t| Role::parse(t)) {
+        Some(Role::Unpromoted) => "Unpromoted (target-role)",
+        _ => "Unpromoted",
+    }
+}
+
+/// The intervals of the resource's enabled recurring monitors for `role` (written as its
+/// current or legacy name).
+fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| o.role.as_deref().and_then(Role::parse) == Some(role))
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
+fn new_action(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
+    Action {
+        kind,
+        rsc,
+        group: None,
+        node,
+        pseudo: false,
+        runnable: true,
+        reason: None,
+        dot_only: false,
+        optional: false,
+        created_at: None,
+    }
+}
+
+fn add(plan: &mut Plan, a: Action) -> usize {
+    plan.actions.push(a);
+    plan.actions.len() - 1
+}
+
+/// The clone's pseudo action of `kind` already in the plan.
+fn clone_pseudo(plan: &Plan, gi: usize, kind: &Kind) -> Option<usize> {
+    (0..plan.actions.len()).find(|&i| {
+        let a = &plan.actions[i];
+        a.group == Some(gi) && a.rsc.is_none() && &a.kind == kind
+    })
+}
+
+/// Switches instance `ri`'s recurring monitors on node `ni` to role `to` after `after` (its
+/// promote or demote): the other role's active monitors are cancelled, `to`'s are started.
+fn monitors_for_role(
+    obs: &Observed,
+    plan: &mut Plan,
+    ri: usize,
+    ni: usize,
+    to: Role,
+    after: usize,
+) {
+    let from = if to == Role::Promoted {
+        Role::Unpromoted
+    } else {
+        Role::Promoted
+    };
+    let r = &obs.resources[ri];
+    for iv in role_monitors(obs, ri, from) {
+        if let Some(active) = r
+            .recurring
+            .iter()
+            .find(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
+        {
+            let cancel = add(
+                plan,
+                new_action(
+                    Kind::Cancel {
+                        interval_ms: iv,
+                        call_id: Some(active.call_id),
+                    },
+                    Some(ri),
+                    Some(ni),
+                ),
+            );
+            plan.edge_rel(cancel, after, Rel::Plain);
+        }
+    }
+    for iv in role_monitors(obs, ri, to) {
+        let m = add(
+            plan,
+            new_action(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
+        );
+        plan.actions[m].runnable = plan.actions[after].runnable;
+        plan.edge_rel(after, m, Rel::Plain);
+    }
+}
+
+/// Adds the promotes and demotes of every promotable clone's instances the chosen roles need
+/// (`Desired::next_roles`), the clone's promote/promoted and demote/demoted pseudo actions,
+/// their orderings (demote before stop and promote, start before promote, the clone's running
+/// before its promote, its demoted before its stop and start), and the role's monitors.
+pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
+    for (gi, g) in obs.groups.iter().enumerate() {
+        if g.clone.as_ref().is_none_or(|c| c.promotable.is_none()) {
+            continue;
+        }
+        let mut promotes = Vec::new();
+        let mut demotes = Vec::new();
+        for &ri in &g.members {
+            let r = &obs.resources[ri];
+            let Some(next) = desired.next_roles.get(ri).copied().flatten() else {
+                continue;
+            };
+            let current = (r.running_on.len() == 1).then(|| r.running_on[0]);
+            let target = desired.assigned.get(ri).copied().flatten();
+            let stops_here: Vec<usize> = plan
+                .stops(ri)
+                .into_iter()
+                .filter(|&s| plan.actions[s].node == current)
+                .collect();
+            let starts_there: Vec<usize> = plan
+                .starts(ri)
+                .into_iter()
+                .filter(|&s| plan.actions[s].node == target)
+                .collect();
+            let mut demote = None;
+            if let Some(c) = current.filter(|_| r.role == Role::Promoted && r.managed) {
+                if !stops_here.is_empty() || next != Role::Promoted || target != Some(c) {
+                    let mut a = new_action(Kind::Demote, Some(ri), Some(c));
+                    a.pseudo = stops_here.iter().any(|&s| plan.actions[s].pseudo);
+                    let d = add(plan, a);
+                    for &s in &stops_here {
+                        plan.edge_rel(d, s, Rel::Plain);
+                    }
+                    if stops_here.is_empty() && next == Role::Unpromoted {
+                        monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d);
+                    }
+                    demotes.push(d);
+                    demote = Some(d);
+                }
+            }
+            if let (Role::Promoted, Some(t)) = (next, target) {
+                let kept = r.role == Role::Promoted
+                    && current == Some(t)
+                    && stops_here.is_empty()
+                    && starts_there.is_empty();
+                if !kept {
+                    let p = add(plan, new_action(Kind::Promote, Some(ri), Some(t)));
+                    for &s in &starts_there {
+                        plan.edge_rel(s, p, Rel::Plain);
+                        if !plan.actions[s].runnable {
+                            plan.actions[p].runnable = false;
+                        }
+                    }
+                    if let Some(d) = demote {
+                        plan.edge_rel(d, p, Rel::Plain);
+                    }
+                    monitors_for_role(obs, plan, ri, t, Role::Promoted, p);
+                    promotes.push(p);
+                }
+            }
+        }
+        let pseudo = |plan: &mut Plan, kind: Kind| {
+            let mut a = new_action(kind, None, None);
+            a.group = Some(gi);
+            a.pseudo = true;
+            add(plan, a)
+        };
+        let mut demoted = None;
+        if !demotes.is_empty() {
+            let d = pseudo(plan, Kind::GroupDemote);
+            let dd = pseudo(plan, Kind::GroupDemoted);
+            for &x in &demotes {
+                plan.edge_rel(d, x, Rel::Plain);
+                plan.edge_rel(x, dd, Rel::Plain);
+            }
+            for kind in [Kind::GroupStop, Kind::GroupStart] {
+                if let Some(t) = clone_pseudo(plan, gi, &kind) {
+                    plan.edge_rel(dd, t, Rel::Plain);
+                }
+            }
+            demoted = Some(dd);
+        }
+        if !promotes.is_empty() {
+            let p = pseudo(plan, Kind::GroupPromote);
+            let pd = pseudo(plan, Kind::GroupPromoted);
+            for &x in &promotes {
+                plan.edge_rel(p, x, Rel::Plain);
+                plan.edge_rel(x, pd, Rel::Plain);
+            }
+            if let Some(run) = clone_pseudo(plan, gi, &Kind::GroupRunning) {
+                plan.edge_rel(run, p, Rel::Plain);
+            }
+            if let Some(dd) = demoted {
+                plan.edge_rel(dd, p, Rel::Plain);
+            }
+        }
+    }
+}
+
+/// The role an instance has after the transition, as the plan says: Promoted when it is
+/// promoted (or stays promoted: no demote, still placed), Stopped when it stops, else
+/// Unpromoted.
+fn next_role_in(obs: &Observed, plan: &Plan, rec: &Reconciliation, ri: usize) -> Role {
+    let has = |k: Kind| !plan.find(ri, &k).is_empty();
+    if has(Kind::Promote) {
+        return Role::Promoted;
+    }
+    match &rec.changes[ri] {
+        Change::Stop { .. } => Role::Stopped,
+        _ if obs.resources[ri].role == Role::Promoted && !has(Kind::Demote) => Role::Promoted,
+        _ => Role::Unpromoted,
+    }
+}
+
+/// Rewrites the Transition Summary lines of promotable instance `ri` (those from `first` on)
+/// with its roles, as crm_simulate prints them ("Promote", "Demote", roles in the details), and
+/// adds the line of a role change without a start or stop.
+pub fn role_summary(
+    obs: &Observed,
+    plan: &Plan,
+    rec: &Reconciliation,
+    ri: usize,
+    lines: &mut Vec<SummaryLine>,
+    first: usize,
+) {
+    if !is_instance(obs, ri) {
+        return;
+    }
+    let r = &obs.resources[ri];
+    let current = match r.role {
+        Role::Unknown => Role::Stopped,
+        Role::Started => Role::Unpromoted,
+        other => other,
+    };
+    let next = next_role_in(obs, plan, rec, ri);
+    let need_role = current > Role::Started || next > Role::Unpromoted;
+    if lines.len() == first {
+        let node_of = |k: Kind| {
+            plan.find(ri, &k)
+                .first()
+                .and_then(|&i| plan.actions[i].node)
+                .map(|ni| obs.nodes[ni].uname.clone())
+        };
+        let line = if current == Role::Promoted {
+            node_of(Kind::Demote).map(|n| ("Demote", n))
+        } else if next == Role::Promoted {
+            node_of(Kind::Promote).map(|n| ("Promote", n))
+        } else {
+            None
+        };
+        if let Some((verb, node)) = line {
+            lines.push(SummaryLine {
+                verb: verb.into(),
+                rsc: r.id.clone(),
+                details: format!("{} -> {} {node}", current.text(), next.text()),
+                reason: String::new(),
+            });
+        }
+        return;
+    }
+    for l in &mut lines[first..] {
+        match l.verb.as_str() {
+            "Start" if next == Role::Promoted => {
+                l.verb = "Promote".into();
+                l.details = format!("{} -> {} {}", current.text(), next.text(), l.details);
+            }
+            "Stop" if need_role => {
+                l.details = format!("{} {}", current.text(), l.details);
+            }
+            "Move" | "Recover" | "Restart" if need_role => {
+                if let Some((source, target)) = l.details.split_once(" -> ") {
+                    l.details = if current == next {
+                        format!("{source} -> {target} {}", current.text())
+                    } else {
+                        format!("{} {source} -> {} {target}", current.text(), next.text())
+                    };
+                } else if current == next {
+                    l.details = format!("{} {}", current.text(), l.details);
+                } else {
+                    l.details = format!("{} -> {} {}", current.text(), next.text(), l.details);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn promotion_counts_default_to_one_and_read_legacy_names() {
+        let def = CloneDef::default();
+        assert_eq!(spec(&def, &meta(&[])), None);
+        let s = spec(&def, &meta(&[("promotable", "true")])).expect("promotable");
+        assert_eq!((s.promoted_max, s.promoted_node_max), (1, 1));
+        let legacy = CloneDef {
+            legacy_master: true,
+            ..CloneDef::default()
+        };
+        let s = spec(
+            &legacy,
+            &meta(&[("master-max", "2"), ("promoted-node-max", "x")]),
+        )
+        .expect("a <master> is promotable");
+        assert_eq!((s.promoted_max, s.promoted_node_max), (2, 0));
+        let s = spec(
+            &legacy,
+            &meta(&[("master-max", "2"), ("promoted-max", "-3")]),
+        )
+        .unwrap();
+        assert_eq!(s.promoted_max, 0);
+    }
+}
