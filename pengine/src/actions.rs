@@ -729,8 +729,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // definition (Pacemaker creates the required start before it knows where).
                     let is_this =
                         |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
+                    // (A container's implied ordering with what runs inside it creates
+                    // nothing: Pacemaker names its actions by key.)
                     let referenced = obs.orders.iter().any(|o| {
-                        (o.first_action == "start" && is_this(&o.first))
+                        (o.first_action == "start"
+                            && is_this(&o.first)
+                            && !crate::container::is_implied_order(o))
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
