@@ -736,10 +736,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // symmetrical "X stop then this stop", and a restart forced by a changed
                     // definition (Pacemaker creates the required start before it knows where).
                     // (A clone's or group's own ordering orders its pseudo actions, which
-                    // always exist: no member or instance start is created for it.)
+                    // always exist: no member or instance start is created for it. A
+                    // container's implied ordering with what runs inside it creates nothing:
+                    // Pacemaker names its actions by key.)
                     let is_this = |id: &str| id == r.id;
                     let referenced = obs.orders.iter().any(|o| {
-                        (o.first_action == "start" && is_this(&o.first))
+                        (o.first_action == "start"
+                            && is_this(&o.first)
+                            && !crate::container::is_implied_order(o))
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))

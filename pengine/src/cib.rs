@@ -6,6 +6,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 pub mod clones;
+pub mod guests;
 mod sets;
 mod templates;
 mod tickets;
@@ -441,25 +442,6 @@ impl Cib {
     }
 }
 
-/// The primitives under `r` (itself included) whose meta attributes name a guest node
-/// (`remote-node`), which pengine does not model yet.
-fn guest_primitives(r: &Element) -> Vec<&Element> {
-    let mut out = Vec::new();
-    let mut stack = vec![r];
-    while let Some(e) = stack.pop() {
-        if e.name == "primitive"
-            && e.children_named("meta_attributes").any(|m| {
-                m.children_named("nvpair")
-                    .any(|nv| nv.attr("name") == Some("remote-node"))
-            })
-        {
-            out.push(e);
-        }
-        stack.extend(e.children.iter().rev());
-    }
-    out
-}
-
 fn diag(diags: &mut Vec<Diagnostic>, el: &Element, message: impl Into<String>) {
     diags.push(Diagnostic {
         element: el.name.clone(),
@@ -678,7 +660,10 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
     let mut diags = Vec::new();
     let empty = Element::default();
     let config = root.child("configuration").unwrap_or(&empty);
-    let names = sets::Names::from_configuration(config);
+    let mut names = sets::Names::from_configuration(config);
+    for section in config.children_named("resources") {
+        names.resources.extend(guests::names(section));
+    }
     let mut config_errors = Vec::new();
     for section in &config.children {
         match section.name.as_str() {
@@ -728,16 +713,6 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                         continue;
                     }
                     seen.extend(rsc_ids.iter().map(|e| e.id().to_string()));
-                    for guest in guest_primitives(r) {
-                        diag(
-                            &mut diags,
-                            guest,
-                            format!(
-                                "guest nodes (meta remote-node) are not supported yet: {} is scheduled as an ordinary resource and its guest node is ignored",
-                                guest.id()
-                            ),
-                        );
-                    }
                     match r.name.as_str() {
                         "primitive" => {
                             if let Some(p) =
@@ -782,6 +757,10 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                         }
                     }
                 }
+                // Guest nodes' implicit connections come after every configured resource.
+                let connections = guests::connections(&cib.resources);
+                cib.resources
+                    .extend(connections.into_iter().map(ResourceDef::Primitive));
             }
             "rsc_defaults" => {
                 cib.rsc_defaults = ctx.sets(section, "meta_attributes");
@@ -1117,7 +1096,7 @@ mod tests {
     }
 
     #[test]
-    fn guest_node_primitives_are_named_in_a_diagnostic() {
+    fn a_guest_node_primitive_gets_its_connection_after_the_configured_resources() {
         let cib = parse_cib(
             r#"<cib><configuration><crm_config/><nodes/><resources>
 <primitive id="plain" class="ocf" provider="heartbeat" type="Dummy"/>
@@ -1126,10 +1105,14 @@ mod tests {
 </primitive></group></resources><constraints/></configuration><status/></cib>"#,
         )
         .expect("valid");
-        let ids: Vec<&str> = cib.diagnostics.iter().map(|d| d.id.as_str()).collect();
-        assert_eq!(ids, ["vm"]);
-        assert!(cib.diagnostics[0].message.contains("remote-node"));
-        assert_eq!(cib.diagnostics[0].line, 3);
+        assert!(cib.diagnostics.is_empty(), "{:?}", cib.diagnostics);
+        let ids: Vec<&str> = cib.resources.iter().map(ResourceDef::id).collect();
+        assert_eq!(ids, ["plain", "g", "guest1"]);
+        let ResourceDef::Primitive(c) = &cib.resources[2] else {
+            panic!("the connection is a primitive");
+        };
+        assert_eq!(c.kind, "remote");
+        assert!(c.meta[0].pairs.contains(&("container".into(), "vm".into())));
     }
 
     #[test]

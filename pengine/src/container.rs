@@ -46,7 +46,7 @@ pub fn resolve(obs: &mut Observed) {
         // the member before it.
         let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
         let order = Order {
-            id: format!("{}-container-order", r.id),
+            id: format!("{}{ORDER_SUFFIX}", r.id),
             first: c.id.clone(),
             then: r.id.clone(),
             first_action: "start".into(),
@@ -56,6 +56,14 @@ pub fn resolve(obs: &mut Observed) {
         };
         obs.orders.push(order);
     }
+}
+
+/// The id suffix of the implied "container start then filler start" ordering.
+const ORDER_SUFFIX: &str = "-container-order";
+
+/// Whether an ordering is the one `resolve` implies between a container and its filler.
+pub fn is_implied_order(o: &Order) -> bool {
+    o.id.ends_with(ORDER_SUFFIX)
 }
 
 /// Moves the stops fillers' failures require (`Resource::container_stops`) onto their

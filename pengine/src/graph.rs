@@ -1198,6 +1198,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 }
             }
         }
+        attrs.extend(crate::guest::graph_meta(obs, a));
         // A meta-attribute set twice keeps its first value (an operation's record-pending wins
         // over a migrate_to's default).
         attrs.sort_by(|x, y| x.0.cmp(&y.0));

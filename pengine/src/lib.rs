@@ -14,6 +14,7 @@ pub mod digest;
 pub mod events;
 pub mod explain;
 pub mod graph;
+pub mod guest;
 pub mod lifecycle;
 pub mod observed;
 pub mod op_defaults;

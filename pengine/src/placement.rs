@@ -475,6 +475,25 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
     n.online && !n.unclean && !n.standby && !n.maintenance && !n.shutdown && !n.pending
 }
 
+/// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
+/// containers get -INFINITY on every remote or guest node they are allowed on.
+fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
+    let obs = ctx.obs;
+    let r = &obs.resources[ri];
+    if !(r.remote_node.is_some() || r.is_stonith() || crate::guest::contains_guest(obs, ri)) {
+        return;
+    }
+    for ni in (0..obs.nodes.len()).filter(|&ni| obs.nodes[ni].remote.is_some()) {
+        let Some(cur) = scores.get(&ni).copied() else {
+            continue;
+        };
+        scores.insert(ni, add_score(cur, -INFINITY));
+        record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
+            "remote connections, fencing devices and guest containers avoid remote nodes".into()
+        });
+    }
+}
+
 /// Per-resource location scores (constraints, stickiness, failures), before colocation.
 fn base_scores(ctx: &mut Ctx, ri: usize) -> BTreeMap<usize, i64> {
     base_scores_as(ctx, ri, true)
@@ -498,15 +517,16 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
             });
         }
     }
-    // Remote connections and fencing devices never run on remote nodes.
-    if r.remote_node.is_some() || r.is_stonith() {
-        for ni in (0..obs.nodes.len()).filter(|&ni| obs.nodes[ni].remote.is_some()) {
-            let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
-            scores.insert(ni, add_score(cur, -INFINITY));
-            record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
-                "remote connections and fencing devices avoid remote nodes".into()
-            });
+    // A guest node's connection may run wherever its container may (see `crate::guest`).
+    if !obs.symmetric && crate::guest::is_connection(r) {
+        for ni in 0..obs.nodes.len() {
+            scores.entry(ni).or_insert(0);
         }
+    }
+    // Remote connections, fencing devices and guest nodes' containers never run on remote
+    // nodes (of those allowed: in an asymmetric cluster, once the locations are in).
+    if obs.symmetric {
+        avoid_remote_nodes(ctx, ri, &mut scores);
     }
     // An unmanaged resource found active on a node is held there with INFINITY, as Pacemaker
     // 2.1.5 records it when unpacking the status: a blocked one only on the nodes recorded
@@ -608,6 +628,9 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                 }
             }
         }
+    }
+    if !obs.symmetric {
+        avoid_remote_nodes(ctx, ri, &mut scores);
     }
     // History-derived bans.
     for (node, score, why) in &r.history_bans {

@@ -175,11 +175,13 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             }
             for (ri, r) in obs.resources.iter().enumerate() {
                 // A resource inside a container is never probed.
+                // (A guest node's connection is, see `crate::guest`.)
                 if r.orphan
-                    || r.container.is_some()
+                    || (r.container.is_some() && r.remote_node.is_none())
                     || r.known_on.contains(&ni)
                     || r.running_on.contains(&ni)
                     || crate::remote::never_probed(obs, ri, ni)
+                    || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
                 {
                     continue;
                 }

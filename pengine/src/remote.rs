@@ -3,9 +3,8 @@
 //! connection; the connection is placed before everything else, and actions on a remote node
 //! wait for it (the connection's host routes them).
 //!
-//! Guest nodes (a primitive's `remote-node` meta-attribute) are not implemented yet: such a
-//! primitive is scheduled as an ordinary resource, makes no node, and `cib` names it in a
-//! diagnostic.
+//! Guest nodes (a primitive's `remote-node` meta-attribute, its connection made by
+//! `cib/guests.rs`) are remote nodes too; what differs for them is in `crate::guest`.
 
 use crate::actions::{Kind, Plan, Rel};
 use crate::cib::{Cib, NodeState, ResourceDef, is_true};
@@ -105,9 +104,14 @@ pub fn link(obs: &mut Observed, startup_fencing: bool) {
             continue;
         };
         obs.resources[ri].remote_node = Some(ni);
+        let guest = obs.resources[ri].container.is_some();
         let node = &mut obs.nodes[ni];
         if let Some(rn) = node.remote.as_mut() {
             rn.connection = Some(ri);
+        }
+        if guest {
+            crate::guest::link(node);
+            continue;
         }
         node.unclean = startup_fencing;
         node.unseen = true;
@@ -134,6 +138,9 @@ pub fn history_readable(obs: &Observed, ni: usize) -> bool {
     let Some(ri) = rn.connection else {
         return obs.stonith_enabled;
     };
+    if crate::guest::is_guest(obs, ni) {
+        return crate::guest::history_readable(obs, ni);
+    }
     obs.resources[ri].role == Role::Started || obs.stonith_enabled || obs.shutdown_lock
 }
 
@@ -157,6 +164,10 @@ pub fn determine_online(obs: &mut Observed, ni: usize) {
     if stopping {
         node.shutdown = true;
     }
+    if crate::guest::determine_online(obs, ni) {
+        return;
+    }
+    let node = &mut obs.nodes[ni];
     if failed {
         node.online = false;
     } else if stopped {
@@ -225,6 +236,9 @@ pub fn after_histories(obs: &mut Observed) {
 /// its connection is unmanaged; otherwise it must be reset and is unclean, for `reason` (the
 /// first reason is kept).
 pub fn fence(obs: &mut Observed, ni: usize, reason: String) {
+    if crate::guest::fence(obs, ni, reason.clone()) {
+        return;
+    }
     let unmanaged = obs.nodes[ni]
         .remote
         .as_ref()
@@ -247,6 +261,9 @@ pub fn fence(obs: &mut Observed, ni: usize, reason: String) {
 /// is fenced, "unseen" while its connection has not failed (the fencing is dropped when the
 /// connection starts elsewhere).
 pub fn active_on_offline(obs: &mut Observed, ri: usize, ni: usize) {
+    if crate::guest::active_on_offline(obs, ri, ni) {
+        return;
+    }
     if !obs.stonith_enabled {
         return;
     }
@@ -470,6 +487,9 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             continue;
         };
         if ci == ri {
+            continue;
+        }
+        if crate::guest::order_action(obs, plan, i, ci) {
             continue;
         }
         let state = connection_state(obs, desired, ci, ni);

@@ -171,7 +171,9 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
     let mut online = Vec::new();
     let mut offline = Vec::new();
     let (mut remote_online, mut remote_offline) = (Vec::new(), Vec::new());
+    let mut guest_online = Vec::new();
     for (ni, n) in obs.nodes.iter().enumerate() {
+        let guest = crate::guest::is_guest(obs, ni);
         if n.unclean
             || n.pending
             || (n.standby_onfail && n.online)
@@ -179,7 +181,9 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
             || n.maintenance
             || n.health <= 0
         {
-            let kind = if n.remote.is_some() {
+            let kind = if guest {
+                "GuestNode"
+            } else if n.remote.is_some() {
                 "RemoteNode"
             } else {
                 "Node"
@@ -192,6 +196,11 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
             }
             out.push_str(&line);
             out.push('\n');
+        } else if guest {
+            // An offline guest node is not listed.
+            if n.online {
+                guest_online.push(n.uname.as_str());
+            }
         } else if n.remote.is_some() {
             let list = if n.online {
                 &mut remote_online
@@ -210,6 +219,7 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
         ("OFFLINE", offline),
         ("RemoteOnline", remote_online),
         ("RemoteOFFLINE", remote_offline),
+        ("GuestOnline", guest_online),
     ] {
         if !list.is_empty() {
             let _ = writeln!(out, "    * {title}: [ {} ]", list.join(" "));
@@ -222,7 +232,7 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
         match *t {
             Top::Primitive(ri) => {
                 let r = &obs.resources[ri];
-                if r.orphan && r.running_on.is_empty() {
+                if (r.orphan && r.running_on.is_empty()) || crate::guest::is_internal(r) {
                     continue;
                 }
                 any = true;

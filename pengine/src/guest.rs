@@ -1,0 +1,271 @@
+//! Guest nodes as Pacemaker 2.1.5 has them: a Pacemaker Remote node whose connection (made by
+//! `cib/guests.rs` from a primitive's `remote-node` meta-attribute) runs inside that primitive,
+//! its container. The node is built by `crate::remote`; what differs lives here: its `#kind` is
+//! "container" and it gets no start-up fencing; its online state follows the container as well
+//! as the connection; it is "fenced" by recovering its container (no fencing device is asked);
+//! the status lists it as `GuestOnline` (an offline guest is not listed) and hides the implicit
+//! connection (`internal_rsc`).
+
+use crate::observed::{Node, Observed, Resource, Role};
+
+/// The container of guest node `ni` (None when the node is not a guest node).
+pub fn container_of(obs: &Observed, ni: usize) -> Option<usize> {
+    let ci = obs.nodes.get(ni)?.remote.as_ref()?.connection?;
+    obs.resources.get(ci)?.container
+}
+
+/// Whether node `ni` is a guest node.
+pub fn is_guest(obs: &Observed, ni: usize) -> bool {
+    container_of(obs, ni).is_some()
+}
+
+/// Whether a resource is a guest node's connection.
+pub fn is_connection(r: &Resource) -> bool {
+    r.remote_node.is_some() && r.container.is_some()
+}
+
+/// Whether resource `ri` is the container of a guest node (Pacemaker's
+/// `pe__resource_contains_guest_node`): it never runs on a remote or guest node, nor is it
+/// probed on a guest node.
+pub fn contains_guest(obs: &Observed, ri: usize) -> bool {
+    obs.resources
+        .iter()
+        .any(|r| r.container == Some(ri) && r.remote_node.is_some())
+}
+
+/// Whether a resource is internal (the implicit connection of a guest node): never printed in
+/// the resource list.
+pub fn is_internal(r: &Resource) -> bool {
+    r.meta
+        .get("internal_rsc")
+        .is_some_and(|v| crate::cib::is_true(v))
+}
+
+/// Links a guest node to its connection: `#kind` "container", and none of a remote node's
+/// start-up fencing (the node is neither unclean nor unseen until its status says so).
+pub fn link(node: &mut Node) {
+    node.attrs.insert("#kind".into(), "container".into());
+    node.unclean = false;
+    node.unseen = false;
+}
+
+/// Whether a guest node's history can be read: its connection and its container are both
+/// known to be started (or, with fencing enabled, once every other history was read).
+pub fn history_readable(obs: &Observed, ni: usize) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return true;
+    };
+    let started = obs.nodes[ni]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.connection)
+        .is_some_and(|ci| obs.resources[ci].role == Role::Started);
+    (started && obs.resources[ki].role == Role::Started) || obs.stonith_enabled
+}
+
+/// The guest node's part of its online state (after the connection's part in
+/// `remote::determine_online`): a failed container makes it offline and due for a reset; a
+/// failed connection offline; a stopped connection or container offline with no reset; a host
+/// that is offline and unclean offline and due for a reset. Returns whether the node was a
+/// guest node (the connection's failure and stop checks were done here).
+pub fn determine_online(obs: &mut Observed, ni: usize) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return false;
+    };
+    let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+        return false;
+    };
+    let conn = &obs.resources[ci];
+    let container = &obs.resources[ki];
+    let host = match conn.running_on.as_slice() {
+        &[h] => Some(h),
+        _ => None,
+    };
+    let host_lost = host.is_some_and(|h| !obs.nodes[h].online && obs.nodes[h].unclean);
+    let (container_failed, conn_failed) = (container.failed, conn.failed);
+    let stopped = conn.role == Role::Stopped || container.role == Role::Stopped;
+    let node = &mut obs.nodes[ni];
+    let mut reset = None;
+    if container_failed {
+        node.online = false;
+        reset = Some(true);
+    } else if conn_failed {
+        node.online = false;
+    } else if stopped {
+        node.online = false;
+        reset = Some(false);
+    } else if host_lost {
+        node.online = false;
+        reset = Some(true);
+    }
+    if let (Some(reset), Some(rn)) = (reset, node.remote.as_mut()) {
+        rn.requires_reset = reset;
+    }
+    true
+}
+
+/// "Fences" guest node `ni` (Pacemaker's `pe_fence_node` for a guest): its container, when
+/// managed and not already failed, is marked failed so that it is recovered; the node must be
+/// reset but is not marked unclean (it may run resources again once the container is back).
+/// Returns false when `ni` is not a guest node.
+pub fn fence(obs: &mut Observed, ni: usize, reason: String) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return false;
+    };
+    let container = &obs.resources[ki];
+    if container.failed || !container.managed {
+        return true;
+    }
+    obs.resources[ki].failed = true;
+    let node = &mut obs.nodes[ni];
+    if let Some(rn) = node.remote.as_mut() {
+        rn.requires_reset = true;
+    }
+    if node.fence_reason.is_none() {
+        node.fence_reason = Some(reason);
+    }
+    true
+}
+
+/// A managed resource thought active on an offline guest node (whether or not fencing is
+/// enabled: a guest is "fenced" by its container's recovery): the resource is failed and the
+/// guest fenced. Returns false when `ni` is not a guest node.
+pub fn active_on_offline(obs: &mut Observed, ri: usize, ni: usize) -> bool {
+    if !is_guest(obs, ni) {
+        return false;
+    }
+    obs.resources[ri].failed = true;
+    let reason = format!("{} is thought to be active there", obs.resources[ri].id);
+    fence(obs, ni, reason);
+    true
+}
+
+/// Whether resource `ri` is never probed on node `ni` because `ni` is a guest node (Pacemaker's
+/// `pcmk__probe_rsc_on_node`): a guest's container never runs on a guest node; nothing is active
+/// on a guest whose container is stopped, and a guest whose container will stop (it must be
+/// reset, it failed, it is to stop or to move) is not asked.
+pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: usize) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return false;
+    };
+    if contains_guest(obs, ri) {
+        return true;
+    }
+    let container = &obs.resources[ki];
+    if container.role == Role::Stopped {
+        return true;
+    }
+    let node = &obs.nodes[ni];
+    let requires_reset = node.remote.as_ref().is_some_and(|rn| rn.requires_reset);
+    let moving = container.role > Role::Stopped
+        && assigned
+            .get(ki)
+            .copied()
+            .flatten()
+            .is_some_and(|to| !container.running_on.contains(&to));
+    requires_reset
+        || node.unclean
+        || container.failed
+        || container.next_role == Some(Role::Stopped)
+        || container.target_role == Some(Role::Stopped)
+        || moving
+}
+
+/// The graph meta of a guest's container's actions (`CRM_meta_remote_node`), and of a resource
+/// action on a guest node (Pacemaker's `pcmk__add_bundle_meta_to_xml`): the physical host it runs through, the container's current
+/// host for actions that bring things down (stop, demote), its next host for those that bring
+/// them up (start, monitor, promote), with the resource's `container-attribute-target`.
+pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // A container's actions name its guest node.
+    if let Some(v) = a
+        .rsc
+        .and_then(|ri| obs.resources[ri].meta.get("remote-node"))
+    {
+        out.push(("CRM_meta_remote_node".into(), v.clone()));
+    }
+    let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
+        return out;
+    };
+    if a.event != crate::graph::EventKind::RscOp {
+        return out;
+    }
+    let Some(ki) = container_of(obs, ni) else {
+        return out;
+    };
+    let host = match a.task.as_str() {
+        "stop" | "demote" => obs.resources[ki].running_on.first().copied(),
+        "start" | "monitor" | "promote" => {
+            obs.nodes[ni].remote.as_ref().and_then(|rn| rn.next_host)
+        }
+        _ => None,
+    };
+    if let Some(h) = host {
+        if let Some(t) = obs.resources[ri].meta.get("container-attribute-target") {
+            out.push(("CRM_meta_container_attribute_target".into(), t.clone()));
+        }
+        out.push(("CRM_meta_physical_host".into(), obs.nodes[h].uname.clone()));
+    }
+    out
+}
+
+/// Orders action `i` of the plan, on a guest node whose connection is `ci`, against its
+/// connection and container (Pacemaker's `apply_container_ordering`): a start after the
+/// container's and the connection's starts; a stop (or migration) before the connection stops,
+/// unless the container failed (its stop implies them); anything else after the connection
+/// starts. A start there also lets the resource's stops elsewhere wait for the connection to
+/// start (if it fails, the resource stays where it was). Returns false when the node is not a
+/// guest node.
+pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, ci: usize) -> bool {
+    use crate::actions::{Kind, Rel};
+    let Some(ki) = obs.resources[ci].container else {
+        return false;
+    };
+    let (Some(ri), Some(ni)) = (plan.actions[i].rsc, plan.actions[i].node) else {
+        return true;
+    };
+    let conn_starts = plan.starts(ci);
+    match plan.actions[i].kind {
+        Kind::Start => {
+            for s in plan.starts(ki) {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+            for &s in &conn_starts {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+            let stops_elsewhere: Vec<usize> = plan
+                .stops(ri)
+                .into_iter()
+                .filter(|&j| plan.actions[j].node != Some(ni))
+                .collect();
+            for &s in &conn_starts {
+                for &j in &stops_elsewhere {
+                    plan.edge_rel(s, j, Rel::Optional);
+                }
+            }
+        }
+        Kind::Stop | Kind::Migrate { .. } => {
+            if !obs.resources[ki].failed {
+                // (The resource's probes come first too: Pacemaker's "probe then" orderings
+                // for "stop then" orderings.)
+                let probes: Vec<usize> = (0..plan.actions.len())
+                    .filter(|&p| {
+                        plan.actions[p].rsc == Some(ri) && plan.actions[p].kind == Kind::Probe
+                    })
+                    .collect();
+                for s in plan.stops(ci) {
+                    plan.edge_rel(i, s, Rel::Stop);
+                    for &p in &probes {
+                        plan.edge_rel(p, s, Rel::Optional);
+                    }
+                }
+            }
+        }
+        _ => {
+            for &s in &conn_starts {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+        }
+    }
+    true
+}
