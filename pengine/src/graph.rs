@@ -513,7 +513,25 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 if !is_clone {
                     order.extend(own.iter().copied());
                 }
-                for &ri in &obs.groups[gi].members {
+                // (a clone of a group: each instance's pseudo actions, then its members')
+                let instances = obs.groups[gi]
+                    .clone
+                    .as_ref()
+                    .map(|c| c.instances.clone())
+                    .unwrap_or_default();
+                for &ig in &instances {
+                    order.extend(per_plan(&|pi| {
+                        plan.actions[pi].group == Some(ig) && plan.actions[pi].rsc.is_none()
+                    }));
+                    for &ri in &obs.groups[ig].members {
+                        order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
+                    }
+                }
+                for &ri in obs.groups[gi]
+                    .members
+                    .iter()
+                    .filter(|_| instances.is_empty())
+                {
                     order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                 }
                 if is_clone {
@@ -1363,12 +1381,27 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     }
     // A group's own scores, then each member's before its colocations (`pcmk__group_assign`);
     // only the nodes each has a score on, as Pacemaker lists a resource's allowed nodes.
+    // (A clone of a group shows its instances with its own scores, and each instance's members
+    // once the clone's limits apply with the instance.)
     for (gi, g) in obs.groups.iter().enumerate() {
-        let member_rows = g
-            .members
+        let member_rows = g.members.iter().map(|&ri| {
+            let scores = match g.clone {
+                None => desired
+                    .instance_scores
+                    .get(&ri)
+                    .unwrap_or(&desired.member_scores[ri]),
+                Some(_) => &desired.member_scores[ri],
+            };
+            (obs.resources[ri].id.as_str(), scores)
+        });
+        let instance_rows = g
+            .clone
             .iter()
-            .map(|&ri| (obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
-        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi])).chain(member_rows);
+            .flat_map(|c| c.instances.iter())
+            .map(|&ig| (obs.groups[ig].id.as_str(), &desired.group_scores[gi]));
+        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi]))
+            .chain(instance_rows)
+            .chain(member_rows);
         // A clone shows its own and its instances' scores before distributing them.
         let label = match g.clone {
             Some(_) => "pcmk__clone_allocate",

@@ -36,6 +36,9 @@ pub struct Desired {
     /// Per group member: its node scores before its colocations (locations, stickiness,
     /// failures), shown with the group's (`pcmk__group_assign`); empty for other resources.
     pub member_scores: Vec<BTreeMap<usize, i64>>,
+    /// Per member of an instance of a clone of a group: its scores once the clone's limits for
+    /// that instance apply (`pcmk__group_assign`; see `placement/clones.rs`).
+    pub instance_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -501,6 +504,12 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let cib = ctx.cib;
     let mut ids = vec![r.id.as_str()];
     ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+    // (a clone of a group's constraints, for its instances' members)
+    ids.extend(
+        r.group
+            .and_then(|g| crate::clone_groups::parent_clone(obs, g))
+            .map(|c| obs.groups[c].id.as_str()),
+    );
     for loc in positions_of(&ctx.locations_by_rsc, &ids)
         .into_iter()
         .map(|i| &cib.locations[i])
@@ -1291,6 +1300,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             order: Vec::new(),
             group_scores: vec![BTreeMap::new(); obs.groups.len()],
             member_scores: vec![BTreeMap::new(); n],
+            instance_scores: BTreeMap::new(),
             unmanaged: obs
                 .resources
                 .iter()

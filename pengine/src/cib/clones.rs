@@ -1,7 +1,7 @@
-//! `<clone>` elements -> `CloneDef`: anonymous clones of one primitive; promotable clones, clones
-//! of groups and globally unique clones are refused with the reason (not planned yet).
+//! `<clone>` elements -> `CloneDef`: anonymous clones of one primitive or of a group; promotable
+//! clones and globally unique clones are refused with the reason (not planned yet).
 
-use super::{Element, NvSet, Primitive, is_true};
+use super::{Element, Group, NvSet, Primitive, is_true};
 
 /// An anonymous clone of a primitive: its own meta attributes (the clone's options, and what its
 /// instances inherit, such as `target-role` and `is-managed`) and the cloned primitive.
@@ -10,6 +10,8 @@ pub struct CloneDef {
     pub id: String,
     pub meta: Vec<NvSet>,
     pub child: Primitive,
+    /// Set for a clone of a group: the cloned group (`child` is then unused).
+    pub group: Option<Group>,
     pub line: usize,
 }
 
@@ -60,12 +62,31 @@ pub(super) fn parse(
         return Err("clone with more than one child ignored".into());
     }
     if child.name == "group" {
-        return Err("clones of groups are not supported yet: clone ignored".into());
+        let members: Vec<Primitive> = child
+            .children_named("primitive")
+            .filter_map(&mut primitive)
+            .collect();
+        if members.is_empty() {
+            return Err("clone of an empty group ignored".into());
+        }
+        return Ok(Some(CloneDef {
+            id: el.id().to_string(),
+            meta,
+            child: Primitive::default(),
+            group: Some(Group {
+                id: child.id().to_string(),
+                meta: meta_sets(child),
+                members,
+                line: child.line,
+            }),
+            line: el.line,
+        }));
     }
     Ok(primitive(child).map(|child| CloneDef {
         id: el.id().to_string(),
         meta,
         child,
+        group: None,
         line: el.line,
     }))
 }

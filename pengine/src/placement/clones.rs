@@ -3,7 +3,9 @@
 //! clone's colocations), instances ordered (active on an allowed node first, then by instance
 //! number), those running kept on their node while it holds fewer than clone-max/nodes, then
 //! the rest placed one by one, a node taking at most `clone-node-max` instances and the clone
-//! at most `clone-max`.
+//! at most `clone-max`. An instance of a clone of a group is placed as one: its scores are its
+//! members' summed (the group's colocation of each member with the one before it), all its
+//! members go to its node, up to the first member that cannot run there.
 
 use std::collections::BTreeMap;
 
@@ -57,7 +59,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let Some(spec) = obs.groups[gi].clone.clone() else {
         return;
     };
-    let members = obs.groups[gi].members.clone();
+    // Each instance's resources; `members[k]` the one that speaks for instance `k` (its first).
+    let units = crate::clone_groups::instances(obs, gi);
+    let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
     let clone_scores = super::members::location_scores(ctx, gi);
     ctx.desired.group_scores[gi] = clone_scores.clone();
@@ -84,10 +88,18 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         })
         .collect();
     let mut scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
-    for &ri in &members {
+    for unit in &units {
+        let ri = unit[0];
         let mut s = super::base_scores(ctx, ri);
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
+        for &m in &unit[1..] {
+            let ms = super::base_scores(ctx, m);
+            ctx.desired.member_scores[m] = ms.clone();
+            for (ni, v) in s.iter_mut() {
+                *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
+            }
+        }
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
             let attr = c.node_attribute.as_deref();
@@ -116,17 +128,30 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     }
     // Instance order: active on a node it may still use first, then active, then on an
     // available node, not failed, then by instance number.
-    let current = |k: usize| obs.resources[members[k]].running_on.first().copied();
+    let current = |k: usize| {
+        units[k]
+            .iter()
+            .find_map(|&m| obs.resources[m].running_on.first().copied())
+    };
+    let failed = |k: usize| units[k].iter().any(|&m| obs.resources[m].failed);
+    let running_count = |k: usize| {
+        let mut nodes: Vec<usize> = units[k]
+            .iter()
+            .flat_map(|&m| obs.resources[m].running_on.iter().copied())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.len()
+    };
     let mut order: Vec<usize> = (0..members.len()).collect();
     order.sort_by_key(|&k| {
-        let r = &obs.resources[members[k]];
         let allowed = current(k).is_none_or(|ni| scores[k].get(&ni).is_some_and(|&v| v >= 0));
         (
             !allowed,
-            r.running_on.is_empty(),
-            r.running_on.len(),
+            current(k).is_none(),
+            running_count(k),
             !current(k).is_some_and(|ni| node_available(obs, ni)),
-            r.failed,
+            failed(k),
             k,
         )
     });
@@ -134,15 +159,20 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let mut assigned: Vec<Option<usize>> = vec![None; members.len()];
     let mut decided = vec![false; members.len()];
     let mut allocated = 0usize;
+    // The limits put on each instance's nodes (node, score): for a clone of a group, its
+    // members' scores take them too.
+    let mut bans: Vec<Vec<(usize, i64)>> = vec![Vec::new(); members.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
     let allocate = |ctx: &mut Ctx,
                     k: usize,
                     prefer: Option<usize>,
                     scores: &mut Vec<BTreeMap<usize, i64>>,
-                    count: &mut BTreeMap<usize, usize>|
+                    count: &mut BTreeMap<usize, usize>,
+                    bans: &mut Vec<Vec<(usize, i64)>>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
+        let unit = &units[k];
         if let Some(p) = prefer {
             if scores[k].get(&p).is_none_or(|&v| v < 0) {
                 return None;
@@ -160,6 +190,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 Some(_) => None,
             };
             if let Some(b) = ban {
+                bans[k].push((ni, b));
                 let cur = scores[k].get(&ni).copied().unwrap_or(0);
                 scores[k].insert(
                     ni,
@@ -174,7 +205,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if target_stopped(obs, ri) {
             return None;
         }
-        let running = r.running_on.first().copied();
+        let running = unit
+            .iter()
+            .find_map(|&m| obs.resources[m].running_on.first().copied());
         let chosen = if !r.managed {
             running.filter(|&ni| r.running_on.len() == 1 && scores[k].contains_key(&ni))
         } else {
@@ -191,9 +224,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         };
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
-            ctx.num_resources[ni] += 1;
-            for (name, v) in &r.utilization {
-                *ctx.util_used[ni].entry(name.clone()).or_insert(0) += *v;
+            for &m in unit {
+                ctx.num_resources[ni] += 1;
+                for (name, v) in &obs.resources[m].utilization {
+                    *ctx.util_used[ni].entry(name.clone()).or_insert(0) += *v;
+                }
             }
         }
         chosen
@@ -202,15 +237,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if allocated >= spec.max {
             break;
         }
-        let r = &obs.resources[members[k]];
         let Some(cur) = current(k) else { continue };
-        if r.failed || !node_available(obs, cur) || scores[k].get(&cur).is_none_or(|&v| v < 0) {
+        if failed(k) || !node_available(obs, cur) || scores[k].get(&cur).is_none_or(|&v| v < 0) {
             continue;
         }
         if count.get(&cur).copied().unwrap_or(0) >= loop_max {
             continue;
         }
-        if let Some(ni) = allocate(ctx, k, Some(cur), &mut scores, &mut count) {
+        if let Some(ni) = allocate(ctx, k, Some(cur), &mut scores, &mut count, &mut bans) {
             assigned[k] = Some(ni);
             decided[k] = true;
             allocated += 1;
@@ -222,19 +256,64 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         decided[k] = true;
         if allocated >= spec.max {
-            for v in scores[k].values_mut() {
+            for (&ni, v) in scores[k].iter_mut() {
                 *v = -INFINITY;
+                bans[k].push((ni, -INFINITY));
             }
             continue;
         }
-        assigned[k] = allocate(ctx, k, None, &mut scores, &mut count);
+        assigned[k] = allocate(ctx, k, None, &mut scores, &mut count, &mut bans);
         if assigned[k].is_some() {
             allocated += 1;
         }
     }
-    for (k, &ri) in members.iter().enumerate() {
-        ctx.desired.assigned[ri] = assigned[k];
-        ctx.desired.scores[ri] = std::mem::take(&mut scores[k]);
-        ctx.done[ri] = true;
+    let instance_groups = spec.instances.clone();
+    for (k, unit) in units.iter().enumerate() {
+        let node = assigned[k];
+        let instance_scores = std::mem::take(&mut scores[k]);
+        let banned = |mut s: BTreeMap<usize, i64>| {
+            for &(ni, b) in &bans[k] {
+                if let Some(v) = s.get_mut(&ni) {
+                    *v = if b <= -INFINITY {
+                        -INFINITY
+                    } else {
+                        (*v).min(b)
+                    };
+                }
+            }
+            s
+        };
+        if let Some(&ig) = instance_groups.get(k) {
+            ctx.desired.group_scores[ig] = banned(clone_scores.clone());
+        }
+        // A group instance's members follow its first, up to one that cannot run there;
+        // each later member may only go where the one before it went.
+        let mut placed = node;
+        for &ri in unit {
+            if ri == unit[0] {
+                ctx.desired.scores[ri] = instance_scores.clone();
+                if !instance_groups.is_empty() {
+                    let own = banned(ctx.desired.member_scores[ri].clone());
+                    ctx.desired.instance_scores.insert(ri, own);
+                }
+            } else {
+                let own = banned(ctx.desired.member_scores[ri].clone());
+                ctx.desired.instance_scores.insert(ri, own.clone());
+                let mut fin = own;
+                for (&ni, v) in fin.iter_mut() {
+                    if placed != Some(ni) {
+                        *v = -INFINITY;
+                    }
+                }
+                if let Some(ni) = placed {
+                    if target_stopped(obs, ri) || fin.get(&ni).is_none_or(|&v| v < 0) {
+                        placed = None;
+                    }
+                }
+                ctx.desired.scores[ri] = fin;
+            }
+            ctx.desired.assigned[ri] = placed;
+            ctx.done[ri] = true;
+        }
     }
 }
