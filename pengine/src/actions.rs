@@ -101,6 +101,9 @@ pub struct Plan {
     /// migrate: (resource, source, target). Pacemaker keeps their migrate_to and migrate_from,
     /// unrunnable, so DOT draws them (see `graph::expand`).
     pub abandoned_migrations: Vec<(usize, usize, usize)>,
+    /// Optional orderings whose first is the stop of a migration: Pacemaker keeps them out of
+    /// the graph (the stop only ends the migration), DOT draws them dashed.
+    pub drawn_orderings: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -1347,6 +1350,8 @@ struct OrderRef {
     then_action: String,
     symmetrical: bool,
     mandatory: bool,
+    /// `kind="Optional"` (not serialize, not an anti-colocation).
+    kind_optional: bool,
     /// The stop-before-start ordering of a mandatory anti-colocation: Pacemaker keeps it (and
     /// the probe orderings it implies) only between actions on the same node.
     anti_colocation: bool,
@@ -1362,6 +1367,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             then_action: o.then_action.clone(),
             symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
             mandatory: o.kind == "mandatory",
+            kind_optional: o.kind == "optional",
             anti_colocation: o.kind == "anti-colocation",
         })
         .collect()
@@ -1402,9 +1408,18 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             (Some(x), Some(y)) => x == y,
             _ => true,
         };
+    // (an optional ordering whose first is a migration's stop orders nothing)
+    let optional = o.kind_optional;
+    let migrating_stop = |plan: &Plan, f: usize, task: &str| {
+        task == "stop" && matches!(plan.actions[f].kind, Kind::Migrate { .. })
+    };
     for &f in &firsts {
         for &t in &thens {
             if o.anti_colocation && !same_node(plan, f, t) {
+                continue;
+            }
+            if optional && migrating_stop(plan, f, &o.first_action) {
+                plan.drawn_orderings.push((f, t));
                 continue;
             }
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
@@ -1445,6 +1460,10 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         let r = rel(&inv(&o.then_action), &inv(&o.first_action));
         for &f in &firsts {
             for &t in &thens {
+                if optional && migrating_stop(plan, f, &inv(&o.then_action)) {
+                    plan.drawn_orderings.push((f, t));
+                    continue;
+                }
                 plan.edge_rel(f, t, r);
             }
         }

@@ -379,7 +379,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
             g.edges.push((source, map[t].2[1]));
         }
-        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
+        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to
+        // (A a group or clone: its running), unless A is B's parent.
+        let parent_of_then = |gi: usize| {
+            plan.actions[t].rsc.is_some_and(|ri| {
+                obs.groups[gi].members.contains(&ri)
+                    || crate::clone_groups::clone_of(obs, ri) == Some(gi)
+            })
+        };
+        if rel == Rel::Start
+            && is_mig(t)
+            && plan.actions[f].rsc.is_none()
+            && plan.actions[f].kind == Kind::GroupRunning
+            && plan.actions[f].group.is_some_and(|gi| !parent_of_then(gi))
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
+        }
         if rel == Rel::Start
             && is_mig(t)
             && plan.actions[f].rsc.is_some()
@@ -404,6 +419,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.edges.push((map[f].1, map[t].2[2]));
             }
         }
+    }
+    // Optional orderings after a migration's stop: drawn only.
+    for &(f, t) in &plan.drawn_orderings {
+        let source = if is_mig(f) { map[f].2[0] } else { map[f].1 };
+        g.optional_edges.push((source, map[t].0));
     }
     // An abandoned migration keeps its migrate_to and migrate_from, unrunnable and only drawn:
     // after what the start waited for, before the stop and the start.
