@@ -6,7 +6,8 @@
 //! actions (`CLONE_start_0`, `_running_0`, `_stop_0`, `_stopped_0`) and constraints naming the
 //! clone work as they do for groups; what differs (no member chain, placement by instance
 //! count, the status block) branches on `Group::clone`. Promotable clones (roles) can extend
-//! `CloneSpec`; they, globally unique clones and clones of groups are refused in `cib`.
+//! `CloneSpec`; they and globally unique clones are refused in `cib`. Clones of groups:
+//! `crate::clone_groups`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
