@@ -109,6 +109,9 @@ pub struct Plan {
     /// migrate: (resource, source, target). Pacemaker keeps their migrate_to and migrate_from,
     /// unrunnable, so DOT draws them (see `graph::expand`).
     pub abandoned_migrations: Vec<(usize, usize, usize)>,
+    /// Optional orderings whose first is the stop of a migration: Pacemaker keeps them out of
+    /// the graph (the stop only ends the migration), DOT draws them dashed.
+    pub drawn_orderings: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -943,7 +946,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 unmanaged_recurring(obs, &mut plan, ri, unpack_mark);
             }
             // A clone instance's probes are ordered before the clone's start (below).
-            let in_clone = r.group.is_some_and(|g| obs.groups[g].clone.is_some());
+            let in_clone = crate::clone_groups::clone_of(obs, ri).is_some();
             for &(pr, pid) in probe_ids.iter().filter(|_| !in_clone) {
                 // A probe that cannot run keeps a resource active nowhere from starting; an
                 // active one goes on as it is.
@@ -1160,8 +1163,33 @@ fn group_actions(
     // A group's members are chained; a clone's instances only when it is `ordered`.
     let chained = obs.groups[gi].clone.as_ref().is_none_or(|c| c.ordered);
     let is_group = obs.groups[gi].clone.is_none();
-    let starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
-    let stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
+    let mut starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
+    let mut stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
+    // What the group's start and stop lead to (`starts`, `stops`) and what its running and
+    // stopped follow: each member's start or stop, or for a clone of a group each instance's
+    // pseudo actions (the instances' own actions added first).
+    let mut start_exits = Vec::new();
+    let mut stop_exits = stops.clone();
+    let instances = obs.groups[gi]
+        .clone
+        .as_ref()
+        .map(|c| c.instances.clone())
+        .unwrap_or_default();
+    if !instances.is_empty() {
+        for &ig in &instances {
+            group_actions(obs, desired, plan, ig, blocked_start, false);
+        }
+        let pseudo = |plan: &Plan, kind: Kind| -> Vec<Vec<usize>> {
+            instances
+                .iter()
+                .map(|&ig| plan.find_group(ig, &kind).into_iter().collect())
+                .collect()
+        };
+        starts = pseudo(plan, Kind::GroupStart);
+        start_exits = pseudo(plan, Kind::GroupRunning);
+        stops = pseudo(plan, Kind::GroupStop);
+        stop_exits = pseudo(plan, Kind::GroupStopped);
+    }
     // A group action is required only when a member's is: member starts that are all
     // optional (blocked by the quorum policy from their creation) start nothing
     // (ordered-set-natural).
@@ -1251,35 +1279,42 @@ fn group_actions(
     if let Some(gd) = ids[3].filter(|_| frozen) {
         plan.actions[gd].runnable = false;
     }
+    if instances.is_empty() {
+        start_exits = starts.clone();
+    }
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
         plan.edge_rel(gs, gr, Rel::Start);
         let mut prev: Vec<usize> = Vec::new();
-        for s in &starts {
+        for (s, e) in starts.iter().zip(&start_exits) {
             for &x in s {
                 plan.edge_rel(gs, x, Rel::Start);
-                plan.edge_rel(x, gr, Rel::Start);
                 for &p in &prev {
                     plan.edge_rel(p, x, Rel::Start);
                 }
             }
+            for &x in e {
+                plan.edge_rel(x, gr, Rel::Start);
+            }
             if !s.is_empty() && chained {
-                prev = s.clone();
+                prev = e.clone();
             }
         }
     }
     if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
         plan.edge_rel(gs, gd, Rel::GroupStop);
         let mut prev: Vec<usize> = Vec::new();
-        for s in stops.iter().rev() {
+        for (s, e) in stops.iter().zip(&stop_exits).rev() {
             for &x in s {
                 plan.edge_rel(gs, x, Rel::GroupStop);
-                plan.edge_rel(x, gd, Rel::GroupStop);
                 for &p in &prev {
                     plan.edge_rel(p, x, Rel::GroupStop);
                 }
             }
+            for &x in e {
+                plan.edge_rel(x, gd, Rel::GroupStop);
+            }
             if !s.is_empty() && chained {
-                prev = s.clone();
+                prev = e.clone();
             }
         }
         if let Some(gstart) = ids[0] {
@@ -1350,6 +1385,8 @@ struct OrderRef {
     then_action: String,
     symmetrical: bool,
     mandatory: bool,
+    /// `kind="Optional"` (not serialize, not an anti-colocation).
+    kind_optional: bool,
     /// The stop-before-start ordering of a mandatory anti-colocation: Pacemaker keeps it (and
     /// the probe orderings it implies) only between actions on the same node.
     anti_colocation: bool,
@@ -1365,6 +1402,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             then_action: o.then_action.clone(),
             symmetrical: o.symmetrical.unwrap_or(o.kind != "serialize"),
             mandatory: o.kind == "mandatory",
+            kind_optional: o.kind == "optional",
             anti_colocation: o.kind == "anti-colocation",
         })
         .collect()
@@ -1405,9 +1443,18 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             (Some(x), Some(y)) => x == y,
             _ => true,
         };
+    // (an optional ordering whose first is a migration's stop orders nothing)
+    let optional = o.kind_optional;
+    let migrating_stop = |plan: &Plan, f: usize, task: &str| {
+        task == "stop" && matches!(plan.actions[f].kind, Kind::Migrate { .. })
+    };
     for &f in &firsts {
         for &t in &thens {
             if o.anti_colocation && !same_node(plan, f, t) {
+                continue;
+            }
+            if optional && migrating_stop(plan, f, &o.first_action) {
+                plan.drawn_orderings.push((f, t));
                 continue;
             }
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
@@ -1448,6 +1495,10 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         let r = rel(&inv(&o.then_action), &inv(&o.first_action));
         for &f in &firsts {
             for &t in &thens {
+                if optional && migrating_stop(plan, f, &inv(&o.then_action)) {
+                    plan.drawn_orderings.push((f, t));
+                    continue;
+                }
                 plan.edge_rel(f, t, r);
             }
         }

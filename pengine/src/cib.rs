@@ -437,7 +437,10 @@ impl Cib {
         self.resources.iter().flat_map(|r| match r {
             ResourceDef::Primitive(p) => std::slice::from_ref(p).iter(),
             ResourceDef::Group(g) => g.members.iter(),
-            ResourceDef::Clone(c) => std::slice::from_ref(&c.child).iter(),
+            ResourceDef::Clone(c) => match &c.group {
+                Some(g) => g.members.iter(),
+                None => std::slice::from_ref(&c.child).iter(),
+            },
         })
     }
 }

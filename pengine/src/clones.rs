@@ -6,7 +6,8 @@
 //! actions (`CLONE_start_0`, `_running_0`, `_stop_0`, `_stopped_0`) and constraints naming the
 //! clone work as they do for groups; what differs (no member chain, placement by instance
 //! count, the status block) branches on `Group::clone`. Promotable clones (roles) can extend
-//! `CloneSpec`; they, globally unique clones and clones of groups are refused in `cib`.
+//! `CloneSpec`; they and globally unique clones are refused in `cib`. Clones of groups:
+//! `crate::clone_groups`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
@@ -33,6 +34,9 @@ pub struct CloneSpec {
     pub history_named: bool,
     /// Promotion options when the clone is promotable (see `crate::promotable`).
     pub promotable: Option<crate::promotable::PromotableSpec>,
+    /// For a clone of a group: its instances' groups (`group:N`), see `crate::clone_groups`;
+    /// empty for a clone of a primitive.
+    pub instances: Vec<usize>,
 }
 
 /// A non-negative integer meta value as Pacemaker reads it (invalid or negative: 0).
@@ -70,7 +74,12 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
         notify: flag("notify"),
         history_named: false,
         promotable: crate::promotable::spec(c, &meta),
+        instances: Vec::new(),
     };
+    if let Some(g) = &c.group {
+        crate::clone_groups::add_instances(obs, &c.id, g, meta, spec, cib, now);
+        return;
+    }
     let gi = obs.groups.len();
     let mut members = Vec::new();
     for n in 0..max.max(1) {
@@ -101,12 +110,20 @@ pub fn strip_instance(id: &str) -> &str {
 
 /// Clone groups by their cloned primitive's id, built once per unpacking (empty without
 /// clones, so looking up costs nothing then).
+/// (For a clone of a group: by each member primitive's id.)
 pub fn by_child(obs: &Observed) -> HashMap<String, usize> {
-    obs.groups
-        .iter()
-        .enumerate()
-        .filter_map(|(gi, g)| g.clone.as_ref().map(|c| (c.child.clone(), gi)))
-        .collect()
+    let mut out = HashMap::new();
+    for (gi, g) in obs.groups.iter().enumerate() {
+        let Some(c) = g.clone.as_ref() else { continue };
+        if c.instances.is_empty() {
+            out.insert(c.child.clone(), gi);
+        } else {
+            for &m in &g.members {
+                out.insert(obs.resources[m].history_id().to_string(), gi);
+            }
+        }
+    }
+    out
 }
 
 /// Which resource a node's history entry `lrm_id` belongs to.
@@ -124,7 +141,8 @@ pub enum Owner {
 /// does while unpacking, node by node in status order: the instance already found active or
 /// pending on this node, else the first instance not active anywhere yet (and not pending on
 /// another node); an instance not requiring fencing is not taken for a lost node unless the
-/// clone has an instance per node.
+/// clone has an instance per node. For a clone of a group, an instance is where any of its
+/// members is, and the entry maps to the member of that instance with the history's name.
 pub fn history_owner(
     obs: &Observed,
     clones: &HashMap<String, usize>,
@@ -143,13 +161,17 @@ pub fn history_owner(
     let mut found = None;
     let mut inactive = None;
     let mut skip_inactive = false;
-    for &m in &obs.groups[gi].members {
-        let r = &obs.resources[m];
-        let first = r
-            .running_on
-            .first()
+    let base = strip_instance(lrm_id);
+    for instance in crate::clone_groups::instances(obs, gi) {
+        let first = crate::clone_groups::instance_location(obs, &instance);
+        let Some(m) = instance
+            .iter()
             .copied()
-            .or(r.pending_task.as_ref().map(|(_, n)| *n));
+            .find(|&m| obs.resources[m].history_id() == base)
+        else {
+            continue;
+        };
+        let r = &obs.resources[m];
         match first {
             Some(at) if at == ni => {
                 if r.running_on.is_empty() {
@@ -259,25 +281,43 @@ fn needs_fencing(obs: &Observed, ri: usize) -> bool {
 /// number), else the resource of that id.
 pub fn named_by_history(obs: &Observed, rid: &str) -> Vec<usize> {
     let base = strip_instance(rid);
-    let clone = obs
-        .groups
-        .iter()
-        .find(|g| g.clone.as_ref().is_some_and(|c| c.child == base));
+    let clone = obs.groups.iter().find(|g| {
+        g.clone.as_ref().is_some_and(|c| {
+            c.child == base
+                || (!c.instances.is_empty()
+                    && g.members
+                        .iter()
+                        .any(|&m| obs.resources[m].history_id() == base))
+        })
+    });
     match clone {
-        Some(g) => g.members.clone(),
+        Some(g) => g
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| obs.resources[m].history_id() == base)
+            .collect(),
         None => obs.rsc_index(rid).into_iter().collect(),
     }
 }
 
 /// The instance of clone group `gi` that is probed on node `ni` (Pacemaker probes one per
-/// node): the one whose history there is known, else the one placed there, else the first.
+/// node): the one whose history there is known, else the one placed there, else the first;
+/// for a clone of a group, among the members named as resource `ri`.
 pub fn probed_instance(
     obs: &Observed,
     assigned: &[Option<usize>],
     gi: usize,
     ni: usize,
+    ri: usize,
 ) -> Option<usize> {
-    let members = &obs.groups[gi].members;
+    let base = obs.resources[ri].history_id();
+    let members: Vec<usize> = obs.groups[gi]
+        .members
+        .iter()
+        .copied()
+        .filter(|&m| obs.resources[m].history_id() == base)
+        .collect();
     let known = members.iter().copied().find(|&m| {
         let r = &obs.resources[m];
         r.known_on.contains(&ni) || r.running_on.contains(&ni)
@@ -293,7 +333,15 @@ pub fn probed_instance(
 
 /// The meta attributes a clone adds to its actions in the graph (`CRM_meta_clone_max`...), and
 /// for an instance's (`instance`) its number (`CRM_meta_clone`); nothing for a group.
+/// (A clone of a group's instance group gives its clone's.)
 pub fn graph_meta(obs: &Observed, gi: usize, instance: Option<usize>) -> Vec<(String, String)> {
+    let gi = match obs.groups[gi].clone {
+        Some(_) => gi,
+        None => match crate::clone_groups::parent_clone(obs, gi) {
+            Some(p) => p,
+            None => return Vec::new(),
+        },
+    };
     let g = &obs.groups[gi];
     let Some(spec) = g.clone.as_ref() else {
         return Vec::new();
@@ -360,7 +408,10 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     let mut started: Vec<usize> = Vec::new();
     let mut promoted: Vec<usize> = Vec::new();
     let mut active_instances = 0usize;
-    for &m in &g.members {
+    if !spec.instances.is_empty() {
+        crate::clone_groups::render_instances(obs, gi, show_pending, &mut started, out);
+    }
+    for &m in g.members.iter().filter(|_| spec.instances.is_empty()) {
         let r = &obs.resources[m];
         let active = !r.running_on.is_empty();
         let pending = show_pending && r.pending_task.is_some();

@@ -402,7 +402,22 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
             g.edges.push((source, map[t].2[1]));
         }
-        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to.
+        // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to
+        // (A a group or clone: its running), unless A is B's parent.
+        let parent_of_then = |gi: usize| {
+            plan.actions[t].rsc.is_some_and(|ri| {
+                obs.groups[gi].members.contains(&ri)
+                    || crate::clone_groups::clone_of(obs, ri) == Some(gi)
+            })
+        };
+        if rel == Rel::Start
+            && is_mig(t)
+            && plan.actions[f].rsc.is_none()
+            && plan.actions[f].kind == Kind::GroupRunning
+            && plan.actions[f].group.is_some_and(|gi| !parent_of_then(gi))
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
+        }
         if rel == Rel::Start
             && is_mig(t)
             && plan.actions[f].rsc.is_some()
@@ -427,6 +442,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.edges.push((map[f].1, map[t].2[2]));
             }
         }
+    }
+    // Optional orderings after a migration's stop: drawn only.
+    for &(f, t) in &plan.drawn_orderings {
+        let source = if is_mig(f) { map[f].2[0] } else { map[f].1 };
+        g.optional_edges.push((source, map[t].0));
     }
     // An abandoned migration keeps its migrate_to and migrate_from, unrunnable and only drawn:
     // after what the start waited for, before the stop and the start.
@@ -536,7 +556,25 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 if !is_clone {
                     order.extend(own.iter().copied());
                 }
-                for &ri in &obs.groups[gi].members {
+                // (a clone of a group: each instance's pseudo actions, then its members')
+                let instances = obs.groups[gi]
+                    .clone
+                    .as_ref()
+                    .map(|c| c.instances.clone())
+                    .unwrap_or_default();
+                for &ig in &instances {
+                    order.extend(per_plan(&|pi| {
+                        plan.actions[pi].group == Some(ig) && plan.actions[pi].rsc.is_none()
+                    }));
+                    for &ri in &obs.groups[ig].members {
+                        order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
+                    }
+                }
+                for &ri in obs.groups[gi]
+                    .members
+                    .iter()
+                    .filter(|_| instances.is_empty())
+                {
                     order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                 }
                 if is_clone {
@@ -1394,12 +1432,27 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     }
     // A group's own scores, then each member's before its colocations (`pcmk__group_assign`);
     // only the nodes each has a score on, as Pacemaker lists a resource's allowed nodes.
+    // (A clone of a group shows its instances with its own scores, and each instance's members
+    // once the clone's limits apply with the instance.)
     for (gi, g) in obs.groups.iter().enumerate() {
-        let member_rows = g
-            .members
+        let member_rows = g.members.iter().map(|&ri| {
+            let scores = match g.clone {
+                None => desired
+                    .instance_scores
+                    .get(&ri)
+                    .unwrap_or(&desired.member_scores[ri]),
+                Some(_) => &desired.member_scores[ri],
+            };
+            (obs.resources[ri].id.as_str(), scores)
+        });
+        let instance_rows = g
+            .clone
             .iter()
-            .map(|&ri| (obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
-        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi])).chain(member_rows);
+            .flat_map(|c| c.instances.iter())
+            .map(|&ig| (obs.groups[ig].id.as_str(), &desired.group_scores[gi]));
+        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi]))
+            .chain(instance_rows)
+            .chain(member_rows);
         // A clone shows its own and its instances' scores before distributing them.
         let label = match g.clone {
             Some(_) => "pcmk__clone_allocate",

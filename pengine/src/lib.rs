@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod atomic;
 pub mod cib;
+pub mod clone_groups;
 pub mod clones;
 pub mod container;
 pub mod digest;

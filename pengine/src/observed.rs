@@ -265,7 +265,8 @@ pub struct Group {
     pub members: Vec<usize>,
     pub meta: BTreeMap<String, String>,
     /// Set for an anonymous clone: its members are the instances (`child:N`), unchained and
-    /// placed by `placement/clones.rs`, not as a group (see `crate::clones`).
+    /// placed by `placement/clones.rs`, not as a group (see `crate::clones`); for a clone of a
+    /// group, every instance's members (see `crate::clone_groups`).
     pub clone: Option<crate::clones::CloneSpec>,
 }
 

@@ -43,6 +43,9 @@ pub struct Desired {
     /// Promotable clone instances in promotion order: (instance, its node, promotion score),
     /// as `crm_simulate -s` shows them ("promotion score on").
     pub promotion_scores: Vec<(usize, Option<usize>, i64)>,
+    /// Per member of an instance of a clone of a group: its scores once the clone's limits for
+    /// that instance apply (`pcmk__group_assign`; see `placement/clones.rs`).
+    pub instance_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -544,6 +547,12 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let cib = ctx.cib;
     let mut ids = vec![r.id.as_str()];
     ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+    // (a clone of a group's constraints, for its instances' members)
+    ids.extend(
+        r.group
+            .and_then(|g| crate::clone_groups::parent_clone(obs, g))
+            .map(|c| obs.groups[c].id.as_str()),
+    );
     for loc in positions_of(&ctx.locations_by_rsc, &ids)
         .into_iter()
         .map(|i| &cib.locations[i])
@@ -1368,6 +1377,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             member_scores: vec![BTreeMap::new(); n],
             next_roles: vec![None; n],
             promotion_scores: Vec::new(),
+            instance_scores: BTreeMap::new(),
             unmanaged: obs
                 .resources
                 .iter()

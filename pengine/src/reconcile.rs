@@ -186,8 +186,10 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     continue;
                 }
                 // An anonymous clone probes one instance per node.
-                if let Some(gi) = r.group.filter(|&g| obs.groups[g].clone.is_some()) {
-                    if crate::clones::probed_instance(obs, &desired.assigned, gi, ni) != Some(ri) {
+                if let Some(gi) = crate::clone_groups::clone_of(obs, ri) {
+                    if crate::clones::probed_instance(obs, &desired.assigned, gi, ni, ri)
+                        != Some(ri)
+                    {
                         continue;
                     }
                 }
@@ -473,10 +475,7 @@ fn apply_ordering(
     let (f_runnable, f_required, desc) = first_state(obs, st, f);
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable).
-    let f_required = f_required
-        && obs.resources[ri]
-            .group
-            .is_none_or(|g| obs.groups[g].clone.is_none());
+    let f_required = f_required && crate::clone_groups::clone_of(obs, ri).is_none();
     let s = &mut st[ri];
     if !s.exists {
         return false;

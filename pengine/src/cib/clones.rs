@@ -1,8 +1,8 @@
-//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: anonymous clones of one primitive,
-//! promotable or not; clones of groups and globally unique clones are refused with the reason
-//! (not planned yet).
+//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: anonymous clones of one primitive
+//! or of a group, promotable or not; globally unique clones are refused with the reason (not
+//! planned yet).
 
-use super::{Element, NvSet, Primitive, is_true};
+use super::{Element, Group, NvSet, Primitive, is_true};
 
 /// An anonymous clone of a primitive: its own meta attributes (the clone's options, and what its
 /// instances inherit, such as `target-role` and `is-managed`) and the cloned primitive.
@@ -11,6 +11,8 @@ pub struct CloneDef {
     pub id: String,
     pub meta: Vec<NvSet>,
     pub child: Primitive,
+    /// Set for a clone of a group: the cloned group (`child` is then unused).
+    pub group: Option<Group>,
     pub line: usize,
     /// A `<master>` element (always promotable, whatever its meta attributes say).
     pub legacy_master: bool,
@@ -60,12 +62,35 @@ pub(super) fn parse(
         return Err("clone with more than one child ignored".into());
     }
     if child.name == "group" {
-        return Err("clones of groups are not supported yet: clone ignored".into());
+        if el.name == "master" || plain_meta(&meta, "promotable").is_some_and(is_true) {
+            return Err("promotable clones of groups are not supported yet: clone ignored".into());
+        }
+        let members: Vec<Primitive> = child
+            .children_named("primitive")
+            .filter_map(&mut primitive)
+            .collect();
+        if members.is_empty() {
+            return Err("clone of an empty group ignored".into());
+        }
+        return Ok(Some(CloneDef {
+            id: el.id().to_string(),
+            meta,
+            child: Primitive::default(),
+            group: Some(Group {
+                id: child.id().to_string(),
+                meta: meta_sets(child),
+                members,
+                line: child.line,
+            }),
+            line: el.line,
+            legacy_master: false,
+        }));
     }
     Ok(primitive(child).map(|child| CloneDef {
         id: el.id().to_string(),
         meta,
         child,
+        group: None,
         line: el.line,
         legacy_master: el.name == "master",
     }))

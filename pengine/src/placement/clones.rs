@@ -3,7 +3,9 @@
 //! clone's colocations), instances ordered (active on an allowed node first, then by instance
 //! number), those running kept on their node while it holds fewer than clone-max/nodes, then
 //! the rest placed one by one, a node taking at most `clone-node-max` instances and the clone
-//! at most `clone-max`.
+//! at most `clone-max`. An instance of a clone of a group is placed as one: its scores are its
+//! members' summed (the group's colocation of each member with the one before it), all its
+//! members go to its node, up to the first member that cannot run there.
 
 use std::collections::BTreeMap;
 
@@ -57,7 +59,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let Some(spec) = obs.groups[gi].clone.clone() else {
         return;
     };
-    let members = obs.groups[gi].members.clone();
+    // Each instance's resources; `members[k]` the one that speaks for instance `k` (its first).
+    let units = crate::clone_groups::instances(obs, gi);
+    let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = super::members::location_scores(ctx, gi);
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
@@ -96,10 +100,18 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     if spec.promotable.is_some() {
         super::promotable::add_promotion_scores(ctx, gi, &mut base);
     }
-    for (&ri, s) in members.iter().zip(base) {
+    for (unit, s) in units.iter().zip(base) {
+        let ri = unit[0];
         let mut s = s;
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
+        for &m in &unit[1..] {
+            let ms = super::base_scores(ctx, m);
+            ctx.desired.member_scores[m] = ms.clone();
+            for (ni, v) in s.iter_mut() {
+                *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
+            }
+        }
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
             let attr = c.node_attribute.as_deref();
@@ -129,13 +141,32 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
     // active on a node its own scores (before colocations) forbid; active; its node available;
     // the clone allowed there; not failed; the higher score there once the clone's
-    // colocations are added; the lower instance number.
-    let current = |k: usize| obs.resources[members[k]].running_on.first().copied();
+    // colocations are added; the lower instance number. An instance of a clone of a group is
+    // where any of its members is, failed when one is, and judged by its summed scores.
+    let group_instances = !spec.instances.is_empty();
+    let current = |k: usize| {
+        units[k]
+            .iter()
+            .find_map(|&m| obs.resources[m].running_on.first().copied())
+    };
+    let failed = |k: usize| units[k].iter().any(|&m| obs.resources[m].failed);
+    let running_count = |k: usize| {
+        let mut nodes: Vec<usize> = units[k]
+            .iter()
+            .flat_map(|&m| obs.resources[m].running_on.iter().copied())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.len()
+    };
     let allowed_here = |k: usize| {
         current(k).filter(|ni| {
-            ctx.desired.member_scores[members[k]]
-                .get(ni)
-                .is_some_and(|&v| v >= 0)
+            let own = if group_instances {
+                &scores[k]
+            } else {
+                &ctx.desired.member_scores[members[k]]
+            };
+            own.get(ni).is_some_and(|&v| v >= 0)
         })
     };
     let here: Vec<Option<usize>> = (0..members.len()).map(allowed_here).collect();
@@ -147,8 +178,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     }
     let mut order: Vec<usize> = (0..members.len()).collect();
     order.sort_by(|&a, &b| {
-        let (ra, rb) = (&obs.resources[members[a]], &obs.resources[members[b]]);
-        let (na, nb) = (ra.running_on.len(), rb.running_on.len());
+        let (na, nb) = (running_count(a), running_count(b));
         if na > 0 && nb > 0 && na != nb {
             return na.cmp(&nb);
         }
@@ -167,7 +197,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     .contains_key(&y)
                     .cmp(&clone_scores.contains_key(&x))
             })
-            .then_with(|| ra.failed.cmp(&rb.failed))
+            .then_with(|| failed(a).cmp(&failed(b)))
             .then_with(|| colocated[b].cmp(&colocated[a]))
             .then(a.cmp(&b))
     });
@@ -176,16 +206,21 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let mut decided = vec![false; members.len()];
     let mut allocated = 0usize;
     let mut appended = vec![0usize; members.len()];
+    // The limits put on each instance's nodes (node, score): for a clone of a group, its
+    // members' scores take them too.
+    let mut bans: Vec<Vec<(usize, i64)>> = vec![Vec::new(); members.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
     let allocate = |ctx: &mut Ctx,
                     k: usize,
                     prefer: Option<usize>,
                     scores: &mut Vec<BTreeMap<usize, i64>>,
                     count: &mut BTreeMap<usize, usize>,
-                    appended: &mut Vec<usize>|
+                    appended: &mut Vec<usize>,
+                    bans: &mut Vec<Vec<(usize, i64)>>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
+        let unit = &units[k];
         // Each attempt passes the clone's colocations on to the instance once more (a failed
         // pre-assignment leaves them passed twice, as in Pacemaker).
         appended[k] += 1;
@@ -206,6 +241,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 Some(_) => None,
             };
             if let Some(b) = ban {
+                bans[k].push((ni, b));
                 let cur = scores[k].get(&ni).copied().unwrap_or(0);
                 scores[k].insert(
                     ni,
@@ -225,7 +261,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if target_stopped(obs, ri) {
             return None;
         }
-        let running = r.running_on.first().copied();
+        let running = unit
+            .iter()
+            .find_map(|&m| obs.resources[m].running_on.first().copied());
         let chosen = if !r.managed {
             running.filter(|&ni| r.running_on.len() == 1 && scores[k].contains_key(&ni))
         } else {
@@ -245,9 +283,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
-            ctx.num_resources[ni] += 1;
-            for (name, v) in &r.utilization {
-                *ctx.util_used[ni].entry(name.clone()).or_insert(0) += *v;
+            for &m in unit {
+                ctx.num_resources[ni] += 1;
+                for (name, v) in &obs.resources[m].utilization {
+                    *ctx.util_used[ni].entry(name.clone()).or_insert(0) += *v;
+                }
             }
         }
         chosen
@@ -256,15 +296,22 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if allocated >= spec.max {
             break;
         }
-        let r = &obs.resources[members[k]];
         let Some(cur) = current(k) else { continue };
-        if r.failed || !node_available(obs, cur) || scores[k].get(&cur).is_none_or(|&v| v < 0) {
+        if failed(k) || !node_available(obs, cur) || scores[k].get(&cur).is_none_or(|&v| v < 0) {
             continue;
         }
         if count.get(&cur).copied().unwrap_or(0) >= loop_max {
             continue;
         }
-        if let Some(ni) = allocate(ctx, k, Some(cur), &mut scores, &mut count, &mut appended) {
+        if let Some(ni) = allocate(
+            ctx,
+            k,
+            Some(cur),
+            &mut scores,
+            &mut count,
+            &mut appended,
+            &mut bans,
+        ) {
             assigned[k] = Some(ni);
             decided[k] = true;
             allocated += 1;
@@ -276,20 +323,73 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         decided[k] = true;
         if allocated >= spec.max {
-            for v in scores[k].values_mut() {
+            for (&ni, v) in scores[k].iter_mut() {
                 *v = -INFINITY;
+                bans[k].push((ni, -INFINITY));
             }
             continue;
         }
-        assigned[k] = allocate(ctx, k, None, &mut scores, &mut count, &mut appended);
+        assigned[k] = allocate(
+            ctx,
+            k,
+            None,
+            &mut scores,
+            &mut count,
+            &mut appended,
+            &mut bans,
+        );
         if assigned[k].is_some() {
             allocated += 1;
         }
     }
-    for (k, &ri) in members.iter().enumerate() {
-        ctx.desired.assigned[ri] = assigned[k];
-        ctx.desired.scores[ri] = std::mem::take(&mut scores[k]);
-        ctx.done[ri] = true;
+    let instance_groups = spec.instances.clone();
+    for (k, unit) in units.iter().enumerate() {
+        let node = assigned[k];
+        let instance_scores = std::mem::take(&mut scores[k]);
+        let banned = |mut s: BTreeMap<usize, i64>| {
+            for &(ni, b) in &bans[k] {
+                if let Some(v) = s.get_mut(&ni) {
+                    *v = if b <= -INFINITY {
+                        -INFINITY
+                    } else {
+                        (*v).min(b)
+                    };
+                }
+            }
+            s
+        };
+        if let Some(&ig) = instance_groups.get(k) {
+            ctx.desired.group_scores[ig] = banned(clone_scores.clone());
+        }
+        // A group instance's members follow its first, up to one that cannot run there;
+        // each later member may only go where the one before it went.
+        let mut placed = node;
+        for &ri in unit {
+            if ri == unit[0] {
+                ctx.desired.scores[ri] = instance_scores.clone();
+                if !instance_groups.is_empty() {
+                    let own = banned(ctx.desired.member_scores[ri].clone());
+                    ctx.desired.instance_scores.insert(ri, own);
+                }
+            } else {
+                let own = banned(ctx.desired.member_scores[ri].clone());
+                ctx.desired.instance_scores.insert(ri, own.clone());
+                let mut fin = own;
+                for (&ni, v) in fin.iter_mut() {
+                    if placed != Some(ni) {
+                        *v = -INFINITY;
+                    }
+                }
+                if let Some(ni) = placed {
+                    if target_stopped(obs, ri) || fin.get(&ni).is_none_or(|&v| v < 0) {
+                        placed = None;
+                    }
+                }
+                ctx.desired.scores[ri] = fin;
+            }
+            ctx.desired.assigned[ri] = placed;
+            ctx.done[ri] = true;
+        }
     }
     if let Some(p) = spec.promotable.as_ref() {
         super::promotable::set_roles(ctx, gi, p);

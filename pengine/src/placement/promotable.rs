@@ -127,7 +127,11 @@ fn promoted_locations(ctx: &Ctx, ri: usize, ids: &[&str], ni: usize) -> i64 {
                 continue;
             }
             let attrs = &obs.nodes[ni].attrs;
-            if !super::eval_rule(rule, attrs, obs.now, Some(&r.params)) {
+            let rsc = super::RscData {
+                params: &r.params,
+                meta: &r.meta,
+            };
+            if !super::eval_rule(rule, attrs, obs.now, Some(rsc)) {
                 continue;
             }
             let s = match (rule.attr("score"), rule.attr("score-attribute")) {

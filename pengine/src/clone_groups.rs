@@ -1,0 +1,170 @@
+//! Anonymous clones of a group as Pacemaker 2.1.5 models them: each instance is a group
+//! `group:N` of numbered members (`member:N`), kept as an ordinary `observed::Group` (chained,
+//! its own pseudo actions) listed in the clone's `CloneSpec::instances`; the clone `Group`'s
+//! members are every instance's members, instance by instance. This module owns what differs
+//! from a clone of a primitive: building the instances, which instance a resource belongs to,
+//! and the instances' lines of the "Clone Set" status block.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::cib::{Cib, Group as GroupDef};
+use crate::clones::CloneSpec;
+use crate::observed::{Group, Observed, Top, make_resource, merge_sets};
+
+/// Adds clone `id` of group `g` to `obs`: `spec.max` instances (one orphan instance when it is
+/// 0, for the history), each a group `g:N` whose meta are the group's own then the clone's
+/// (`clone_meta`), whose members inherit both; then the clone itself, at the top level.
+pub fn add_instances(
+    obs: &mut Observed,
+    id: &str,
+    g: &GroupDef,
+    clone_meta: BTreeMap<String, String>,
+    mut spec: CloneSpec,
+    cib: &Cib,
+    now: i64,
+) {
+    let mut gmeta = BTreeMap::new();
+    merge_sets(&mut gmeta, &g.meta, now, None);
+    for (k, v) in &clone_meta {
+        gmeta.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    spec.child = g.id.clone();
+    let mut all_members = Vec::new();
+    for n in 0..spec.max.max(1) {
+        let gi = obs.groups.len();
+        let mut members = Vec::new();
+        for p in &g.members {
+            let mut rsc = make_resource(p, cib, Some(&gmeta), now);
+            rsc.id = format!("{}:{n}", p.id);
+            rsc.group = Some(gi);
+            rsc.clone_base = Some(p.id.clone());
+            rsc.orphan = n >= spec.max;
+            members.push(obs.resources.len());
+            obs.resources.push(rsc);
+        }
+        all_members.extend(members.iter().copied());
+        obs.groups.push(Group {
+            id: format!("{}:{n}", g.id),
+            members,
+            meta: gmeta.clone(),
+            clone: None,
+        });
+        spec.instances.push(gi);
+    }
+    let ci = obs.groups.len();
+    obs.groups.push(Group {
+        id: id.to_string(),
+        members: all_members,
+        meta: clone_meta,
+        clone: Some(spec),
+    });
+    obs.top.push(Top::Group(ci));
+}
+
+/// The clone whose instance group is `gi`, if it is one.
+pub fn parent_clone(obs: &Observed, gi: usize) -> Option<usize> {
+    obs.groups
+        .iter()
+        .position(|p| p.clone.as_ref().is_some_and(|c| c.instances.contains(&gi)))
+}
+
+/// The clone resource `ri` is an instance of, or a member of an instance of.
+pub fn clone_of(obs: &Observed, ri: usize) -> Option<usize> {
+    let gi = obs.resources.get(ri)?.group?;
+    if obs.groups[gi].clone.is_some() {
+        return Some(gi);
+    }
+    parent_clone(obs, gi)
+}
+
+/// Whether group `gi` is an instance of a clone of a group.
+pub fn is_instance(obs: &Observed, gi: usize) -> bool {
+    parent_clone(obs, gi).is_some()
+}
+
+/// The instances of clone `gi` as lists of resources: one member each for a clone of a
+/// primitive, the instance group's members for a clone of a group.
+pub fn instances(obs: &Observed, gi: usize) -> Vec<Vec<usize>> {
+    let g = &obs.groups[gi];
+    match g.clone.as_ref() {
+        Some(spec) if !spec.instances.is_empty() => spec
+            .instances
+            .iter()
+            .map(|&ig| obs.groups[ig].members.clone())
+            .collect(),
+        _ => g.members.iter().map(|&m| vec![m]).collect(),
+    }
+}
+
+/// Where an instance is (or, with `pending`, is pending), as Pacemaker's location of a
+/// resource while unpacking: the first member's node that is active or pending.
+pub fn instance_location(obs: &Observed, members: &[usize]) -> Option<usize> {
+    members.iter().find_map(|&m| {
+        let r = &obs.resources[m];
+        r.running_on
+            .first()
+            .copied()
+            .or(r.pending_task.as_ref().map(|(_, n)| *n))
+    })
+}
+
+/// The instances' lines of clone `gi`'s "Clone Set" block (the header printed, the Started
+/// and Stopped lists left to the caller): an instance active on one node, all members there,
+/// none failed, orphaned or unmanaged, is counted in `started`; any other active instance is
+/// printed in full as its group.
+pub fn render_instances(
+    obs: &Observed,
+    gi: usize,
+    show_pending: bool,
+    started: &mut Vec<usize>,
+    out: &mut String,
+) {
+    let Some(spec) = obs.groups[gi].clone.as_ref() else {
+        return;
+    };
+    for &ig in &spec.instances {
+        let members = &obs.groups[ig].members;
+        let rs = || members.iter().map(|&m| &obs.resources[m]);
+        let pending = show_pending
+            && rs().any(|r| {
+                r.pending_task
+                    .as_ref()
+                    .is_some_and(|(task, _)| task != "probe")
+            });
+        let partially = rs().any(|r| !r.running_on.is_empty());
+        let full = if pending {
+            true
+        } else if !partially {
+            false
+        } else if rs().any(|r| r.orphan || !r.managed || r.failed) {
+            true
+        } else if rs().all(|r| !r.running_on.is_empty()) {
+            let mut nodes: Vec<usize> = rs().flat_map(|r| r.running_on.iter().copied()).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            match nodes[..] {
+                [ni] if obs.nodes[ni].online || !obs.nodes[ni].unclean => {
+                    started.push(ni);
+                    false
+                }
+                _ => true,
+            }
+        } else {
+            true
+        };
+        if !full {
+            continue;
+        }
+        let _ = writeln!(out, "      * Resource Group: {}:", obs.groups[ig].id);
+        for r in rs() {
+            let mut shown = r.clone();
+            shown.id = r.history_id().to_string();
+            let _ = writeln!(
+                out,
+                "        * {}",
+                crate::status::primitive_line_with(obs, &shown, show_pending)
+            );
+        }
+    }
+}
