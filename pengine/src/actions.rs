@@ -729,13 +729,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // definition (Pacemaker creates the required start before it knows where).
                     let is_this =
                         |id: &str| id == r.id || r.group.is_some_and(|g| obs.groups[g].id == id);
-                    // (An optional ordering naming a clone orders the clone's pseudo actions,
-                    // which always exist: no instance start is created for it.)
-                    let clone_optional = |o: &crate::cib::Order, id: &str| {
-                        o.kind.eq_ignore_ascii_case("optional")
-                            && r.clone_base.is_some()
-                            && id != r.id
-                    };
+                    // (An ordering naming a clone orders the clone's pseudo actions, which
+                    // always exist: no instance start is created for it. Pacemaker creates one
+                    // for clone-min orderings, which order each instance's start.)
+                    let clone_optional =
+                        |_: &crate::cib::Order, id: &str| r.clone_base.is_some() && id != r.id;
                     let referenced = obs.orders.iter().any(|o| {
                         (o.first_action == "start"
                             && is_this(&o.first)
