@@ -394,10 +394,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // again), then the start of a restart or the reload that applies a definition change.
     // The configuration check cleans up an orphan's history on each node that can run
     // resources (unless the orphan failed; an unmanaged one's clean-up is optional): after its
-    // stop there.
+    // stop there. (Only top-level orphans: not an orphaned instance of a clone of a group.)
     let mut deletes: Vec<(usize, usize)> = Vec::new();
     for (ri, r) in obs.resources.iter().enumerate() {
-        if !r.orphan || r.failed || !r.managed {
+        if !r.orphan || r.failed || !r.managed || crate::clone_groups::clone_of(obs, ri).is_some() {
             continue;
         }
         for (ni, n) in obs.nodes.iter().enumerate() {

@@ -168,3 +168,148 @@ pub fn render_instances(
         }
     }
 }
+
+/// For a history entry `lrm_id` of a clone of a group that no instance can take: a new orphan
+/// instance `group:N` (N the clone's next instance number, every member an orphan), added to
+/// the clone as Pacemaker does, so later entries find it as an active instance; returns its
+/// member named by the entry. `None` for other histories.
+pub fn orphan_member(
+    obs: &mut Observed,
+    cib: &Cib,
+    clones: &std::collections::HashMap<String, usize>,
+    lrm_id: &str,
+    now: i64,
+) -> Option<usize> {
+    let base = crate::clones::strip_instance(lrm_id);
+    let &ci = clones.get(base)?;
+    let spec = obs.groups[ci].clone.as_ref()?;
+    if spec.instances.is_empty() {
+        return None;
+    }
+    let def = cib.resources.iter().find_map(|r| match r {
+        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => c.group.as_ref(),
+        _ => None,
+    })?;
+    let n = spec.instances.len();
+    let gmeta = obs.groups[spec.instances[0]].meta.clone();
+    let ig = obs.groups.len();
+    let mut members = Vec::new();
+    for p in &def.members {
+        let mut rsc = make_resource(p, cib, Some(&gmeta), now);
+        rsc.id = format!("{}:{n}", p.id);
+        rsc.group = Some(ig);
+        rsc.clone_base = Some(p.id.clone());
+        rsc.orphan = true;
+        rsc.managed = obs.resources[obs.groups[ci].members[0]].managed;
+        members.push(obs.resources.len());
+        obs.resources.push(rsc);
+    }
+    let found = members
+        .iter()
+        .copied()
+        .find(|&m| obs.resources[m].history_id() == base);
+    obs.groups.push(Group {
+        id: format!("{}:{n}", def.id),
+        members: members.clone(),
+        meta: gmeta,
+        clone: None,
+    });
+    obs.groups[ci].members.extend(members);
+    if let Some(spec) = obs.groups[ci].clone.as_mut() {
+        spec.instances.push(ig);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::observed::observe;
+
+    fn op(id: &str, task: &str, call: u32, rc: u32) -> String {
+        format!(
+            r#"<lrm_rsc_op id="{id}_{task}" operation="{task}" call-id="{call}" rc-code="{rc}" op-status="0" interval="0" transition-key="1:1:0:x" transition-magic="0:{rc};1:1:0:x"/>"#
+        )
+    }
+
+    fn history(id: &str) -> String {
+        format!(
+            r#"<lrm_resource id="{id}" class="ocf" provider="pacemaker" type="Dummy">{}{}</lrm_resource>"#,
+            op(id, "monitor", 1, 7),
+            op(id, "start", 2, 0)
+        )
+    }
+
+    /// Two nodes; node1's history has members a:0 and b:0 (one instance) and a second copy of
+    /// `a` as a:1, which no instance can take: Pacemaker makes it an orphan instance g:2.
+    fn cib() -> crate::cib::Cib {
+        let text = format!(
+            r#"<cib validate-with="pacemaker-3.0" epoch="1" num_updates="0" admin_epoch="0"><configuration><crm_config/>
+<nodes><node id="n1" uname="node1"/><node id="n2" uname="node2"/></nodes>
+<resources><clone id="c"><group id="g">
+<primitive id="a" class="ocf" provider="pacemaker" type="Dummy"/>
+<primitive id="b" class="ocf" provider="pacemaker" type="Dummy"/>
+</group></clone></resources><constraints/></configuration>
+<status>
+<node_state id="n1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member"><lrm id="n1"><lrm_resources>{}{}{}</lrm_resources></lrm></node_state>
+<node_state id="n2" uname="node2" in_ccm="true" crmd="online" join="member" expected="member"><lrm id="n2"><lrm_resources/></lrm></node_state>
+</status></cib>"#,
+            history("a:0"),
+            history("b:0"),
+            history("a:1")
+        );
+        crate::cib::parse_cib(&text).expect("test CIB parses")
+    }
+
+    #[test]
+    fn instances_are_groups_of_numbered_members() {
+        let obs = observe(&cib(), 0);
+        let ci = obs.group_index("c").expect("clone");
+        let spec = obs.groups[ci].clone.as_ref().expect("clone spec");
+        assert_eq!(spec.child, "g");
+        let ids: Vec<&str> = spec
+            .instances
+            .iter()
+            .map(|&ig| obs.groups[ig].id.as_str())
+            .collect();
+        assert_eq!(ids, ["g:0", "g:1", "g:2"]);
+        let members: Vec<&str> = obs.groups[spec.instances[1]]
+            .members
+            .iter()
+            .map(|&m| obs.resources[m].id.as_str())
+            .collect();
+        assert_eq!(members, ["a:1", "b:1"]);
+    }
+
+    #[test]
+    fn history_fills_one_instance_per_node_and_orphans_the_rest() {
+        let obs = observe(&cib(), 0);
+        let node1 = obs.nodes.iter().position(|n| n.uname == "node1");
+        let running = |id: &str| {
+            let ri = obs.rsc_index(id).expect("member");
+            (
+                obs.resources[ri].running_on.first().copied(),
+                obs.resources[ri].orphan,
+            )
+        };
+        assert_eq!(running("a:0"), (node1, false));
+        assert_eq!(running("b:0"), (node1, false));
+        assert_eq!(running("a:1"), (None, false));
+        assert_eq!(running("a:2"), (node1, true));
+        assert_eq!(running("b:2"), (None, true));
+        let status = crate::status::render_status(&obs, false);
+        assert!(status.contains("* Clone Set: c [g]:"), "{status}");
+        assert!(status.contains("* Resource Group: g:2:"), "{status}");
+        assert!(status.contains("* Stopped: [ node2 ]"), "{status}");
+    }
+
+    #[test]
+    fn an_instance_is_placed_on_one_node() {
+        let t = crate::schedule(&cib(), 0);
+        let obs = &t.observed;
+        let node = |id: &str| t.desired.assigned[obs.rsc_index(id).expect("member")];
+        assert_eq!(node("a:0"), node("b:0"));
+        assert_eq!(node("a:1"), node("b:1"));
+        assert!(node("a:0").is_some() && node("a:1").is_some());
+        assert_ne!(node("a:0"), node("a:1"));
+    }
+}

@@ -1103,13 +1103,19 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             if matches!(a.event, EventKind::RscOp | EventKind::Cluster) {
                 // An anonymous clone instance is named by its primitive, the instance as
                 // `long-id`.
-                let long_id = match &r.clone_base {
-                    Some(_) => format!(" long-id=\"{}\"", xml_escape(crate::clones::long_id(r))),
-                    None => String::new(),
+                // (An orphaned instance known by another name: that name, its own as long-id.)
+                let (id, long_id) = match (&r.clone_base, &r.clone_name) {
+                    (Some(_), Some(name)) if r.orphan => (name.as_str(), r.id.as_str()),
+                    (Some(_), _) => (r.history_id(), crate::clones::long_id(r)),
+                    (None, _) => (r.history_id(), ""),
+                };
+                let long_id = match long_id {
+                    "" => String::new(),
+                    l => format!(" long-id=\"{}\"", xml_escape(l)),
                 };
                 let mut prim = format!(
                     "<primitive id=\"{}\"{long_id} class=\"{}\"",
-                    xml_escape(r.history_id()),
+                    xml_escape(id),
                     xml_escape(&r.class)
                 );
                 if let Some(p) = &r.provider {
@@ -1434,21 +1440,37 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     // only the nodes each has a score on, as Pacemaker lists a resource's allowed nodes.
     // (A clone of a group shows its instances with its own scores, and each instance's members
     // once the clone's limits apply with the instance.)
+    // Orphaned instances of a clone of a group are not shown.
+    let orphaned = |ig: usize| {
+        obs.groups[ig]
+            .members
+            .iter()
+            .all(|&m| obs.resources[m].orphan)
+    };
     for (gi, g) in obs.groups.iter().enumerate() {
-        let member_rows = g.members.iter().map(|&ri| {
-            let scores = match g.clone {
-                None => desired
-                    .instance_scores
-                    .get(&ri)
-                    .unwrap_or(&desired.member_scores[ri]),
-                Some(_) => &desired.member_scores[ri],
-            };
-            (obs.resources[ri].id.as_str(), scores)
-        });
+        let of_groups = g.clone.as_ref().is_some_and(|c| !c.instances.is_empty());
+        if (of_groups || crate::clone_groups::is_instance(obs, gi)) && orphaned(gi) {
+            continue;
+        }
+        let member_rows = g
+            .members
+            .iter()
+            .filter(|&&ri| !(of_groups && obs.resources[ri].orphan))
+            .map(|&ri| {
+                let scores = match g.clone {
+                    None => desired
+                        .instance_scores
+                        .get(&ri)
+                        .unwrap_or(&desired.member_scores[ri]),
+                    Some(_) => &desired.member_scores[ri],
+                };
+                (obs.resources[ri].id.as_str(), scores)
+            });
         let instance_rows = g
             .clone
             .iter()
             .flat_map(|c| c.instances.iter())
+            .filter(|&&ig| !orphaned(ig))
             .map(|&ig| (obs.groups[ig].id.as_str(), &desired.group_scores[gi]));
         let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi]))
             .chain(instance_rows)

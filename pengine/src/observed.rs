@@ -1041,7 +1041,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
         let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
             crate::clones::Owner::Instance(ri) => Some(ri),
-            crate::clones::Owner::Orphan => None,
+            crate::clones::Owner::Orphan => {
+                crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
+            }
             crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
         };
         if let Some(ri) = owner {

@@ -474,8 +474,22 @@ fn apply_ordering(
 ) -> bool {
     let (f_runnable, f_required, desc) = first_state(obs, st, f);
     // A clone's start or stop being required does not require its instances' (only an
-    // unrunnable clone start makes theirs unrunnable).
-    let f_required = f_required && crate::clone_groups::clone_of(obs, ri).is_none();
+    // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
+    // group, its members require each other as a group's do.
+    let f_required = f_required
+        && match crate::clone_groups::clone_of(obs, ri) {
+            None => true,
+            Some(_) => {
+                let own = obs.resources[ri]
+                    .group
+                    .filter(|&g| obs.groups[g].clone.is_none());
+                let first_group = match f {
+                    End::Start(m) | End::Stop(m) => obs.resources[m].group,
+                    End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g) => Some(g),
+                };
+                own.is_some() && first_group == own
+            }
+        };
     let s = &mut st[ri];
     if !s.exists {
         return false;

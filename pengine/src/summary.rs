@@ -147,10 +147,8 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
                     .group
                     .filter(|&gi| obs.groups[gi].clone.is_none())
                     .map(|gi| obs.groups[gi].id.clone()),
-                clone: r
-                    .group
-                    .filter(|&gi| obs.groups[gi].clone.is_some())
-                    .map(|gi| obs.groups[gi].id.clone()),
+                // (a member of a clone of a group: its group is the instance, `group:N`)
+                clone: crate::clone_groups::clone_of(obs, ri).map(|gi| obs.groups[gi].id.clone()),
                 state: resource_state(r, show_pending),
                 nodes: r
                     .running_on
