@@ -362,7 +362,21 @@ pub fn graph_meta(obs: &Observed, gi: usize, instance: Option<usize>) -> Vec<(St
             .map(|v| is_true(v).to_string())
             .unwrap_or_else(|| "false".into()),
     ));
+    if let Some(p) = spec.promotable.as_ref() {
+        out.push(("CRM_meta_master_max".into(), p.promoted_max.to_string()));
+        out.push((
+            "CRM_meta_master_node_max".into(),
+            p.promoted_node_max.to_string(),
+        ));
+    }
     out.push(("CRM_meta_notify".into(), spec.notify.to_string()));
+    if let Some(p) = spec.promotable.as_ref() {
+        out.push(("CRM_meta_promoted_max".into(), p.promoted_max.to_string()));
+        out.push((
+            "CRM_meta_promoted_node_max".into(),
+            p.promoted_node_max.to_string(),
+        ));
+    }
     out
 }
 

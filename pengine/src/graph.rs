@@ -1040,7 +1040,10 @@ fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
         // A clone's running and stopped pseudo actions come first (Pacemaker: INFINITY).
         (None, Some(gi))
             if obs.groups[gi].clone.is_some()
-                && matches!(a.task.as_str(), "running" | "stopped") =>
+                && matches!(
+                    a.task.as_str(),
+                    "running" | "stopped" | "promoted" | "demoted"
+                ) =>
         {
             return crate::cib::INFINITY;
         }

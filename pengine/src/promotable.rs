@@ -74,12 +74,19 @@ pub fn started_label(g: &crate::observed::Group) -> &'static str {
 }
 
 /// The intervals of the resource's enabled recurring monitors for `role` (written as its
-/// current or legacy name).
+/// current or legacy name); two monitors with the same interval are duplicates Pacemaker
+/// schedules neither of.
 fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
-    obs.resources[ri]
-        .ops
-        .iter()
+    let ops = &obs.resources[ri].ops;
+    let duplicated = |iv: u64| {
+        ops.iter()
+            .filter(|o| o.name == "monitor" && o.interval_ms == iv)
+            .count()
+            > 1
+    };
+    ops.iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(o.interval_ms))
         .filter(|o| o.role.as_deref().and_then(Role::parse) == Some(role))
         .map(|o| o.interval_ms)
         .collect()
