@@ -397,9 +397,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         if rel == Rel::Optional {
             g.optional_orderings.insert((source, target));
         }
-        // load_stopped and the probe order the (pseudo) start too, besides the migration's
-        // first action.
-        if is_mig(t) && matches!(plan.actions[f].kind, Kind::LoadStopped | Kind::Probe) {
+        // load_stopped and the resource's own probe order the (pseudo) start too, besides the
+        // migration's first action (another resource's probe, ordered as its stop is, only
+        // the first action).
+        let own_probe =
+            plan.actions[f].kind == Kind::Probe && plan.actions[f].rsc == plan.actions[t].rsc;
+        if is_mig(t) && (plan.actions[f].kind == Kind::LoadStopped || own_probe) {
             g.edges.push((source, map[t].2[1]));
         }
         // "A start then B start" also orders A's migrate_from (or start) before B's migrate_to

@@ -523,7 +523,12 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     // A guest node's connection may run wherever its container may (see `crate::guest`).
     if !obs.symmetric && crate::guest::is_connection(r) {
         for ni in 0..obs.nodes.len() {
-            scores.entry(ni).or_insert(0);
+            if let std::collections::btree_map::Entry::Vacant(e) = scores.entry(ni) {
+                e.insert(0);
+                record(&mut ctx.recording, ni, StepOp::Set(0), || {
+                    "a guest node's connection may run wherever its container may".into()
+                });
+            }
         }
     }
     // Remote connections, fencing devices and guest nodes' containers never run on remote

@@ -113,6 +113,8 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
         .nodes
         .iter()
         .enumerate()
+        // (An offline guest node is not listed, as in the text.)
+        .filter(|&(ni, n)| n.online || !crate::guest::is_guest(obs, ni))
         .map(|(ni, n)| NodeStatus {
             name: n.uname.clone(),
             id: n.id.clone(),
@@ -129,7 +131,7 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
         match *t {
             Top::Primitive(ri) => {
                 let r = &obs.resources[ri];
-                if !(r.orphan && r.running_on.is_empty()) {
+                if !(crate::guest::is_internal(r) || (r.orphan && r.running_on.is_empty())) {
                     listed.push(ri);
                 }
             }

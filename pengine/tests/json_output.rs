@@ -45,16 +45,17 @@ fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
 
 /// Checks one status block of the JSON against the text's lines of that section.
 fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Result<(), String> {
-    // Pacemaker Remote nodes are listed apart ("RemoteOnline", "RemoteOFFLINE", "RemoteNode").
-    let listed = |titles: [&str; 2]| -> Vec<&str> {
+    // Pacemaker Remote nodes are listed apart ("RemoteOnline", "RemoteOFFLINE", "RemoteNode"),
+    // guest nodes too ("GuestOnline"; an offline guest is not listed).
+    let listed = |titles: &[&str]| -> Vec<&str> {
         lines
             .iter()
             .filter_map(|l| titles.iter().find_map(|t| l.strip_prefix(t)))
             .flat_map(|l| l.trim_end_matches(" ]").split(' '))
             .collect()
     };
-    let online = listed(["Online: [ ", "RemoteOnline: [ "]);
-    let offline = listed(["OFFLINE: [ ", "RemoteOFFLINE: [ "]);
+    let online = listed(&["Online: [ ", "RemoteOnline: [ ", "GuestOnline: [ "]);
+    let offline = listed(&["OFFLINE: [ ", "RemoteOFFLINE: [ "]);
     let shown = |line: String| {
         lines.contains(&squash(&line)) || lines.contains(&squash(&format!("Remote{line}")))
     };
