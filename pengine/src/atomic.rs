@@ -1411,6 +1411,14 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
         let history = history_for(cib, obs, &r.id);
         let location = locate(&history);
         if location == Location::Settled {
+            // A migrate_to or migrate_from cancelled the recurring monitors on its node even
+            // when both ends answered since (a killed migrate_to that left the VM where it
+            // was): start them again, or nothing watches the VM (random sim seeds 1148874253,
+            // 892025215: vm-lost).
+            let cancelled = cancelled_monitors(cib, obs, &r.id);
+            obs.resources[ri]
+                .recurring
+                .retain(|a| !cancelled.contains(&(a.node, a.interval_ms)));
             // Both ends answered after the last migration; but Pacemaker's reading of an older
             // migrate_to (one there and back within a second, seeds 40023 and 40101) may still
             // count a node whose own newest entry says the VM is not there (a stop, a probe
