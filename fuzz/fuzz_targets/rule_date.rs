@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
 use pengine::cib::{parse_interval_ms, parse_score, parse_xml};
-use pengine::placement::{eval_rule, parse_iso_date};
+use pengine::placement::{RscData, eval_rule, parse_iso_date};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -25,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
         attrs.insert("site".to_string(), "a".to_string());
         attrs.insert("n".to_string(), "10".to_string());
         for now in [0, 1_767_225_600, -86_400, i64::MAX / 2, i64::MIN / 2] {
-            let _ = eval_rule(&rule, &attrs, now, Some(&attrs));
+            let rsc = RscData {
+                params: &attrs,
+                meta: &attrs,
+            };
+            let _ = eval_rule(&rule, &attrs, now, Some(rsc));
         }
     }
 });
