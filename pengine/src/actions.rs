@@ -164,7 +164,9 @@ impl Plan {
     }
 }
 
-fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
+/// A runnable, mandatory, non-pseudo action of `kind`: the one place an `Action` is built; callers
+/// adjust the fields that differ.
+pub(crate) fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
     Action {
         kind,
         rsc,

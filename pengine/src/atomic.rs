@@ -1965,16 +1965,8 @@ pub fn amend_plan(view: &AtomicView, obs: &Observed, rec: &Reconciliation, plan:
                 continue;
             }
             plan.actions.push(Action {
-                kind: Kind::Stop,
-                rsc: Some(ri),
-                group: None,
-                node: Some(c),
                 pseudo: lost,
-                runnable: true,
-                reason: None,
-                dot_only: false,
-                optional: false,
-                created_at: None,
+                ..crate::actions::act(Kind::Stop, Some(ri), Some(c))
             });
             let stop = plan.actions.len() - 1;
             if lost {

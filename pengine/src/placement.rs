@@ -588,7 +588,24 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                 why: format!("location {}", loc.id),
             });
         } else {
-            let per_node_params = r.param_sets.iter().any(|set| !set.rules.is_empty());
+            // value-source="param" reads the parameters as evaluated for each node (instance
+            // attribute sets with rules differ per node), merged once per node per location.
+            let per_node_params: Vec<BTreeMap<String, String>> = if r
+                .param_sets
+                .iter()
+                .any(|set| !set.rules.is_empty())
+            {
+                obs.nodes
+                    .iter()
+                    .map(|n| {
+                        let mut p = BTreeMap::new();
+                        crate::observed::merge_sets(&mut p, &r.param_sets, obs.now, Some(&n.attrs));
+                        p
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             for rule in &loc.rules {
                 // A rule for a role (Promoted, Unpromoted) counts when roles are chosen.
                 if promotable::role_filter(rule.attr("role")).is_some() {
@@ -598,19 +615,13 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                 let score_attr = rule.attr("score-attribute");
                 for ni in 0..obs.nodes.len() {
                     let attrs = &obs.nodes[ni].attrs;
-                    // value-source="param" reads the parameters as evaluated for this node
-                    // (instance attribute sets with rules differ per node: value-source).
-                    let node_params = per_node_params.then(|| {
-                        let mut p = BTreeMap::new();
-                        crate::observed::merge_sets(&mut p, &r.param_sets, obs.now, Some(attrs));
-                        p
-                    });
+                    let node_params = per_node_params.get(ni);
                     if !eval_rule(
                         rule,
                         attrs,
                         obs.now,
                         Some(RscData {
-                            params: node_params.as_ref().unwrap_or(&r.params),
+                            params: node_params.unwrap_or(&r.params),
                             meta: &r.meta,
                         }),
                     ) {

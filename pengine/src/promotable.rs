@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::actions::{Action, Kind, Plan, Rel};
+use crate::actions::{Action, Kind, Plan, Rel, act};
 use crate::cib::{CloneDef, is_true};
 use crate::graph::SummaryLine;
 use crate::observed::{Observed, Role};
@@ -92,21 +92,6 @@ fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
         .collect()
 }
 
-fn new_action(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action {
-    Action {
-        kind,
-        rsc,
-        group: None,
-        node,
-        pseudo: false,
-        runnable: true,
-        reason: None,
-        dot_only: false,
-        optional: false,
-        created_at: None,
-    }
-}
-
 fn add(plan: &mut Plan, a: Action) -> usize {
     plan.actions.push(a);
     plan.actions.len() - 1
@@ -144,7 +129,7 @@ fn monitors_for_role(
         {
             let cancel = add(
                 plan,
-                new_action(
+                act(
                     Kind::Cancel {
                         interval_ms: iv,
                         call_id: Some(active.call_id),
@@ -159,7 +144,7 @@ fn monitors_for_role(
     for iv in role_monitors(obs, ri, to) {
         let m = add(
             plan,
-            new_action(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
+            act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
         );
         plan.actions[m].runnable = plan.actions[after].runnable;
         plan.edge_rel(after, m, Rel::Plain);
@@ -197,7 +182,7 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             let mut demote = None;
             if let Some(c) = current.filter(|_| r.role == Role::Promoted && r.managed) {
                 if !stops_here.is_empty() || next != Role::Promoted || target != Some(c) {
-                    let mut a = new_action(Kind::Demote, Some(ri), Some(c));
+                    let mut a = act(Kind::Demote, Some(ri), Some(c));
                     a.pseudo = stops_here.iter().any(|&s| plan.actions[s].pseudo);
                     let d = add(plan, a);
                     for &s in &stops_here {
@@ -216,7 +201,7 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     && stops_here.is_empty()
                     && starts_there.is_empty();
                 if !kept {
-                    let p = add(plan, new_action(Kind::Promote, Some(ri), Some(t)));
+                    let p = add(plan, act(Kind::Promote, Some(ri), Some(t)));
                     for &s in &starts_there {
                         plan.edge_rel(s, p, Rel::Plain);
                         if !plan.actions[s].runnable {
@@ -232,7 +217,7 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             }
         }
         let pseudo = |plan: &mut Plan, kind: Kind| {
-            let mut a = new_action(kind, None, None);
+            let mut a = act(kind, None, None);
             a.group = Some(gi);
             a.pseudo = true;
             add(plan, a)
