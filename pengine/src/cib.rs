@@ -878,6 +878,44 @@ fn templated_primitive(
     }
 }
 
+/// Pacemaker's back-references in a location rule matched by `rsc-pattern`: `%N` (N a digit)
+/// in an expression's `attribute` (and in the location rule's `score-attribute`) becomes the
+/// pattern's Nth submatch; a `%N` without a non-empty submatch stays as written.
+fn expand_submatches(el: &mut Element, groups: &[Option<&str>], location_rule: bool) {
+    let expand = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            let group = chars
+                .peek()
+                .and_then(|d| d.to_digit(10))
+                .and_then(|i| groups.get(i as usize).copied().flatten())
+                .filter(|g| !g.is_empty());
+            match (c, group) {
+                ('%', Some(g)) => {
+                    out.push_str(g);
+                    chars.next();
+                }
+                _ => out.push(c),
+            }
+        }
+        out
+    };
+    let names: &[&str] = match (el.name.as_str(), location_rule) {
+        ("expression", _) => &["attribute"],
+        ("rule", true) => &["score-attribute"],
+        _ => &[],
+    };
+    for (k, v) in &mut el.attrs {
+        if names.contains(&k.as_str()) {
+            *v = expand(v);
+        }
+    }
+    for child in &mut el.children {
+        expand_submatches(child, groups, false);
+    }
+}
+
 fn parse_constraint(
     ctx: &Ctx,
     c: &Element,
@@ -936,14 +974,22 @@ fn parse_constraint(
                     return;
                 }
             };
-            let matching: Vec<String> = cib
-                .resources
-                .iter()
-                .map(|r| r.id().to_string())
-                .filter(|id| re.is_match(id) != negated)
-                .collect();
-            for id in matching {
-                cib.locations.push(location(&id));
+            let ids: Vec<String> = cib.resources.iter().map(|r| r.id().to_string()).collect();
+            for id in ids {
+                match (re.captures(&id), negated) {
+                    (Some(caps), false) => {
+                        // The pattern's submatches (%0..%9) name attributes in the rules.
+                        let groups: Vec<Option<&str>> =
+                            caps.iter().map(|m| m.map(|m| m.as_str())).collect();
+                        let mut loc = location(&id);
+                        for rule in &mut loc.rules {
+                            expand_submatches(rule, &groups, true);
+                        }
+                        cib.locations.push(loc);
+                    }
+                    (None, true) => cib.locations.push(location(&id)),
+                    _ => {}
+                }
             }
         }
         "rsc_colocation" => {

@@ -97,6 +97,18 @@ fn record(steps: &mut Option<Vec<Step>>, node: usize, op: StepOp, why: impl FnOn
     }
 }
 
+/// A matching location rule's score on a node: its `score`, or the node's value of its
+/// `score-attribute` (-INFINITY when the node has none, as Pacemaker's `get_node_score`), or 0.
+pub(crate) fn rule_score(rule: &Element, attrs: &BTreeMap<String, String>) -> i64 {
+    match (rule.attr("score"), rule.attr("score-attribute")) {
+        (Some(s), _) => parse_score(s).unwrap_or(0),
+        (None, Some(a)) => attrs
+            .get(a)
+            .map_or(-INFINITY, |v| parse_score(v).unwrap_or(0)),
+        _ => 0,
+    }
+}
+
 /// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
 pub fn add_score(a: i64, b: i64) -> i64 {
     if a <= -INFINITY || b <= -INFINITY {
@@ -627,11 +639,10 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
                     ) {
                         continue;
                     }
-                    let score = match (score_text, score_attr) {
-                        _ if allow_only => 0,
-                        (Some(s), _) => parse_score(s).unwrap_or(0),
-                        (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
-                        _ => 0,
+                    let score = if allow_only {
+                        0
+                    } else {
+                        rule_score(rule, attrs)
                     };
                     let cur = scores.get(&ni).copied().unwrap_or(obs.nodes[ni].weight);
                     scores.insert(ni, add_score(cur, score));

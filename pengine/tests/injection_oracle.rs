@@ -6,6 +6,9 @@
 //! Normalised before comparing: the clock in injected `last-failure-*` values (both tools stamp
 //! the wall clock) and the action number in "Pretending action N failed" (graph action ids are
 //! ours, not Pacemaker's). Skips loudly without crm_simulate, and panics then when `CI` is set.
+//!
+//! Also our own small CIBs (`pengine/tests/oracle-cibs/*.xml`, each saying what it exercises):
+//! the same allocation scores and transition summary as crm_simulate.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -248,4 +251,55 @@ fn malformed_specs_are_refused_naming_the_text() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(bad), "{bad}: {err}");
     }
+}
+
+/// `pcmk__primitive_assign` score lines, sorted (the order resources are assigned in is compared
+/// by the corpus run, not here).
+fn scores(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" allocation score on "))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn own_cibs_score_and_plan_as_crm_simulate() {
+    if !have_crm_simulate() {
+        return;
+    }
+    let dir = workspace().join("pengine/tests/oracle-cibs");
+    let mut cibs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("pengine/tests/oracle-cibs")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+        .collect();
+    cibs.sort();
+    assert!(!cibs.is_empty(), "no CIBs in {}", dir.display());
+    let pengine = env!("CARGO_BIN_EXE_pengine");
+    let mut failures = Vec::new();
+    for cib in &cibs {
+        let want = run("crm_simulate", None, cib, &["-s"]);
+        let got = run(pengine, Some("simulate"), cib, &["-s"]);
+        for (what, w, g) in [
+            ("scores", scores(&want), scores(&got)),
+            (
+                "transition summary",
+                vec![section(&want, "Transition Summary:")],
+                vec![section(&got, "Transition Summary:")],
+            ),
+        ] {
+            if w != g {
+                failures.push(format!(
+                    "{} ({what})\n--- crm_simulate\n{}\n--- pengine\n{}",
+                    cib.display(),
+                    w.join("\n"),
+                    g.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

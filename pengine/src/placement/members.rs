@@ -637,14 +637,7 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
                     if !super::eval_rule(rule, attrs, obs.now, None) {
                         continue;
                     }
-                    let score = match (rule.attr("score"), rule.attr("score-attribute")) {
-                        (Some(s), _) => crate::cib::parse_score(s).unwrap_or(0),
-                        (None, Some(a)) => attrs
-                            .get(a)
-                            .and_then(|v| crate::cib::parse_score(v))
-                            .unwrap_or(0),
-                        _ => 0,
-                    };
+                    let score = super::rule_score(rule, attrs);
                     let cur = group_scores
                         .get(&ni)
                         .copied()

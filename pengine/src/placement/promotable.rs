@@ -134,11 +134,7 @@ fn promoted_locations(ctx: &Ctx, ri: usize, ids: &[&str], ni: usize) -> i64 {
             if !super::eval_rule(rule, attrs, obs.now, Some(rsc)) {
                 continue;
             }
-            let s = match (rule.attr("score"), rule.attr("score-attribute")) {
-                (Some(s), _) => parse_score(s).unwrap_or(0),
-                (None, Some(a)) => attrs.get(a).and_then(|v| parse_score(v)).unwrap_or(0),
-                _ => 0,
-            };
+            let s = super::rule_score(rule, attrs);
             total = add_score(total, s);
         }
     }
