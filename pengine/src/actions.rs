@@ -181,6 +181,17 @@ pub(crate) fn act(kind: Kind, rsc: Option<usize>, node: Option<usize>) -> Action
     }
 }
 
+/// A group's pseudo action that is required but cannot run: drawn in the DOT only.
+fn drawn_group_pseudo(kind: Kind, gi: usize) -> Action {
+    Action {
+        group: Some(gi),
+        pseudo: true,
+        dot_only: true,
+        runnable: false,
+        ..act(kind, None, None)
+    }
+}
+
 /// Whether another operation of the resource has the same name and interval: Pacemaker
 /// schedules neither as a recurring operation (enabled or not, each is a duplicate).
 fn duplicated(obs: &Observed, ri: usize, op: &crate::cib::OpDef) -> bool {
@@ -1244,16 +1255,12 @@ fn group_actions(
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) && is_group {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
-                Some(id) => id,
-                None => {
-                    let mut a = act(kind, None, None);
-                    a.group = Some(gi);
-                    a.pseudo = true;
-                    a.dot_only = true;
-                    plan.add(a)
+                Some(id) => {
+                    plan.actions[id].runnable = false;
+                    id
                 }
+                None => plan.add(drawn_group_pseudo(kind, gi)),
             };
-            plan.actions[id].runnable = false;
             ids[slot] = Some(id);
         }
         dot_starts
@@ -1265,12 +1272,7 @@ fn group_actions(
     // then already active where it starts, and a group's start has no node): drawn only
     // (bug-5014-GROUP-A-stopped-B-started).
     if is_group && asymmetric_blocked && ids[0].is_none() {
-        let mut a = act(Kind::GroupStart, None, None);
-        a.group = Some(gi);
-        a.pseudo = true;
-        a.dot_only = true;
-        a.runnable = false;
-        ids[0] = Some(plan.add(a));
+        ids[0] = Some(plan.add(drawn_group_pseudo(Kind::GroupStart, gi)));
     }
     // An active member frozen by a failure (on-fail=block) has a stop that cannot run: the
     // group is never stopped.
