@@ -1161,6 +1161,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    crate::probe_restarts::order(obs, desired, &mut plan);
     plan
 }
 

@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod observed;
 pub mod op_defaults;
 pub mod placement;
+pub mod probe_restarts;
 pub mod promotable;
 pub mod recheck;
 pub mod reconcile;

@@ -1,0 +1,131 @@
+//! Probes ordered before restarts, as Pacemaker 2.1.5's `add_restart_orderings_for_probe`: a
+//! probe comes before the stops of every other primitive whose start its resource's start
+//! implies (mandatory symmetrical orderings, optional ones whose then has `restart-type=restart`,
+//! and group membership), so that a restart waits until the probe says where the first runs.
+//!
+//! Pacemaker walks its action graph from the probe's "probe then start" ordering; its optional
+//! actions (a start where the resource already runs) exist there but not in our plan, so the
+//! walk here runs over resources: a primitive's start exists when it is assigned a node or has a
+//! start in the plan, a group's pseudo actions always. Clones are not entered.
+
+use std::collections::BTreeSet;
+
+use crate::actions::{Kind, Plan};
+use crate::observed::Observed;
+use crate::placement::Desired;
+
+/// A start-side action of the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Start(usize),
+    GroupStart(usize),
+    GroupRunning(usize),
+}
+
+/// Orders every probe before the stops of the primitives its resource's start implies.
+pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
+    let has_start = |plan: &Plan, ri: usize| {
+        desired.assigned.get(ri).copied().flatten().is_some() || !plan.starts(ri).is_empty()
+    };
+    let plain_group = |g: usize| obs.groups[g].clone.is_none();
+    let probes: Vec<(usize, usize)> = (0..plan.actions.len())
+        .filter(|&i| {
+            let a = &plan.actions[i];
+            a.kind == Kind::Probe && !a.dot_only
+        })
+        .filter_map(|i| plan.actions[i].rsc.map(|ri| (i, ri)))
+        .collect();
+    for (probe, ri) in probes {
+        let r = &obs.resources[ri];
+        if r.clone_base.is_some() || r.group.is_some_and(|g| !plain_group(g)) {
+            continue;
+        }
+        if !has_start(plan, ri) {
+            continue;
+        }
+        let mut seen = BTreeSet::from([Step::Start(ri)]);
+        let mut todo = vec![Step::Start(ri)];
+        let mut implied = BTreeSet::new();
+        while let Some(step) = todo.pop() {
+            let mut next = Vec::new();
+            let first_id = match step {
+                Step::Start(x) => {
+                    if x != ri {
+                        implied.insert(x);
+                    }
+                    if let Some(g) = obs.resources[x].group.filter(|&g| plain_group(g)) {
+                        next.push(Step::GroupRunning(g));
+                        let members = &obs.groups[g].members;
+                        let ordered = obs.groups[g]
+                            .meta
+                            .get("ordered")
+                            .is_none_or(|v| crate::cib::is_true(v));
+                        if let Some(pos) = members.iter().position(|&m| m == x) {
+                            if let Some(&m) = members.get(pos + 1).filter(|_| ordered) {
+                                next.push(Step::Start(m));
+                            }
+                        }
+                    }
+                    Some(obs.resources[x].id.as_str())
+                }
+                Step::GroupStart(g) => {
+                    next.extend(obs.groups[g].members.iter().map(|&m| Step::Start(m)));
+                    None
+                }
+                Step::GroupRunning(g) => Some(obs.groups[g].id.as_str()),
+            };
+            if let Some(first) = first_id {
+                for o in &obs.orders {
+                    if o.first != first || o.first_action != "start" || o.then_action != "start" {
+                        continue;
+                    }
+                    let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                        (Some(g), _) if plain_group(g) => Some(&obs.groups[g].meta),
+                        (None, Some(x)) if obs.resources[x].clone_base.is_none() => {
+                            Some(&obs.resources[x].meta)
+                        }
+                        _ => None,
+                    };
+                    let Some(then_meta) = then_meta else {
+                        continue;
+                    };
+                    let implies_then = match o.kind.as_str() {
+                        "mandatory" => o.symmetrical != Some(false),
+                        "optional" => then_meta
+                            .get("restart-type")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("restart")),
+                        _ => false,
+                    };
+                    if !implies_then {
+                        continue;
+                    }
+                    match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                        (Some(g), _) => next.push(Step::GroupStart(g)),
+                        (None, Some(x)) => next.push(Step::Start(x)),
+                        _ => {}
+                    }
+                }
+            }
+            for s in next {
+                let exists = match s {
+                    Step::Start(x) => has_start(plan, x),
+                    Step::GroupStart(_) | Step::GroupRunning(_) => true,
+                };
+                if exists && seen.insert(s) {
+                    todo.push(s);
+                }
+            }
+        }
+        for x in implied {
+            let stops: Vec<usize> = (0..plan.actions.len())
+                .filter(|&i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(x) && a.kind == Kind::Stop && !a.pseudo && !a.dot_only
+                })
+                .collect();
+            for stop in stops {
+                plan.edge_rel(probe, stop, crate::actions::Rel::Plain);
+            }
+        }
+    }
+}
