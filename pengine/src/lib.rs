@@ -83,6 +83,7 @@ pub fn schedule_traced(
     let (desired, trace) = placement::place_traced(cib, &observed, target);
     // Remote nodes are online from here on when their connection runs (see `remote`).
     remote::connections_assigned(&mut observed, &desired.assigned);
+    remote::fence_unrecoverable(&mut observed, &desired);
     let mut recovery = recovery;
     recovery::after_placement(&observed, &desired, &mut recovery);
     let mut reconciliation = reconcile::reconcile(&observed, &desired);

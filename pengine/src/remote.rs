@@ -346,6 +346,29 @@ pub fn connections_assigned(obs: &mut Observed, assigned: &[Option<usize>]) {
     }
 }
 
+/// A remote node whose connection has failed for good (`ConnectionState::Failed`) while
+/// resources are active on it: the only way to stop them is fencing it (Pacemaker's
+/// `apply_remote_ordering` for a stop there; the stops are then implied by the fencing).
+pub fn fence_unrecoverable(obs: &mut Observed, desired: &Desired) {
+    for ni in 0..obs.nodes.len() {
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        let active = obs
+            .resources
+            .iter()
+            .enumerate()
+            .any(|(ri, r)| ri != ci && r.running_on.contains(&ni));
+        if active && connection_state(obs, desired, ci, ni) == ConnectionState::Failed {
+            fence(
+                obs,
+                ni,
+                "resources are active but connection is unrecoverable".to_string(),
+            );
+        }
+    }
+}
+
 /// Remote nodes never run fencing devices or remote connections, so never probe them; nor
 /// anything where resource discovery is disabled (`resource-discovery-enabled` false, with
 /// fencing enabled).
