@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use super::{Ctx, ScoreNote, add_score, node_available, same_attribute, target_stopped, unit_of};
 use crate::cib::INFINITY;
-use crate::observed::natural_cmp;
 
 /// The nodes where the primary of a colocation is placed (every instance's, for a clone).
 pub(super) fn placed_nodes(ctx: &Ctx, u: super::Unit) -> Vec<usize> {
@@ -48,7 +47,7 @@ fn best_node(ctx: &Ctx, scores: &BTreeMap<usize, i64>, running: Option<usize>) -
         b.1.cmp(&a.1)
             .then_with(|| ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0]))
             .then_with(|| (Some(b.0) == running).cmp(&(Some(a.0) == running)))
-            .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
+            .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
     });
     candidates.first().map(|c| c.0)
 }
