@@ -1019,6 +1019,14 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     });
     let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
+    // Of the nodes sharing a positive best score, the one it runs on wins, whatever the
+    // tie-breaks above said (`assign_best_node`: placement-strategy=minimal, or more resources
+    // assigned there already).
+    if let (Some(&(_, best)), Some(cur)) = (candidates.first(), active) {
+        if best > 0 && candidates.iter().any(|&(ni, s)| ni == cur && s == best) {
+            choice = Some(cur);
+        }
+    }
     // A remote connection in a partial migration prefers the migration's target when it
     // scores as well as the best (see `crate::remote`).
     if let Some(target) = crate::remote::preferred_target(obs, &unit_members(obs, u)) {
