@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_score};
-use crate::observed::{Observed, Role, Top, natural_cmp};
+use crate::observed::{Observed, Role, Top};
 
 mod clones;
 mod members;
@@ -1008,14 +1008,25 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
                 if obs.placement_strategy == "minimal" {
                     std::cmp::Ordering::Equal
                 } else {
-                    ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0])
+                    ctx.num_resources[a.0]
+                        .cmp(&ctx.num_resources[b.0])
+                        .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
                 }
             })
-            .then_with(|| (Some(b.0) == active).cmp(&(Some(a.0) == active)))
-            .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
+            // The last tie-break is the names' byte order (`strcmp`), not the natural order the
+            // node lists are printed in: node10 comes before node2.
+            .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
     });
     let unmanaged = unit_blocked_or_unmanaged(obs, u) || no_fencing_device(obs);
     let mut choice = candidates.first().map(|c| c.0);
+    // Of the nodes sharing a positive best score, the one it runs on wins, whatever the
+    // tie-breaks above said (`assign_best_node`: placement-strategy=minimal, or more resources
+    // assigned there already).
+    if let (Some(&(_, best)), Some(cur)) = (candidates.first(), active) {
+        if best > 0 && candidates.iter().any(|&(ni, s)| ni == cur && s == best) {
+            choice = Some(cur);
+        }
+    }
     // A remote connection in a partial migration prefers the migration's target when it
     // scores as well as the best (see `crate::remote`).
     if let Some(target) = crate::remote::preferred_target(obs, &unit_members(obs, u)) {

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use super::{Ctx, ScoreNote, add_score, node_available, same_attribute, target_stopped, unit_of};
 use crate::cib::INFINITY;
-use crate::observed::natural_cmp;
 
 /// The nodes where the primary of a colocation is placed (every instance's, for a clone).
 pub(super) fn placed_nodes(ctx: &Ctx, u: super::Unit) -> Vec<usize> {
@@ -35,10 +34,13 @@ pub(super) fn placed_nodes(ctx: &Ctx, u: super::Unit) -> Vec<usize> {
     }
 }
 
-/// The best node for an instance: score, then fewest resources placed, then its current node,
-/// then name; only available nodes with a non-negative score.
+/// The best node for an instance, as `assign_best_node` ranks them: score, then (unless
+/// placement-strategy=minimal) free capacity for `balanced`, fewest resources placed and its
+/// current node, then name in byte order; only available nodes with a non-negative score. Of
+/// the nodes sharing a positive best score its current node wins.
 fn best_node(ctx: &Ctx, scores: &BTreeMap<usize, i64>, running: Option<usize>) -> Option<usize> {
     let obs = ctx.obs;
+    let strategy = obs.placement_strategy.as_str();
     let mut candidates: Vec<(usize, i64)> = scores
         .iter()
         .filter(|&(&ni, &s)| s >= 0 && node_available(obs, ni))
@@ -46,11 +48,25 @@ fn best_node(ctx: &Ctx, scores: &BTreeMap<usize, i64>, running: Option<usize>) -
         .collect();
     candidates.sort_by(|a, b| {
         b.1.cmp(&a.1)
-            .then_with(|| ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0]))
-            .then_with(|| (Some(b.0) == running).cmp(&(Some(a.0) == running)))
-            .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
+            .then_with(|| match strategy {
+                "balanced" => super::capacity_cmp(ctx, a.0, b.0),
+                _ => std::cmp::Ordering::Equal,
+            })
+            .then_with(|| match strategy {
+                "minimal" => std::cmp::Ordering::Equal,
+                _ => ctx.num_resources[a.0]
+                    .cmp(&ctx.num_resources[b.0])
+                    .then_with(|| (Some(b.0) == running).cmp(&(Some(a.0) == running))),
+            })
+            .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
     });
-    candidates.first().map(|c| c.0)
+    let &(first, best) = candidates.first()?;
+    match running {
+        Some(cur) if best > 0 && candidates.iter().any(|&(ni, s)| ni == cur && s == best) => {
+            Some(cur)
+        }
+        _ => Some(first),
+    }
 }
 
 /// Places every instance of clone group `gi` (its primaries were placed by `assign_unit`).
