@@ -277,6 +277,9 @@ pub enum Location {
         /// tells nothing new (seeds 40033, 40147 probed such a node forever, each probe aborting
         /// the transition before the other candidate's).
         answered: Vec<usize>,
+        /// Nodes whose last entry is a successful migrate_to away (as for `Exact`): once the
+        /// probes answered, their stops are part of the continuation.
+        cleanup: Vec<usize>,
     },
     /// It runs nowhere.
     Stopped {
@@ -628,6 +631,7 @@ pub fn locate(history: &[NodeHistory]) -> Location {
             candidates,
             doubt,
             answered,
+            cleanup: cleanup.clone(),
         }
     };
     if let Some(doubt) = doubt {
@@ -918,6 +922,7 @@ fn decide_dyn(
             candidates,
             doubt,
             answered,
+            cleanup,
         } => {
             // Online candidates that have not answered since the migration: the ones to probe.
             let live: Vec<usize> = candidates
@@ -950,14 +955,14 @@ fn decide_dyn(
             let then = match answered_online.as_slice() {
                 [] => desired.map(|target| Decision::Start {
                     target,
-                    cleanup: Vec::new(),
+                    cleanup: cleanup.iter().copied().filter(|&c| c != target).collect(),
                 }),
                 [only] => Some(decide_dyn(
                     &Location::Exact {
                         migration: *migration,
                         node: *only,
                         confirm: false,
-                        cleanup: Vec::new(),
+                        cleanup: cleanup.iter().copied().filter(|&c| c != *only).collect(),
                     },
                     presence,
                     desired,
@@ -1913,6 +1918,10 @@ fn extra_cleanup(decision: &Decision) -> Vec<usize> {
         Decision::Cleanup { stops, .. } => stops.clone(),
         Decision::Stop { node, cleanup } => cleanup.iter().copied().filter(|c| c != node).collect(),
         Decision::Start { cleanup, .. } | Decision::Reboot { cleanup, .. } => cleanup.clone(),
+        // The continuation's stale sources, stopped once the probes answered (`amend_graph`).
+        Decision::Probe {
+            then: Some(then), ..
+        } => extra_cleanup(then),
         _ => Vec::new(),
     }
 }
@@ -2448,6 +2457,7 @@ mod tests {
                     candidates: vec![0, 1],
                     doubt,
                     answered: vec![],
+                    cleanup: vec![],
                 }
             );
         }
@@ -2465,6 +2475,7 @@ mod tests {
                 candidates: vec![0, 1],
                 doubt: Doubt::Contradiction,
                 answered: vec![],
+                cleanup: vec![],
             }
         );
     }
@@ -2633,6 +2644,7 @@ mod tests {
                 candidates: vec![0, 1],
                 doubt: Doubt::NotOnSource,
                 answered: vec![],
+                cleanup: vec![],
             }
         );
         let presence = [Presence::Online, Presence::Online];
@@ -2698,6 +2710,7 @@ mod tests {
                 candidates: vec![0],
                 doubt: Doubt::Pending,
                 answered: vec![],
+                cleanup: vec![],
             }
         );
     }
@@ -2995,6 +3008,7 @@ mod tests {
                 candidates: vec![1],
                 doubt: Doubt::Contradiction,
                 answered: vec![],
+                cleanup: vec![],
             }
         );
     }
@@ -3013,6 +3027,7 @@ mod tests {
                 candidates: vec![0],
                 doubt: Doubt::Contradiction,
                 answered: vec![],
+                cleanup: vec![],
             }
         );
     }
@@ -3033,6 +3048,7 @@ mod tests {
                 candidates: vec![0, 1],
                 doubt: Doubt::UnsureResult,
                 answered: vec![0],
+                cleanup: vec![],
             }
         );
         let presence = [Presence::Online, Presence::Online];
