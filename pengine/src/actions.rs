@@ -69,6 +69,9 @@ pub enum Rel {
     /// stop before start, from an ordering constraint (or an anti-colocation): a migrating
     /// first orders its stop, a migrating then its pseudo start (no migrate_to equivalent).
     StopStart,
+    /// An action on a remote node before its connection stops, from a migration away from that
+    /// node: the migration's migrate_to and stop both come first (a migrating then: its stop).
+    SourceStop,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
     /// An optional ordering (a group's stopped before its start): it orders the graph when
@@ -112,6 +115,9 @@ pub struct Plan {
     /// Optional orderings whose first is the stop of a migration: Pacemaker keeps them out of
     /// the graph (the stop only ends the migration), DOT draws them dashed.
     pub drawn_orderings: Vec<(usize, usize)>,
+    /// Start orderings with an unrunnable start that is only drawn (`Action::dot_only`) on
+    /// either side: they order nothing, DOT draws them dashed.
+    pub dot_orderings: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -291,6 +297,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     };
     for &ri in rec.move_reasons.keys() {
         if let Change::Move { source, target, .. } = rec.changes[ri] {
+            plan.abandoned_migrations.push((ri, source, target));
+        }
+    }
+    for (&ri, &(source, target)) in &rec.unrunnable_migrations {
+        if matches!(rec.changes[ri], Change::Stop { .. }) {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
@@ -1458,6 +1469,29 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 continue;
             }
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
+        }
+    }
+    if o.first_action == "start" && o.then_action == "start" {
+        let dot_starts = |id: &str| -> Vec<usize> {
+            obs.rsc_index(id)
+                .map(|ri| {
+                    (0..plan.actions.len())
+                        .filter(|&i| {
+                            let a = &plan.actions[i];
+                            a.rsc == Some(ri) && a.kind == Kind::Start && a.dot_only
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let all_firsts: Vec<usize> = firsts.iter().copied().chain(dot_starts(&o.first)).collect();
+        let all_thens: Vec<usize> = thens.iter().copied().chain(dot_starts(&o.then)).collect();
+        for &f in &all_firsts {
+            for &t in &all_thens {
+                if plan.actions[f].dot_only || plan.actions[t].dot_only {
+                    plan.dot_orderings.push((f, t));
+                }
+            }
         }
     }
     if o.first_action == "stop" && o.first != o.then {
