@@ -1055,13 +1055,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
         for s in 0..plan.actions.len() {
             let a = &plan.actions[s];
-            let (Kind::Start, Some(ri)) = (&a.kind, a.rsc) else {
+            let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
                 continue;
             };
+            let migrates = matches!(a.kind, Kind::Migrate { .. });
             let r = &obs.resources[ri];
             let unknown_there = !r.known_on.contains(&fenced_node)
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
-            if crate::reconcile::needs_fencing(obs, r) || unknown_there {
+            let needs_fencing = crate::reconcile::needs_fencing(obs, r);
+            if migrates {
+                // A migration's (pseudo) start waits as a start would; its migrate_to (or the
+                // migrate_from continuing it) needs what the start needs.
+                if needs_fencing || unknown_there {
+                    plan.edge_rel(fence_ids[fi], s, Rel::StopStart);
+                }
+                if needs_fencing {
+                    plan.edge(fence_ids[fi], s);
+                }
+            } else if needs_fencing || unknown_there {
                 plan.edge(fence_ids[fi], s);
             }
         }

@@ -126,7 +126,12 @@ pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
     {
         Some("nothing" | "quorum") => false,
         Some("fencing") => true,
-        _ => obs.stonith_enabled && !r.is_stonith(),
+        // (a remote connection requires quorum by default)
+        _ => {
+            obs.stonith_enabled
+                && !r.is_stonith()
+                && !crate::remote::is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
+        }
     }
 }
 
@@ -706,7 +711,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             {
                 continue;
             }
-            for ri in then_members(obs, t) {
+            // (Only a primitive then: the ordering that makes its migrate_to wait names the
+            // then's migrate_to, which a group does not have; its members migrate.)
+            let End::Start(then) = t else { continue };
+            for ri in [then] {
                 if let Change::Migrate { source, target } = rec.changes[ri] {
                     if r_partial(obs, ri) {
                         continue;
