@@ -1103,10 +1103,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
     }
+    probe_restart_orderings(obs, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
     // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
     // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
     // the resource out.
+    let mut shutdown_ids: Vec<(usize, usize)> = Vec::new();
     for &ni in &rec.shutdown {
         let mut shutdown = act(Kind::Shutdown, None, Some(ni));
         shutdown.runnable = obs.nodes[ni].maintenance
@@ -1118,6 +1120,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     && !r.meta_bool("maintenance", false)
             });
         let sd = plan.add(shutdown);
+        shutdown_ids.push((ni, sd));
         for i in 0..plan.actions.len() {
             if plan.actions[i].dot_only {
                 continue;
@@ -1130,6 +1133,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     plan.edge_rel(i, sd, Rel::Stop);
                 }
             }
+        }
+    }
+    // The DC shuts down last: after the other nodes' shutdowns and their fencing (each when
+    // fencing runs concurrently, else the last of the chain), so that no other node shutting
+    // down becomes DC.
+    if let Some(&(_, dc_sd)) = shutdown_ids.iter().find(|(ni, _)| obs.nodes[*ni].is_dc) {
+        for &(_, sd) in shutdown_ids.iter().filter(|&&(_, sd)| sd != dc_sd) {
+            plan.edge_rel(sd, dc_sd, Rel::Optional);
+        }
+        if concurrent {
+            for &o in &others {
+                plan.edge_rel(o, dc_sd, Rel::Optional);
+            }
+        } else if let Some(&last) = others.last() {
+            plan.edge_rel(last, dc_sd, Rel::Optional);
         }
     }
     for (ri, delete) in deletes {
@@ -1394,6 +1412,65 @@ fn probes_before(plan: &mut Plan, rsc: usize, thens: &[usize]) {
         for &t in thens {
             if t != p && !matches!(plan.actions[t].kind, Kind::Shutdown) {
                 plan.edge(p, t);
+            }
+        }
+    }
+}
+
+/// Pacemaker's probe restart orderings (`add_restart_orderings_for_probe`), for mandatory
+/// "start then start" constraints: a resource's probes (a clone's: each instance's) come before
+/// the stops of every primitive whose start follows its start along such constraints, so that
+/// what the probe finds can still restart them. (Migrating thens are left out: their stop is
+/// not ordered this way here.)
+fn probe_restart_orderings(obs: &Observed, plan: &mut Plan) {
+    let starts_after = |first: &str| -> Vec<usize> {
+        obs.orders
+            .iter()
+            .filter(|o| {
+                o.kind == "mandatory"
+                    && o.first_action == "start"
+                    && o.then_action == "start"
+                    && o.first == first
+            })
+            .filter_map(|o| obs.rsc_index(&o.then))
+            .collect()
+    };
+    let mut probes_of: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        let mut firsts = vec![r.id.clone()];
+        // (an anonymous clone of a primitive: its instances' probes)
+        if let Some(gi) = crate::clone_groups::clone_of(obs, ri) {
+            if obs.groups[gi]
+                .clone
+                .as_ref()
+                .is_some_and(|c| c.instances.is_empty())
+            {
+                firsts.push(obs.groups[gi].id.clone());
+            }
+        } else if r.group.is_some() {
+            continue;
+        }
+        let mut seen: Vec<usize> = Vec::new();
+        let mut todo: Vec<usize> = firsts.iter().flat_map(|f| starts_after(f)).collect();
+        while let Some(t) = todo.pop() {
+            if t == ri || seen.contains(&t) || obs.resources[t].group.is_some() {
+                continue;
+            }
+            seen.push(t);
+            todo.extend(starts_after(&obs.resources[t].id));
+        }
+        if !seen.is_empty() {
+            probes_of.push((ri, seen));
+        }
+    }
+    for (ri, thens) in probes_of {
+        for p in plan.find(ri, &Kind::Probe) {
+            for &t in &thens {
+                for s in plan.find(t, &Kind::Stop) {
+                    if !plan.actions[s].pseudo {
+                        plan.edge_rel(p, s, Rel::Optional);
+                    }
+                }
             }
         }
     }
