@@ -134,6 +134,9 @@ impl Plan {
             })
             .collect()
     }
+    pub(crate) fn find_group_action(&self, g: usize, kind: &Kind) -> Option<usize> {
+        self.find_group(g, kind)
+    }
     fn find_group(&self, g: usize, kind: &Kind) -> Option<usize> {
         (0..self.actions.len()).find(|&i| {
             self.actions[i].group == Some(g)
@@ -1104,6 +1107,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         apply_order(obs, &mut plan, oc);
     }
     probe_restart_orderings(obs, &mut plan);
+    crate::guest::probes_skipped_orderings(obs, desired, rec, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
     // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
     // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
