@@ -69,6 +69,9 @@ pub enum Rel {
     /// stop before start, from an ordering constraint (or an anti-colocation): a migrating
     /// first orders its stop, a migrating then its pseudo start (no migrate_to equivalent).
     StopStart,
+    /// An action on a remote node before its connection stops, from a migration away from that
+    /// node: the migration's migrate_to and stop both come first (a migrating then: its stop).
+    SourceStop,
     /// Anything else (probe before start, start before monitor, fencing before stop).
     Plain,
     /// An optional ordering (a group's stopped before its start): it orders the graph when
@@ -112,6 +115,9 @@ pub struct Plan {
     /// Optional orderings whose first is the stop of a migration: Pacemaker keeps them out of
     /// the graph (the stop only ends the migration), DOT draws them dashed.
     pub drawn_orderings: Vec<(usize, usize)>,
+    /// Start orderings with an unrunnable start that is only drawn (`Action::dot_only`) on
+    /// either side: they order nothing, DOT draws them dashed.
+    pub dot_orderings: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -127,6 +133,9 @@ impl Plan {
                     && !self.actions[i].dot_only
             })
             .collect()
+    }
+    pub(crate) fn find_group_action(&self, g: usize, kind: &Kind) -> Option<usize> {
+        self.find_group(g, kind)
     }
     fn find_group(&self, g: usize, kind: &Kind) -> Option<usize> {
         (0..self.actions.len()).find(|&i| {
@@ -304,6 +313,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     };
     for &ri in rec.move_reasons.keys() {
         if let Change::Move { source, target, .. } = rec.changes[ri] {
+            plan.abandoned_migrations.push((ri, source, target));
+        }
+    }
+    for (&ri, &(source, target)) in &rec.unrunnable_migrations {
+        if matches!(rec.changes[ri], Change::Stop { .. }) {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
@@ -1057,13 +1071,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
         for s in 0..plan.actions.len() {
             let a = &plan.actions[s];
-            let (Kind::Start, Some(ri)) = (&a.kind, a.rsc) else {
+            let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
                 continue;
             };
+            let migrates = matches!(a.kind, Kind::Migrate { .. });
             let r = &obs.resources[ri];
             let unknown_there = !r.known_on.contains(&fenced_node)
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
-            if crate::reconcile::needs_fencing(obs, r) || unknown_there {
+            let needs_fencing = crate::reconcile::needs_fencing(obs, r);
+            if migrates {
+                // A migration's (pseudo) start waits as a start would; its migrate_to (or the
+                // migrate_from continuing it) needs what the start needs.
+                if needs_fencing || unknown_there {
+                    plan.edge_rel(fence_ids[fi], s, Rel::StopStart);
+                }
+                if needs_fencing {
+                    plan.edge(fence_ids[fi], s);
+                }
+            } else if needs_fencing || unknown_there {
                 plan.edge(fence_ids[fi], s);
             }
         }
@@ -1094,10 +1119,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
     }
+    crate::guest::probes_skipped_orderings(obs, desired, rec, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
     // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
     // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
     // the resource out.
+    let mut shutdown_ids: Vec<(usize, usize)> = Vec::new();
     for &ni in &rec.shutdown {
         let mut shutdown = act(Kind::Shutdown, None, Some(ni));
         shutdown.runnable = obs.nodes[ni].maintenance
@@ -1109,6 +1136,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     && !r.meta_bool("maintenance", false)
             });
         let sd = plan.add(shutdown);
+        shutdown_ids.push((ni, sd));
         for i in 0..plan.actions.len() {
             if plan.actions[i].dot_only {
                 continue;
@@ -1121,6 +1149,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     plan.edge_rel(i, sd, Rel::Stop);
                 }
             }
+        }
+    }
+    // The DC shuts down last: after the other nodes' shutdowns and their fencing (each when
+    // fencing runs concurrently, else the last of the chain), so that no other node shutting
+    // down becomes DC.
+    if let Some(&(_, dc_sd)) = shutdown_ids.iter().find(|(ni, _)| obs.nodes[*ni].is_dc) {
+        for &(_, sd) in shutdown_ids.iter().filter(|&&(_, sd)| sd != dc_sd) {
+            plan.edge_rel(sd, dc_sd, Rel::Optional);
+        }
+        if concurrent {
+            for &o in &others {
+                plan.edge_rel(o, dc_sd, Rel::Optional);
+            }
+        } else if let Some(&last) = others.last() {
+            plan.edge_rel(last, dc_sd, Rel::Optional);
         }
     }
     for (ri, delete) in deletes {
@@ -1463,6 +1506,29 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 continue;
             }
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
+        }
+    }
+    if o.first_action == "start" && o.then_action == "start" {
+        let dot_starts = |id: &str| -> Vec<usize> {
+            obs.rsc_index(id)
+                .map(|ri| {
+                    (0..plan.actions.len())
+                        .filter(|&i| {
+                            let a = &plan.actions[i];
+                            a.rsc == Some(ri) && a.kind == Kind::Start && a.dot_only
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let all_firsts: Vec<usize> = firsts.iter().copied().chain(dot_starts(&o.first)).collect();
+        let all_thens: Vec<usize> = thens.iter().copied().chain(dot_starts(&o.then)).collect();
+        for &f in &all_firsts {
+            for &t in &all_thens {
+                if plan.actions[f].dot_only || plan.actions[t].dot_only {
+                    plan.dot_orderings.push((f, t));
+                }
+            }
         }
     }
     if o.first_action == "stop" && o.first != o.then {

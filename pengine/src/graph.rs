@@ -380,11 +380,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
     let is_mig = |pi: usize| matches!(plan.actions[pi].kind, Kind::Migrate { .. });
     for &(f, t, rel) in &plan.edges {
         let source = match (is_mig(f), rel) {
-            (true, Rel::Stop | Rel::GroupStop | Rel::StopStart) => map[f].2[0],
+            (true, Rel::Stop | Rel::GroupStop | Rel::StopStart | Rel::SourceStop) => map[f].2[0],
             _ => map[f].1,
         };
         let target = match (is_mig(t), rel) {
-            (true, Rel::Stop | Rel::GroupStop) => map[t].2[0],
+            (true, Rel::Stop | Rel::GroupStop | Rel::SourceStop) => map[t].2[0],
             (true, Rel::Start | Rel::StopStart) => map[t].2[1],
             _ => map[t].0,
         };
@@ -396,6 +396,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
         if rel == Rel::Optional {
             g.optional_orderings.insert((source, target));
+        }
+        // (a migration away from a remote node: its migrate_to before the connection stops too)
+        if rel == Rel::SourceStop && is_mig(f) && map[f].2[2] != map[f].2[3] {
+            g.edges.push((map[f].2[2], target));
         }
         // load_stopped and the resource's own probe order the (pseudo) start too, besides the
         // migration's first action (another resource's probe, ordered as its stop is, only
@@ -434,7 +438,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
         // "A stop then B stop" (a constraint, or a later group member before an earlier one)
         // also orders A's stop before B's migrate_to.
-        if matches!(rel, Rel::Stop | Rel::GroupStop)
+        if matches!(rel, Rel::Stop | Rel::GroupStop | Rel::SourceStop)
             && is_mig(t)
             && plan.actions[f].rsc.is_some()
             && plan.actions[f].rsc != plan.actions[t].rsc
@@ -451,13 +455,21 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         let source = if is_mig(f) { map[f].2[0] } else { map[f].1 };
         g.optional_edges.push((source, map[t].0));
     }
+    // Start orderings with a start that is only drawn.
+    for &(f, t) in &plan.dot_orderings {
+        g.dot_edges.push((map[f].1, map[t].0));
+    }
     // An abandoned migration keeps its migrate_to and migrate_from, unrunnable and only drawn:
-    // after what the start waited for, before the stop and the start.
+    // after what the start waited for, before the stop and the start (which is only drawn too
+    // when the resource stops instead).
     for &(ri, source, target) in &plan.abandoned_migrations {
         let find = |kind: Kind, node: usize| {
             (0..plan.actions.len()).find(|&pi| {
                 let a = &plan.actions[pi];
-                a.rsc == Some(ri) && a.kind == kind && a.node == Some(node) && !a.dot_only
+                a.rsc == Some(ri)
+                    && a.kind == kind
+                    && a.node == Some(node)
+                    && (!a.dot_only || kind == Kind::Start)
             })
         };
         let (Some(start), Some(stop)) = (find(Kind::Start, target), find(Kind::Stop, source))
@@ -487,8 +499,30 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         g.dot_edges.push((migrate_to, migrate_from));
         g.dot_edges.push((migrate_from, map[start].0));
         g.dot_edges.push((migrate_from, map[stop].0));
-        for &(f, t, rel) in &plan.edges {
-            if t == start && rel == Rel::Start && plan.actions[f].rsc.is_some_and(|fr| fr != ri) {
+        // (what the start waits for: another resource's start, or a group's or clone's
+        // running that is not the resource's own)
+        let other = |f: usize| match (plan.actions[f].rsc, plan.actions[f].group) {
+            (Some(fr), _) => fr != ri,
+            (None, Some(gi)) => {
+                !obs.groups[gi].members.contains(&ri)
+                    && crate::clone_groups::clone_of(obs, ri) != Some(gi)
+            }
+            _ => false,
+        };
+        let waits: Vec<usize> = plan
+            .edges
+            .iter()
+            .filter(|&&(_, t, rel)| t == start && rel == Rel::Start)
+            .map(|&(f, _, _)| f)
+            .chain(
+                plan.dot_orderings
+                    .iter()
+                    .filter(|&&(_, t)| t == start)
+                    .map(|&(f, _)| f),
+            )
+            .collect();
+        for f in waits {
+            if other(f) {
                 g.dot_edges.push((map[f].1, migrate_to));
             }
         }

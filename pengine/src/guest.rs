@@ -155,6 +155,20 @@ pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: u
     if container.role == Role::Stopped {
         return true;
     }
+    will_stop(obs, assigned, ni)
+}
+
+/// Whether guest node `ni`'s container (active) will stop or move (Pacemaker's
+/// `guest_resource_will_stop`): what would be probed there is not, and its start waits for the
+/// container's stop instead (see `probes_skipped_orderings`).
+pub fn will_stop(obs: &Observed, assigned: &[Option<usize>], ni: usize) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return false;
+    };
+    let container = &obs.resources[ki];
+    if container.role == Role::Stopped {
+        return false;
+    }
     let node = &obs.nodes[ni];
     let requires_reset = node.remote.as_ref().is_some_and(|rn| rn.requires_reset);
     let moving = container.role > Role::Stopped
@@ -268,4 +282,68 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
         }
     }
     true
+}
+
+/// A resource that would be probed on guest node `ni` but is not because the guest's container
+/// will stop: its start (its group's or clone's) waits for the container's stop (an optional
+/// ordering; only drawn when that stop ends a migration).
+pub fn probes_skipped_orderings(
+    obs: &Observed,
+    desired: &crate::placement::Desired,
+    rec: &crate::reconcile::Reconciliation,
+    plan: &mut crate::actions::Plan,
+) {
+    use crate::actions::{Kind, Rel};
+    for (ni, n) in obs.nodes.iter().enumerate() {
+        if !n.online || n.unclean || n.maintenance || !will_stop(obs, &desired.assigned, ni) {
+            continue;
+        }
+        let Some(ki) = container_of(obs, ni) else {
+            continue;
+        };
+        let container_stops = plan.stops(ki);
+        for (ri, r) in obs.resources.iter().enumerate() {
+            if r.orphan
+                || r.container.is_some()
+                || r.known_on.contains(&ni)
+                || r.running_on.contains(&ni)
+                || contains_guest(obs, ri)
+                || crate::remote::never_probed(obs, ri, ni)
+                || rec.probes.contains(&(ri, ni))
+            {
+                continue;
+            }
+            // (an anonymous clone probes one instance per node, as in `reconcile`)
+            if let Some(gi) = crate::clone_groups::clone_of(obs, ri) {
+                if crate::clones::probed_instance(obs, &desired.assigned, gi, ni, ri) != Some(ri) {
+                    continue;
+                }
+                let probed = &obs.resources[ri];
+                if probed.known_on.contains(&ni) || probed.running_on.contains(&ni) {
+                    continue;
+                }
+            }
+            let group = crate::clone_groups::clone_of(obs, ri).or(r.group);
+            let starts: Vec<usize> = match group {
+                Some(gi) => plan
+                    .find_group_action(gi, &Kind::GroupStart)
+                    .into_iter()
+                    .collect(),
+                None => plan
+                    .starts(ri)
+                    .into_iter()
+                    .filter(|&s| plan.actions[s].kind == Kind::Start)
+                    .collect(),
+            };
+            for &c in &container_stops {
+                for &s in &starts {
+                    if matches!(plan.actions[c].kind, Kind::Migrate { .. }) {
+                        plan.drawn_orderings.push((c, s));
+                    } else {
+                        plan.edge_rel(c, s, Rel::Optional);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -6,11 +6,13 @@
 //! Pacemaker walks its action graph from the probe's "probe then start" ordering; its optional
 //! actions (a start where the resource already runs) exist there but not in our plan, so the
 //! walk here runs over resources: a primitive's start exists when it is assigned a node or has a
-//! start in the plan, a group's pseudo actions always. Clones are not entered.
+//! start in the plan, a group's pseudo actions always. An instance of a clone of a primitive
+//! leads to its clone's running, and on through the clone's orderings; clones of groups and the
+//! instances of a clone that is a then are not entered.
 
 use std::collections::BTreeSet;
 
-use crate::actions::{Kind, Plan};
+use crate::actions::{Kind, Plan, Rel};
 use crate::observed::Observed;
 use crate::placement::Desired;
 
@@ -28,6 +30,13 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         desired.assigned.get(ri).copied().flatten().is_some() || !plan.starts(ri).is_empty()
     };
     let plain_group = |g: usize| obs.groups[g].clone.is_none();
+    // A clone of primitives (its members are the instances).
+    let primitive_clone = |g: usize| {
+        obs.groups[g]
+            .clone
+            .as_ref()
+            .is_some_and(|c| c.instances.is_empty())
+    };
     let probes: Vec<(usize, usize)> = (0..plan.actions.len())
         .filter(|&i| {
             let a = &plan.actions[i];
@@ -37,7 +46,9 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         .collect();
     for (probe, ri) in probes {
         let r = &obs.resources[ri];
-        if r.clone_base.is_some() || r.group.is_some_and(|g| !plain_group(g)) {
+        if r.group
+            .is_some_and(|g| !plain_group(g) && !primitive_clone(g))
+        {
             continue;
         }
         if !has_start(plan, ri) {
@@ -53,6 +64,10 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     if x != ri {
                         implied.insert(x);
                     }
+                    // An instance's start: its clone is running.
+                    if let Some(g) = obs.resources[x].group.filter(|&g| primitive_clone(g)) {
+                        next.push(Step::GroupRunning(g));
+                    }
                     if let Some(g) = obs.resources[x].group.filter(|&g| plain_group(g)) {
                         next.push(Step::GroupRunning(g));
                         let members = &obs.groups[g].members;
@@ -66,7 +81,8 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                             }
                         }
                     }
-                    Some(obs.resources[x].id.as_str())
+                    // (an instance is named by its clone's orderings only)
+                    (obs.resources[x].clone_base.is_none()).then_some(obs.resources[x].id.as_str())
                 }
                 Step::GroupStart(g) => {
                     next.extend(obs.groups[g].members.iter().map(|&m| Step::Start(m)));
@@ -124,7 +140,7 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 })
                 .collect();
             for stop in stops {
-                plan.edge_rel(probe, stop, crate::actions::Rel::Plain);
+                plan.edge_rel(probe, stop, Rel::Optional);
             }
         }
     }

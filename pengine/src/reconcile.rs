@@ -50,6 +50,10 @@ pub struct Reconciliation {
     pub shutdown: Vec<usize>,
     /// Why a resource that could migrate moves by stop and start instead (summary reason).
     pub move_reasons: std::collections::BTreeMap<usize, String>,
+    /// Migrations whose start became unrunnable (an ordering's first cannot start), so the
+    /// resource stops: (source, target). Pacemaker still creates their migrate_to and
+    /// migrate_from, unrunnable, which DOT draws.
+    pub unrunnable_migrations: std::collections::BTreeMap<usize, (usize, usize)>,
     /// Groups whose start pseudo action cannot run: a mandatory ordering's first cannot.
     pub blocked_group_starts: std::collections::BTreeSet<usize>,
     /// Of those, the groups blocked by an asymmetrical ordering (symmetrical=false): their
@@ -122,7 +126,12 @@ pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
     {
         Some("nothing" | "quorum") => false,
         Some("fencing") => true,
-        _ => obs.stonith_enabled && !r.is_stonith(),
+        // (a remote connection requires quorum by default)
+        _ => {
+            obs.stonith_enabled
+                && !r.is_stonith()
+                && !crate::remote::is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
+        }
     }
 }
 
@@ -259,7 +268,16 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                         blocked: false,
                     }
                 } else if s == t {
-                    if r.failed {
+                    if r.role == Role::Stopped {
+                        // Active only as a failed migrate_to's target (no node had it started):
+                        // Pacemaker has nothing to stop, only the start, which it prints as a
+                        // restart (migrate-fail-7).
+                        Change::Recover {
+                            source: s,
+                            target: t,
+                            stops: vec![],
+                        }
+                    } else if r.failed {
                         Change::Recover {
                             source: s,
                             target: t,
@@ -346,7 +364,6 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                 }
             }
         };
-        let _ = Role::Started;
         rec.changes.push(change);
     }
     rec
@@ -675,11 +692,29 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     for _ in 0..(n + 2) {
         let mut changed = false;
         for &(f, t, _) in &rels {
-            let End::Start(fr) = f else { continue };
-            if !moves_by_restart(fr, &rec.changes) {
+            // (A group or clone first: one of its members or instances moves by restart.)
+            let (fr, first_id) = match f {
+                End::Start(fr) => (Some(fr), &obs.resources[fr].id),
+                End::GroupRunning(gi) => (
+                    obs.groups[gi]
+                        .members
+                        .iter()
+                        .copied()
+                        .find(|&m| moves_by_restart(m, &rec.changes)),
+                    &obs.groups[gi].id,
+                ),
+                _ => continue,
+            };
+            if fr
+                .filter(|&fr| moves_by_restart(fr, &rec.changes))
+                .is_none()
+            {
                 continue;
             }
-            for ri in then_members(obs, t) {
+            // (Only a primitive then: the ordering that makes its migrate_to wait names the
+            // then's migrate_to, which a group does not have; its members migrate.)
+            let End::Start(then) = t else { continue };
+            for ri in [then] {
                 if let Change::Migrate { source, target } = rec.changes[ri] {
                     if r_partial(obs, ri) {
                         continue;
@@ -690,7 +725,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                         stops: vec![source],
                     };
                     rec.move_reasons
-                        .insert(ri, format!("unrunnable {} stop", obs.resources[fr].id));
+                        .insert(ri, format!("unrunnable {first_id} stop"));
                     changed = true;
                 }
             }
@@ -733,11 +768,14 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                     blocked: false,
                 }
             }
-            Change::Migrate { source, .. } if !s.runnable => Change::Stop {
-                sources: vec![source],
-                reason,
-                blocked: false,
-            },
+            Change::Migrate { source, target } if !s.runnable => {
+                rec.unrunnable_migrations.insert(ri, (source, target));
+                Change::Stop {
+                    sources: vec![source],
+                    reason,
+                    blocked: false,
+                }
+            }
             Change::Migrate { source, target }
                 if s.required
                     && s.reason

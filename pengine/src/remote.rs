@@ -530,8 +530,43 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 plan.edge_rel(i, s, Rel::Stop);
             }
         };
+        // A migration away from another remote node: its migrate_to and stop there come
+        // before that node's connection stops, as a stop there would.
+        if let Kind::Migrate { source, .. } = plan.actions[i].kind {
+            let source_conn = obs.nodes[source]
+                .remote
+                .as_ref()
+                .and_then(|rn| rn.connection)
+                .filter(|&sc| sc != ri && sc != ci);
+            if let Some(sc) = source_conn {
+                let source_state = connection_state(obs, desired, sc, source);
+                let stopping = obs.resources[sc].next_role == Some(Role::Stopped)
+                    || obs.resources[sc].target_role == Some(Role::Stopped);
+                if source_state == ConnectionState::Alive
+                    || (source_state != ConnectionState::Failed && stopping)
+                {
+                    for s in plan.stops(sc) {
+                        plan.edge_rel(i, s, Rel::SourceStop);
+                    }
+                }
+            }
+        }
         match plan.actions[i].kind {
-            Kind::Start => after_start(plan),
+            Kind::Start => {
+                after_start(plan);
+                // Moving here: the stops elsewhere wait for the connection to start (if it
+                // fails, the resource stays where it was).
+                let stops_elsewhere: Vec<usize> = plan
+                    .stops(ri)
+                    .into_iter()
+                    .filter(|&j| plan.actions[j].node != Some(ni))
+                    .collect();
+                for &s in &conn_starts {
+                    for &j in &stops_elsewhere {
+                        plan.edge_rel(s, j, Rel::Optional);
+                    }
+                }
+            }
             Kind::Stop | Kind::Migrate { .. } => match state {
                 ConnectionState::Alive => before_stop(plan),
                 ConnectionState::Failed => {}
