@@ -55,6 +55,8 @@ pub enum Kind {
     Delete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
+    /// A one-or-more ordering's pseudo action, by name (see `crate::one_or_more`).
+    OneOrMore(String),
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -1081,6 +1083,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for oc in &obs_orders(obs) {
         apply_order(obs, &mut plan, oc);
     }
+    one_or_more_actions(obs, rec, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
     // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
     // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
@@ -1390,6 +1393,8 @@ struct OrderRef {
     /// The stop-before-start ordering of a mandatory anti-colocation: Pacemaker keeps it (and
     /// the probe orderings it implies) only between actions on the same node.
     anti_colocation: bool,
+    /// The forward direction goes through a one-or-more pseudo action (`one_or_more_actions`).
+    relaxed: bool,
 }
 
 fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
@@ -1404,6 +1409,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             mandatory: o.kind == "mandatory",
             kind_optional: o.kind == "optional",
             anti_colocation: o.kind == "anti-colocation",
+            relaxed: crate::one_or_more::name_of(obs, o).is_some(),
         })
         .collect()
 }
@@ -1448,7 +1454,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let migrating_stop = |plan: &Plan, f: usize, task: &str| {
         task == "stop" && matches!(plan.actions[f].kind, Kind::Migrate { .. })
     };
-    for &f in &firsts {
+    for &f in firsts.iter().filter(|_| !o.relaxed) {
         for &t in &thens {
             if o.anti_colocation && !same_node(plan, f, t) {
                 continue;
@@ -1508,6 +1514,44 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             }
             if o.mandatory {
                 block_after_blocked_stop(obs, plan, &o.then, &thens, false);
+            }
+        }
+    }
+}
+
+/// The one-or-more pseudo actions (see `crate::one_or_more`): one is in the graph when it is
+/// runnable and some first start happens (Pacemaker prints it only then), after every first
+/// start there (an optional ordering: an unrunnable first neither blocks it nor is its input)
+/// and before its thens. Pacemaker creates it while unpacking constraints, before any
+/// resource's action, so it is the oldest of the actions without a resource.
+fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
+    for (r, runnable) in &rec.one_or_more {
+        if !runnable {
+            continue;
+        }
+        let firsts: Vec<usize> = r
+            .firsts
+            .iter()
+            .flat_map(|&m| match m {
+                crate::one_or_more::Member::Rsc(ri) => plan.starts(ri),
+                crate::one_or_more::Member::Group(gi) => {
+                    plan.find_group(gi, &Kind::GroupStart).into_iter().collect()
+                }
+            })
+            .collect();
+        if !firsts.iter().any(|&f| plan.actions[f].runnable) {
+            continue;
+        }
+        let mut a = act(Kind::OneOrMore(r.name.clone()), None, None);
+        a.pseudo = true;
+        a.created_at = Some(0);
+        let pseudo = plan.add(a);
+        for f in firsts {
+            plan.edge_rel(f, pseudo, Rel::Optional);
+        }
+        for (then, action) in &r.thens {
+            for t in actions_for(obs, plan, then, action, false) {
+                plan.edge_rel(pseudo, t, Rel::Start);
             }
         }
     }

@@ -328,6 +328,19 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::OneOrMore(name) => {
+                let i = push(
+                    &mut g,
+                    name.clone(),
+                    name,
+                    None,
+                    None,
+                    0,
+                    EventKind::Pseudo,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::ClearFailcount => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(

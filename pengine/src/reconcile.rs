@@ -1,6 +1,7 @@
 //! Observed x desired -> named sets per resource: keep, start, stop, migrate, move, recover, restart, probe, blocked.
 
 use crate::observed::{Observed, Role};
+use crate::one_or_more::{Member, Relaxed};
 use crate::placement::Desired;
 
 /// What happens to one resource, in Pacemaker's summary vocabulary.
@@ -55,6 +56,8 @@ pub struct Reconciliation {
     /// Of those, the groups blocked by an asymmetrical ordering (symmetrical=false): their
     /// start is required as well as unrunnable, even when nothing in the group starts.
     pub asymmetric_blocked_group_starts: std::collections::BTreeSet<usize>,
+    /// The one-or-more pseudo actions (see `crate::one_or_more`) and whether each is runnable.
+    pub one_or_more: Vec<(Relaxed, bool)>,
 }
 
 impl Reconciliation {
@@ -388,6 +391,8 @@ enum End {
     Stop(usize),
     /// A group's stop: its stopped pseudo action as a first, its members' stops as a then.
     GroupStop(usize),
+    /// A one-or-more pseudo action (index into `crate::one_or_more::collect`), as a first.
+    OneOrMore(usize),
 }
 
 /// Whether a resource's stop is required: it is active and stops (its change, or a start an
@@ -399,8 +404,20 @@ fn stop_required(obs: &Observed, st: &[StartState], ri: usize) -> bool {
         && (s.stopping || s.required || !s.runnable)
 }
 
-fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String) {
+fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bool, bool, String) {
     match e {
+        // Runnable once enough of its firsts are; never required.
+        End::OneOrMore(k) => {
+            let runnable = rx[k]
+                .firsts
+                .iter()
+                .filter(|&&m| match m {
+                    Member::Rsc(ri) => st[ri].exists && st[ri].runnable,
+                    Member::Group(gi) => first_state(obs, rx, st, End::GroupStart(gi)).0,
+                })
+                .count();
+            (runnable >= rx[k].min, false, rx[k].name.clone())
+        }
         End::Start(ri) => (
             st[ri].runnable || !st[ri].exists,
             st[ri].required,
@@ -446,16 +463,21 @@ fn then_members(obs: &Observed, e: End) -> Vec<usize> {
         End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
             obs.groups[gi].members.clone()
         }
+        End::OneOrMore(_) => vec![],
     }
 }
 
 /// Whether a change of `ri`'s start can change what ordering end `e` says as a first.
-fn first_involves(obs: &Observed, e: End, ri: usize) -> bool {
+fn first_involves(obs: &Observed, rx: &[Relaxed], e: End, ri: usize) -> bool {
     match e {
         End::Start(r) | End::Stop(r) => r == ri,
         End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
             obs.groups[gi].members.contains(&ri)
         }
+        End::OneOrMore(k) => rx[k].firsts.iter().any(|&m| match m {
+            Member::Rsc(r) => r == ri,
+            Member::Group(gi) => obs.groups[gi].members.contains(&ri),
+        }),
     }
 }
 
@@ -466,13 +488,14 @@ fn first_involves(obs: &Observed, e: End, ri: usize) -> bool {
 /// (Pacemaker orders stop before start with implies-then), which in turn requires what follows.
 fn apply_ordering(
     obs: &Observed,
+    rx: &[Relaxed],
     desired: &Desired,
     st: &mut [StartState],
     f: End,
     ri: usize,
     mode: Mode,
 ) -> bool {
-    let (f_runnable, f_required, desc) = first_state(obs, st, f);
+    let (f_runnable, f_required, desc) = first_state(obs, rx, st, f);
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
@@ -486,6 +509,7 @@ fn apply_ordering(
                 let first_group = match f {
                     End::Start(m) | End::Stop(m) => obs.resources[m].group,
                     End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g) => Some(g),
+                    End::OneOrMore(_) => None,
                 };
                 own.is_some() && first_group == own
             }
@@ -529,18 +553,19 @@ fn apply_ordering(
 /// that start changed, as Pacemaker re-processes a changed action's dependents at once.
 fn settle(
     obs: &Observed,
+    rx: &[Relaxed],
     desired: &Desired,
     rels: &[(End, End, Mode)],
     st: &mut [StartState],
     ri: usize,
 ) {
     for &(f, t, mode) in rels {
-        if !first_involves(obs, f, ri) {
+        if !first_involves(obs, rx, f, ri) {
             continue;
         }
         for m in then_members(obs, t) {
-            if apply_ordering(obs, desired, st, f, m, mode) {
-                settle(obs, desired, rels, st, m);
+            if apply_ordering(obs, rx, desired, st, f, m, mode) {
+                settle(obs, rx, desired, rels, st, m);
             }
         }
     }
@@ -551,6 +576,7 @@ fn settle(
 #[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
 pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconciliation) {
     let n = obs.resources.len();
+    let rx = crate::one_or_more::collect(obs);
     let mut st: Vec<StartState> = vec![StartState::default(); n];
     for ri in 0..n {
         if desired.unmanaged[ri] {
@@ -620,6 +646,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             }
             continue;
         }
+        // (a one-or-more ordering gates its thens through its pseudo action, below)
+        if crate::one_or_more::name_of(obs, o).is_some() {
+            continue;
+        }
         if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
             continue;
         }
@@ -640,13 +670,28 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         };
         rels.push((first, then, mode));
     }
+    // A one-or-more pseudo action makes its thens unrunnable when it is (whatever the
+    // ordering's kind: "runnable left" is always set), never required.
+    for (k, r) in rx.iter().enumerate() {
+        for (then, action) in &r.thens {
+            if action != "start" {
+                continue;
+            }
+            let then = match (obs.group_index(then), obs.rsc_index(then)) {
+                (Some(g), _) => End::GroupStart(g),
+                (None, Some(r)) => End::Start(r),
+                _ => continue,
+            };
+            rels.push((End::OneOrMore(k), then, Mode::Symmetric));
+        }
+    }
     for _ in 0..(n + 2) {
         let mut changed = false;
         for &(f, t, mode) in &rels {
             for ri in then_members(obs, t) {
-                if apply_ordering(obs, desired, &mut st, f, ri, mode) {
+                if apply_ordering(obs, &rx, desired, &mut st, f, ri, mode) {
                     changed = true;
-                    settle(obs, desired, &rels, &mut st, ri);
+                    settle(obs, &rx, desired, &rels, &mut st, ri);
                 }
             }
         }
@@ -654,9 +699,14 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             break;
         }
     }
+    rec.one_or_more = rx
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (r.clone(), first_state(obs, &rx, &st, End::OneOrMore(k)).0))
+        .collect();
     for &(f, t, mode) in &rels {
         if let End::GroupStart(gi) = t {
-            if !first_state(obs, &st, f).0 {
+            if !first_state(obs, &rx, &st, f).0 {
                 rec.blocked_group_starts.insert(gi);
                 if mode == Mode::Asymmetric {
                     rec.asymmetric_blocked_group_starts.insert(gi);
