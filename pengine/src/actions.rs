@@ -743,7 +743,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // (A clone's or group's own ordering orders its pseudo actions, which
                     // always exist: no member or instance start is created for it. A
                     // container's implied ordering with what runs inside it creates nothing:
-                    // Pacemaker names its actions by key.)
+                    // Pacemaker names its actions by key. A one-or-more ordering names each
+                    // instance's start, which it creates.)
                     let is_this = |id: &str| id == r.id;
                     let referenced = obs.orders.iter().any(|o| {
                         (o.first_action == "start"
@@ -752,6 +753,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
+                    }) || rec.one_or_more.iter().any(|(x, _)| {
+                        x.firsts.contains(&crate::one_or_more::Member::Rsc(ri))
                     });
                     // (A failed remote connection held stopped by its reconnect interval gets
                     // no start at all.)
@@ -1242,7 +1245,7 @@ fn group_actions(
         })
         .collect();
     // (A clone runs while one instance is active: its running does not wait for them.)
-    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) && is_group {
+    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
                 Some(id) => id,
