@@ -1244,7 +1244,13 @@ fn group_actions(
                 .collect()
         })
         .collect();
-    // (A clone runs while one instance is active: its running does not wait for them.)
+    // (A clone's start and running can run while one instance's start can: an instance
+    // placed whose start is not drawn only; they are then in the graph.)
+    let clone_runnable = !is_group
+        && !blocked_start
+        && members.iter().zip(&dot_starts).any(|(&m, d)| {
+            desired.assigned[m].is_some() && !desired.unmanaged[m] && d.is_empty()
+        });
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
@@ -1253,11 +1259,11 @@ fn group_actions(
                     let mut a = act(kind, None, None);
                     a.group = Some(gi);
                     a.pseudo = true;
-                    a.dot_only = true;
+                    a.dot_only = !clone_runnable;
                     plan.add(a)
                 }
             };
-            plan.actions[id].runnable = false;
+            plan.actions[id].runnable = clone_runnable;
             ids[slot] = Some(id);
         }
         dot_starts
@@ -1299,7 +1305,13 @@ fn group_actions(
                 }
             }
             for &x in e {
-                plan.edge_rel(x, gr, Rel::Start);
+                // (an instance start that cannot run leaves a clone's running runnable)
+                let rel = if !is_group && plan.actions[x].dot_only {
+                    Rel::Optional
+                } else {
+                    Rel::Start
+                };
+                plan.edge_rel(x, gr, rel);
             }
             if !s.is_empty() && chained {
                 prev = e.clone();
