@@ -1481,6 +1481,9 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
+    if !o.relaxed {
+        interleave_instances(obs, plan, &o.first, &o.first_action, &o.then, &o.then_action);
+    }
     if o.first_action == "stop" && o.first != o.then {
         if let Some(ri) = obs.rsc_index(&o.first) {
             if o.anti_colocation {
@@ -1523,6 +1526,14 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 plan.edge_rel(f, t, r);
             }
         }
+        interleave_instances(
+            obs,
+            plan,
+            &o.then,
+            &inv(&o.then_action),
+            &o.first,
+            &inv(&o.first_action),
+        );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
                 probes_before(plan, ri, &thens);
@@ -1568,6 +1579,55 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
             for t in actions_for(obs, plan, then, action, false) {
                 plan.edge_rel(pseudo, t, Rel::Start);
             }
+        }
+    }
+}
+
+/// An interleaved ordering between two clones (`clones::interleaved`) also orders each then
+/// instance's start or stop after that of the first instance on the same node (drawn-only
+/// actions too: Pacemaker orders the instances' actions whether or not they can run).
+fn interleave_instances(
+    obs: &Observed,
+    plan: &mut Plan,
+    first: &str,
+    first_action: &str,
+    then: &str,
+    then_action: &str,
+) {
+    let kind = |task: &str| match task {
+        "start" => Some(Kind::Start),
+        "stop" => Some(Kind::Stop),
+        _ => None,
+    };
+    let (Some(fk), Some(tk)) = (kind(first_action), kind(then_action)) else {
+        return;
+    };
+    let Some((fg, tg)) = crate::clones::interleaved(obs, first, then, then_action) else {
+        return;
+    };
+    let rel = match (first_action, then_action) {
+        ("start", "start") => Rel::Start,
+        ("stop", "stop") => Rel::Stop,
+        ("stop", "start") => Rel::StopStart,
+        _ => Rel::Plain,
+    };
+    let of = |plan: &Plan, gi: usize, kind: &Kind| -> Vec<usize> {
+        (0..plan.actions.len())
+            .filter(|&i| {
+                let a = &plan.actions[i];
+                a.rsc
+                    .is_some_and(|ri| obs.groups[gi].members.contains(&ri))
+                    && &a.kind == kind
+            })
+            .collect()
+    };
+    let firsts = of(plan, fg, &fk);
+    for t in of(plan, tg, &tk) {
+        let Some(n) = plan.actions[t].node else {
+            continue;
+        };
+        if let Some(&f) = firsts.iter().find(|&&f| plan.actions[f].node == Some(n)) {
+            plan.edge_rel(f, t, rel);
         }
     }
 }

@@ -528,3 +528,66 @@ mod tests {
         assert_eq!(strip_instance("a:"), "a:");
     }
 }
+
+/// The clones (first, then) of an ordering between two clones of primitives that Pacemaker
+/// 2.1.5 interleaves (`can_interleave_actions`): `interleave` of the then clone, or of the first
+/// when the then action is a stop or demote. Such an ordering also orders each then instance's
+/// action after the action of the first instance on the same node (placed node for starts,
+/// current node for stops), and the clones' own ordering no longer gates the then clone.
+pub fn interleaved(
+    obs: &Observed,
+    first: &str,
+    then: &str,
+    then_action: &str,
+) -> Option<(usize, usize)> {
+    let fg = obs.group_index(first)?;
+    let tg = obs.group_index(then)?;
+    if fg == tg {
+        return None;
+    }
+    let (fc, tc) = (obs.groups[fg].clone.as_ref()?, obs.groups[tg].clone.as_ref()?);
+    if !fc.instances.is_empty() || !tc.instances.is_empty() {
+        return None;
+    }
+    let consumer = if matches!(then_action, "stop" | "demote") {
+        fc
+    } else {
+        tc
+    };
+    consumer.interleave.then_some((fg, tg))
+}
+
+/// Interleaved instance pairs (first instance, then instance) of clones `fg` and `tg`: each then
+/// instance with the first instance on its node (`current`: where they are active; else where
+/// they are placed), as `find_compatible_child` pairs them.
+pub fn instance_pairs(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    fg: usize,
+    tg: usize,
+    current: bool,
+) -> Vec<(usize, usize)> {
+    let node = |ri: usize| {
+        if current {
+            obs.resources[ri].running_on.first().copied()
+        } else {
+            assigned[ri]
+        }
+    };
+    let mut out = Vec::new();
+    for &t in &obs.groups[tg].members {
+        let Some(n) = node(t) else { continue };
+        if let Some(&f) = obs.groups[fg].members.iter().find(|&&f| node(f) == Some(n)) {
+            out.push((f, t));
+        }
+    }
+    out
+}
+
+/// Whether `ri` is an instance of a clone of primitives other than `gi` (the first of an
+/// interleaved ordering whose then is an instance of `gi`).
+pub fn interleaved_instance(obs: &Observed, ri: usize, gi: usize) -> bool {
+    obs.resources[ri]
+        .group
+        .is_some_and(|g| g != gi && obs.groups[g].clone.is_some())
+}

@@ -502,6 +502,13 @@ fn apply_ordering(
     let f_required = f_required
         && match crate::clone_groups::clone_of(obs, ri) {
             None => true,
+            // (an interleaved ordering relates an instance of another clone to this one)
+            Some(c)
+                if matches!(f, End::Start(m) | End::Stop(m)
+                    if crate::clones::interleaved_instance(obs, m, c)) =>
+            {
+                true
+            }
             Some(_) => {
                 let own = obs.resources[ri]
                     .group
@@ -641,6 +648,15 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 "optional" => restart_type,
                 _ => false,
             };
+            if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
+                if implies_then {
+                    for (f, t) in crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, true)
+                    {
+                        rels.push((End::Stop(f), End::Stop(t), Mode::Stop));
+                    }
+                }
+                continue;
+            }
             if let (true, Some(f), Some(t)) = (implies_then, end(&o.first), end(&o.then)) {
                 rels.push((f, t, Mode::Stop));
             }
@@ -653,6 +669,18 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
             continue;
         }
+        let mode = if o.symmetrical == Some(false) {
+            Mode::Asymmetric
+        } else {
+            Mode::Symmetric
+        };
+        // Interleaved clones: each then instance after the first instance placed on its node.
+        if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") {
+            for (f, t) in crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, false) {
+                rels.push((End::Start(f), End::Start(t), mode));
+            }
+            continue;
+        }
         let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
             (Some(g), _) => End::GroupRunning(g),
             (None, Some(r)) => End::Start(r),
@@ -662,11 +690,6 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             (Some(g), _) => End::GroupStart(g),
             (None, Some(r)) => End::Start(r),
             _ => continue,
-        };
-        let mode = if o.symmetrical == Some(false) {
-            Mode::Asymmetric
-        } else {
-            Mode::Symmetric
         };
         rels.push((first, then, mode));
     }
