@@ -1482,7 +1482,24 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         }
     }
     if !o.relaxed {
-        interleave_instances(obs, plan, &o.first, &o.first_action, &o.then, &o.then_action);
+        let pairs =
+            interleave_instances(obs, plan, &o.first, &o.first_action, &o.then, &o.then_action);
+        // A mandatory start ordering implies the then instance's start, so the first
+        // instance's probes come before the then instance's stops (a restart), as Pacemaker
+        // adds them for a probe's implied successors.
+        if o.mandatory && o.first_action == "start" && o.then_action == "start" {
+            for (f, t) in pairs {
+                let (Some(fr), Some(tr)) = (plan.actions[f].rsc, plan.actions[t].rsc) else {
+                    continue;
+                };
+                let stops: Vec<usize> = plan
+                    .stops(tr)
+                    .into_iter()
+                    .filter(|&x| !plan.actions[x].pseudo)
+                    .collect();
+                probes_before(plan, fr, &stops);
+            }
+        }
     }
     if o.first_action == "stop" && o.first != o.then {
         if let Some(ri) = obs.rsc_index(&o.first) {
@@ -1585,7 +1602,8 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
 
 /// An interleaved ordering between two clones (`clones::interleaved`) also orders each then
 /// instance's start or stop after that of the first instance on the same node (drawn-only
-/// actions too: Pacemaker orders the instances' actions whether or not they can run).
+/// actions too: Pacemaker orders the instances' actions whether or not they can run). Returns
+/// the ordered (first, then) action pairs.
 fn interleave_instances(
     obs: &Observed,
     plan: &mut Plan,
@@ -1593,18 +1611,19 @@ fn interleave_instances(
     first_action: &str,
     then: &str,
     then_action: &str,
-) {
+) -> Vec<(usize, usize)> {
     let kind = |task: &str| match task {
         "start" => Some(Kind::Start),
         "stop" => Some(Kind::Stop),
         _ => None,
     };
     let (Some(fk), Some(tk)) = (kind(first_action), kind(then_action)) else {
-        return;
+        return vec![];
     };
     let Some((fg, tg)) = crate::clones::interleaved(obs, first, then, then_action) else {
-        return;
+        return vec![];
     };
+    let mut pairs = Vec::new();
     let rel = match (first_action, then_action) {
         ("start", "start") => Rel::Start,
         ("stop", "stop") => Rel::Stop,
@@ -1628,6 +1647,8 @@ fn interleave_instances(
         };
         if let Some(&f) = firsts.iter().find(|&&f| plan.actions[f].node == Some(n)) {
             plan.edge_rel(f, t, rel);
+            pairs.push((f, t));
         }
     }
+    pairs
 }
