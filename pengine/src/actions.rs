@@ -753,9 +753,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
-                    }) || rec.one_or_more.iter().any(|(x, _)| {
-                        x.firsts.contains(&crate::one_or_more::Member::Rsc(ri))
-                    });
+                    }) || rec
+                        .one_or_more
+                        .iter()
+                        .any(|(x, _)| x.firsts.contains(&crate::one_or_more::Member::Rsc(ri)));
                     // (A failed remote connection held stopped by its reconnect interval gets
                     // no start at all.)
                     let to_stay_stopped = crate::remote::held_stopped(r);
@@ -1248,9 +1249,10 @@ fn group_actions(
     // placed whose start is not drawn only; they are then in the graph.)
     let clone_runnable = !is_group
         && !blocked_start
-        && members.iter().zip(&dot_starts).any(|(&m, d)| {
-            desired.assigned[m].is_some() && !desired.unmanaged[m] && d.is_empty()
-        });
+        && members
+            .iter()
+            .zip(&dot_starts)
+            .any(|(&m, d)| desired.assigned[m].is_some() && !desired.unmanaged[m] && d.is_empty());
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
@@ -1482,8 +1484,14 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         }
     }
     if !o.relaxed {
-        let pairs =
-            interleave_instances(obs, plan, &o.first, &o.first_action, &o.then, &o.then_action);
+        let pairs = interleave_instances(
+            obs,
+            plan,
+            &o.first,
+            &o.first_action,
+            &o.then,
+            &o.then_action,
+        );
         // A mandatory start ordering implies the then instance's start, so the first
         // instance's probes come before the then instance's stops (a restart), as Pacemaker
         // adds them for a probe's implied successors.
@@ -1634,9 +1642,7 @@ fn interleave_instances(
         (0..plan.actions.len())
             .filter(|&i| {
                 let a = &plan.actions[i];
-                a.rsc
-                    .is_some_and(|ri| obs.groups[gi].members.contains(&ri))
-                    && &a.kind == kind
+                a.rsc.is_some_and(|ri| obs.groups[gi].members.contains(&ri)) && &a.kind == kind
             })
             .collect()
     };

@@ -516,19 +516,6 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instance_numbers_are_stripped_only_when_numeric() {
-        assert_eq!(strip_instance("drbd0:1"), "drbd0");
-        assert_eq!(strip_instance("drbd0"), "drbd0");
-        assert_eq!(strip_instance("a:b"), "a:b");
-        assert_eq!(strip_instance("a:"), "a:");
-    }
-}
-
 /// The clones (first, then) of an ordering between two clones of primitives that Pacemaker
 /// 2.1.5 interleaves (`can_interleave_actions`): `interleave` of the then clone, or of the first
 /// when the then action is a stop or demote. Such an ordering also orders each then instance's
@@ -545,7 +532,10 @@ pub fn interleaved(
     if fg == tg {
         return None;
     }
-    let (fc, tc) = (obs.groups[fg].clone.as_ref()?, obs.groups[tg].clone.as_ref()?);
+    let (fc, tc) = (
+        obs.groups[fg].clone.as_ref()?,
+        obs.groups[tg].clone.as_ref()?,
+    );
     if !fc.instances.is_empty() || !tc.instances.is_empty() {
         return None;
     }
@@ -590,4 +580,17 @@ pub fn interleaved_instance(obs: &Observed, ri: usize, gi: usize) -> bool {
     obs.resources[ri]
         .group
         .is_some_and(|g| g != gi && obs.groups[g].clone.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_numbers_are_stripped_only_when_numeric() {
+        assert_eq!(strip_instance("drbd0:1"), "drbd0");
+        assert_eq!(strip_instance("drbd0"), "drbd0");
+        assert_eq!(strip_instance("a:b"), "a:b");
+        assert_eq!(strip_instance("a:"), "a:");
+    }
 }

@@ -650,7 +650,8 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             };
             if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
                 if implies_then {
-                    for (f, t) in crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, true)
+                    for (f, t) in
+                        crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, true)
                     {
                         rels.push((End::Stop(f), End::Stop(t), Mode::Stop));
                     }

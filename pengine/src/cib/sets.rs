@@ -34,7 +34,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Cib, Colocation, Ctx, Diagnostic, Element, Location, OneOrMore, Order, diag, is_true, parse_score,
+    Cib, Colocation, Ctx, Diagnostic, Element, Location, OneOrMore, Order, diag, is_true,
+    parse_score,
 };
 
 /// The elements a tag may refer to are resolved against these.
