@@ -722,7 +722,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     let mut a = act(Kind::Start, Some(ri), Some(*target));
                     if let Some(b) = blocked {
                         a.runnable = false;
-                        a.reason = Some(b.clone());
+                        a.reason = Some(b.clone()).filter(|b| !b.is_empty());
                         // The quorum policy makes the start unrunnable when it is created, so
                         // it is never made required.
                         a.optional = crate::reconcile::quorum_block(obs, ri).is_some();
@@ -1085,7 +1085,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // Ordering constraints.
     for oc in &obs_orders(obs) {
-        apply_order(obs, &mut plan, oc);
+        apply_order(obs, &mut plan, oc, &rec.inhibited);
     }
     one_or_more_actions(obs, rec, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
@@ -1249,10 +1249,21 @@ fn group_actions(
     // placed whose start is not drawn only; they are then in the graph.)
     let clone_runnable = !is_group
         && !blocked_start
-        && members
-            .iter()
-            .zip(&dot_starts)
-            .any(|(&m, d)| desired.assigned[m].is_some() && !desired.unmanaged[m] && d.is_empty());
+        && members.iter().zip(&dot_starts).any(|(&m, d)| {
+            let r = &obs.resources[m];
+            (desired.assigned[m].is_some()
+                && !desired.unmanaged[m]
+                && d.is_empty()
+                && plan.starts(m).iter().all(|&x| plan.actions[x].runnable))
+                || (desired.unmanaged[m] && !r.running_on.is_empty() && !r.blocked)
+        });
+    // A clone's start (and running) can run only while one instance's start can
+    // (Pacemaker sums its instances' flags).
+    if !is_group && !clone_runnable {
+        for id in [ids[0], ids[1]].into_iter().flatten() {
+            plan.actions[id].runnable = false;
+        }
+    }
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
@@ -1452,7 +1463,12 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
     }
 }
 
-fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+fn apply_order(
+    obs: &Observed,
+    plan: &mut Plan,
+    o: &OrderRef,
+    inhibited: &std::collections::BTreeSet<usize>,
+) {
     let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
     let thens = actions_for(obs, plan, &o.then, &o.then_action, false);
     let rel = |a: &str, b: &str| match (a, b) {
@@ -1491,6 +1507,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             &o.first_action,
             &o.then,
             &o.then_action,
+            inhibited,
         );
         // A mandatory start ordering implies the then instance's start, so the first
         // instance's probes come before the then instance's stops (a restart), as Pacemaker
@@ -1558,6 +1575,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             &inv(&o.then_action),
             &o.first,
             &inv(&o.first_action),
+            inhibited,
         );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
@@ -1619,6 +1637,7 @@ fn interleave_instances(
     first_action: &str,
     then: &str,
     then_action: &str,
+    inhibited: &std::collections::BTreeSet<usize>,
 ) -> Vec<(usize, usize)> {
     let kind = |task: &str| match task {
         "start" => Some(Kind::Start),
@@ -1646,8 +1665,21 @@ fn interleave_instances(
             })
             .collect()
     };
-    let firsts = of(plan, fg, &fk);
+    let firsts: Vec<usize> = of(plan, fg, &fk)
+        .into_iter()
+        .filter(|&f| {
+            !plan.actions[f]
+                .rsc
+                .is_some_and(|ri| inhibited.contains(&ri))
+        })
+        .collect();
     for t in of(plan, tg, &tk) {
+        if plan.actions[t]
+            .rsc
+            .is_some_and(|ri| inhibited.contains(&ri))
+        {
+            continue;
+        }
         let Some(n) = plan.actions[t].node else {
             continue;
         };

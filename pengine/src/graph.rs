@@ -908,6 +908,8 @@ pub fn summary_lines(
                     lines.push(line("Reload", name(ni), None, false));
                 }
             }
+            // (an instance Pacemaker unassigned for want of an interleaved first: no line)
+            Change::Start { .. } if rec.inhibited.contains(&ri) => {}
             Change::Start { target, blocked } => {
                 let ok = runnable_start(ri);
                 lines.push(line("Start", name(*target), blocked.clone(), !ok));

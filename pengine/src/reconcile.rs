@@ -58,6 +58,10 @@ pub struct Reconciliation {
     pub asymmetric_blocked_group_starts: std::collections::BTreeSet<usize>,
     /// The one-or-more pseudo actions (see `crate::one_or_more`) and whether each is runnable.
     pub one_or_more: Vec<(Relaxed, bool)>,
+    /// Clone instances placed where a mandatory interleaved ordering finds no instance of its
+    /// first clone placed (`clones::interleaved`): Pacemaker unassigns them once their start
+    /// exists, so the start stays (required, unrunnable) but the summary shows nothing.
+    pub inhibited: std::collections::BTreeSet<usize>,
 }
 
 impl Reconciliation {
@@ -617,6 +621,44 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             _ => s.required = true,
         }
     }
+    // Interleaved then instances with no first instance placed on their node are unassigned
+    // (only ones not active: Pacemaker's summary of an active one is not modelled); this
+    // cascades along interleaved orderings.
+    let mut assigned = desired.assigned.clone();
+    loop {
+        let mut changed = false;
+        for o in &obs.orders {
+            if o.kind != "mandatory"
+                || o.first_action != "start"
+                || o.then_action != "start"
+                || crate::one_or_more::name_of(obs, o).is_some()
+            {
+                continue;
+            }
+            let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") else {
+                continue;
+            };
+            let paired: Vec<usize> = crate::clones::instance_pairs(obs, &assigned, fg, tg, false)
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect();
+            for &t in &obs.groups[tg].members {
+                if assigned[t].is_some()
+                    && !paired.contains(&t)
+                    && obs.resources[t].running_on.is_empty()
+                    && !desired.unmanaged[t]
+                {
+                    assigned[t] = None;
+                    rec.inhibited.insert(t);
+                    st[t].runnable = false;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
@@ -677,7 +719,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         };
         // Interleaved clones: each then instance after the first instance placed on its node.
         if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") {
-            for (f, t) in crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, false) {
+            for (f, t) in crate::clones::instance_pairs(obs, &assigned, fg, tg, false) {
                 rels.push((End::Start(f), End::Start(t), mode));
             }
             continue;
@@ -776,7 +818,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     for ri in 0..n {
         let s = &st[ri];
         // A start an ordering changed has a reason, except one required by a stop ordering.
-        if !s.exists || (s.reason.is_none() && !s.required) || s.unmanaged {
+        if !s.exists
+            || (s.reason.is_none() && !s.required && !rec.inhibited.contains(&ri))
+            || s.unmanaged
+        {
             continue;
         }
         let r = &obs.resources[ri];
@@ -798,7 +843,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 blocked: None,
             } if !s.runnable => Change::Start {
                 target,
-                blocked: reason,
+                blocked: reason.or_else(|| rec.inhibited.contains(&ri).then(String::new)),
             },
             Change::Move { stops, .. } | Change::Recover { stops, .. } if !s.runnable => {
                 Change::Stop {
