@@ -586,6 +586,64 @@ pub fn interleaved_instance(obs: &Observed, ri: usize, gi: usize) -> bool {
 mod tests {
     use super::*;
 
+    /// Clones x-clone and y-clone (two instances each) on nodes n1, n2; `y_meta` goes on y-clone.
+    fn two_clones(x_meta: &str, y_meta: &str) -> Observed {
+        let clone = |id: &str, meta: &str| {
+            format!(
+                r#"<clone id="{id}-clone"><primitive id="{id}" class="ocf" provider="pacemaker" type="Dummy"/><meta_attributes id="{id}-m">{meta}</meta_attributes></clone>"#
+            )
+        };
+        let xml = format!(
+            r#"<cib><configuration><crm_config/><nodes><node id="n1" uname="n1"/><node id="n2" uname="n2"/></nodes>
+<resources>{}{}</resources><constraints/></configuration><status/></cib>"#,
+            clone("x", x_meta),
+            clone("y", y_meta)
+        );
+        crate::observed::observe(&crate::cib::parse_cib(&xml).expect("valid cib"), 0)
+    }
+
+    #[test]
+    fn interleave_is_the_then_clones_for_starts_and_the_firsts_for_stops() {
+        let on = r#"<nvpair id="i" name="interleave" value="true"/>"#;
+        let obs = two_clones("", on);
+        let (x, y) = (obs.group_index("x-clone"), obs.group_index("y-clone"));
+        assert_eq!(
+            interleaved(&obs, "x-clone", "y-clone", "start"),
+            Some((x.unwrap(), y.unwrap()))
+        );
+        assert_eq!(interleaved(&obs, "x-clone", "y-clone", "stop"), None);
+        assert_eq!(
+            interleaved(&obs, "y-clone", "x-clone", "stop"),
+            Some((y.unwrap(), x.unwrap()))
+        );
+        assert_eq!(interleaved(&obs, "y-clone", "y-clone", "start"), None);
+    }
+
+    #[test]
+    fn interleaved_instances_pair_by_node() {
+        let obs = two_clones("", "");
+        let (x, y) = (
+            obs.group_index("x-clone").unwrap(),
+            obs.group_index("y-clone").unwrap(),
+        );
+        let (x0, x1) = (obs.groups[x].members[0], obs.groups[x].members[1]);
+        let (y0, y1) = (obs.groups[y].members[0], obs.groups[y].members[1]);
+        let mut assigned = vec![None; obs.resources.len()];
+        assigned[x0] = Some(1);
+        assigned[x1] = Some(0);
+        assigned[y0] = Some(0);
+        assigned[y1] = Some(0);
+        // y:0 and y:1 both on node 0 pair with x:1 there; none is placed where x is not.
+        assert_eq!(
+            instance_pairs(&obs, &assigned, x, y, false),
+            [(x1, y0), (x1, y1)]
+        );
+        assigned[x1] = None;
+        assert!(instance_pairs(&obs, &assigned, x, y, false).is_empty());
+        // Current pairing looks at where they are active: nothing is.
+        assert!(instance_pairs(&obs, &assigned, x, y, true).is_empty());
+    }
+
     #[test]
     fn instance_numbers_are_stripped_only_when_numeric() {
         assert_eq!(strip_instance("drbd0:1"), "drbd0");

@@ -128,7 +128,79 @@ pub fn collect(obs: &Observed) -> Vec<Relaxed> {
 
 #[cfg(test)]
 mod tests {
+    //! Expected values are Pacemaker 2.1.5's rules applied by hand (module doc).
     use super::*;
+
+    fn observed(meta: &str, constraints: &str) -> Observed {
+        let prim = |id: &str| {
+            format!(r#"<primitive id="{id}" class="ocf" provider="pacemaker" type="Dummy"/>"#)
+        };
+        let xml = format!(
+            r#"<cib><configuration><crm_config/><nodes><node id="n1" uname="n1"/><node id="n2" uname="n2"/></nodes>
+<resources><clone id="a-clone">{}<meta_attributes id="m">{meta}</meta_attributes></clone>{}{}</resources>
+<constraints>{constraints}</constraints></configuration><status/></cib>"#,
+            prim("a"),
+            prim("b"),
+            prim("c")
+        );
+        let cib = crate::cib::parse_cib(&xml).expect("valid cib");
+        crate::observed::observe(&cib, 0)
+    }
+
+    #[test]
+    fn a_clone_with_clone_min_gates_its_then_on_that_many_instances() {
+        let obs = observed(
+            r#"<nvpair id="m1" name="clone-min" value="2"/>"#,
+            r#"<rsc_order id="o" first="a-clone" then="b"/>"#,
+        );
+        let rx = collect(&obs);
+        assert_eq!(rx.len(), 1);
+        assert_eq!(rx[0].name, "clone-one-or-more:o");
+        assert_eq!(rx[0].min, 2);
+        let instances: Vec<Member> = obs.groups[obs.group_index("a-clone").unwrap()]
+            .members
+            .iter()
+            .map(|&ri| Member::Rsc(ri))
+            .collect();
+        assert_eq!(rx[0].firsts, instances);
+        assert_eq!(rx[0].thens, [("b".to_string(), "start".to_string())]);
+        // require-all=false without clone-min means one; neither means an ordinary ordering.
+        let obs = observed(
+            "",
+            r#"<rsc_order id="o" first="a-clone" then="b" require-all="false"/>"#,
+        );
+        assert_eq!(collect(&obs)[0].min, 1);
+        let obs = observed("", r#"<rsc_order id="o" first="a-clone" then="b"/>"#);
+        assert!(collect(&obs).is_empty());
+        // A primitive first ignores require-all.
+        let obs = observed(
+            "",
+            r#"<rsc_order id="o" first="b" then="c" require-all="false"/>"#,
+        );
+        assert!(collect(&obs).is_empty());
+    }
+
+    #[test]
+    fn a_set_with_require_all_false_gates_the_next_set_on_one_member() {
+        let obs = observed(
+            "",
+            r#"<rsc_order id="o"><resource_set id="s1" require-all="false" sequential="false">
+<resource_ref id="a-clone"/><resource_ref id="b"/></resource_set>
+<resource_set id="s2"><resource_ref id="c"/></resource_set></rsc_order>"#,
+        );
+        let rx = collect(&obs);
+        assert_eq!(rx.len(), 1);
+        assert_eq!(rx[0].name, "one-or-more:s1");
+        assert_eq!(rx[0].min, 1);
+        assert_eq!(
+            rx[0].firsts,
+            [
+                Member::Group(obs.group_index("a-clone").unwrap()),
+                Member::Rsc(obs.rsc_index("b").unwrap())
+            ]
+        );
+        assert_eq!(rx[0].thens, [("c".to_string(), "start".to_string())]);
+    }
 
     #[test]
     fn clone_min_is_read_as_pacemaker_reads_it() {
