@@ -55,6 +55,8 @@ pub enum Kind {
     Delete,
     /// Pseudo action "load_stopped_<node>" (placement strategies other than default).
     LoadStopped,
+    /// A one-or-more ordering's pseudo action, by name (see `crate::one_or_more`).
+    OneOrMore(String),
 }
 
 /// What an ordering edge relates, so a migration's expansion picks the right half.
@@ -747,7 +749,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     let mut a = act(Kind::Start, Some(ri), Some(*target));
                     if let Some(b) = blocked {
                         a.runnable = false;
-                        a.reason = Some(b.clone());
+                        a.reason = Some(b.clone()).filter(|b| !b.is_empty());
                         // The quorum policy makes the start unrunnable when it is created, so
                         // it is never made required.
                         a.optional = crate::reconcile::quorum_block(obs, ri).is_some();
@@ -768,7 +770,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     // (A clone's or group's own ordering orders its pseudo actions, which
                     // always exist: no member or instance start is created for it. A
                     // container's implied ordering with what runs inside it creates nothing:
-                    // Pacemaker names its actions by key.)
+                    // Pacemaker names its actions by key. A one-or-more ordering names each
+                    // instance's start, which it creates.)
                     let is_this = |id: &str| id == r.id;
                     let referenced = obs.orders.iter().any(|o| {
                         (o.first_action == "start"
@@ -777,7 +780,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             || (o.then_action == "stop"
                                 && o.symmetrical.unwrap_or(o.kind != "serialize")
                                 && is_this(&o.then))
-                    });
+                    }) || rec
+                        .one_or_more
+                        .iter()
+                        .any(|(x, _)| x.firsts.contains(&crate::one_or_more::Member::Rsc(ri)));
                     // (A failed remote connection held stopped by its reconnect interval gets
                     // no start at all.)
                     let to_stay_stopped = crate::remote::held_stopped(r);
@@ -1117,9 +1123,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // Ordering constraints.
     for oc in &obs_orders(obs) {
-        apply_order(obs, &mut plan, oc);
+        apply_order(obs, &mut plan, oc, &rec.inhibited);
     }
     crate::guest::probes_skipped_orderings(obs, desired, rec, &mut plan);
+    one_or_more_actions(obs, rec, &mut plan);
     // Shutdown after every stop on the node. A resource frozen by a failure (on-fail=block)
     // has a stop there too, required by the shutdown and unrunnable (it is unmanaged), so the
     // shutdown cannot run; maintenance (the resource's, the cluster's or the node's) leaves
@@ -1295,16 +1302,36 @@ fn group_actions(
                 .collect()
         })
         .collect();
-    // (A clone runs while one instance is active: its running does not wait for them.)
-    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) && is_group {
+    // (A clone's start and running can run while one instance's start can: an instance
+    // placed whose start is not drawn only; they are then in the graph.)
+    let clone_runnable = !is_group
+        && !blocked_start
+        && members.iter().zip(&dot_starts).any(|(&m, d)| {
+            let r = &obs.resources[m];
+            (desired.assigned[m].is_some()
+                && !desired.unmanaged[m]
+                && d.is_empty()
+                && plan.starts(m).iter().all(|&x| plan.actions[x].runnable))
+                || (desired.unmanaged[m] && !r.running_on.is_empty() && !r.blocked)
+        });
+    // A clone's start (and running) can run only while one instance's start can
+    // (Pacemaker sums its instances' flags).
+    if !is_group && !clone_runnable {
+        for id in [ids[0], ids[1]].into_iter().flatten() {
+            plan.actions[id].runnable = false;
+        }
+    }
+    let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
-                Some(id) => {
-                    plan.actions[id].runnable = false;
-                    id
+                Some(id) => id,
+                None => {
+                    let mut a = drawn_group_pseudo(kind, gi);
+                    a.dot_only = !clone_runnable;
+                    plan.add(a)
                 }
-                None => plan.add(drawn_group_pseudo(kind, gi)),
             };
+            plan.actions[id].runnable = clone_runnable;
             ids[slot] = Some(id);
         }
         dot_starts
@@ -1341,7 +1368,13 @@ fn group_actions(
                 }
             }
             for &x in e {
-                plan.edge_rel(x, gr, Rel::Start);
+                // (an instance start that cannot run leaves a clone's running runnable)
+                let rel = if !is_group && plan.actions[x].dot_only {
+                    Rel::Optional
+                } else {
+                    Rel::Start
+                };
+                plan.edge_rel(x, gr, rel);
             }
             if !s.is_empty() && chained {
                 prev = e.clone();
@@ -1438,6 +1471,8 @@ struct OrderRef {
     /// The stop-before-start ordering of a mandatory anti-colocation: Pacemaker keeps it (and
     /// the probe orderings it implies) only between actions on the same node.
     anti_colocation: bool,
+    /// The forward direction goes through a one-or-more pseudo action (`one_or_more_actions`).
+    relaxed: bool,
 }
 
 fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
@@ -1452,6 +1487,7 @@ fn obs_orders(obs: &Observed) -> Vec<OrderRef> {
             mandatory: o.kind == "mandatory",
             kind_optional: o.kind == "optional",
             anti_colocation: o.kind == "anti-colocation",
+            relaxed: crate::one_or_more::name_of(obs, o).is_some(),
         })
         .collect()
 }
@@ -1477,7 +1513,12 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
     }
 }
 
-fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+fn apply_order(
+    obs: &Observed,
+    plan: &mut Plan,
+    o: &OrderRef,
+    inhibited: &std::collections::BTreeSet<usize>,
+) {
     let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
     let thens = actions_for(obs, plan, &o.then, &o.then_action, false);
     let rel = |a: &str, b: &str| match (a, b) {
@@ -1496,7 +1537,7 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let migrating_stop = |plan: &Plan, f: usize, task: &str| {
         task == "stop" && matches!(plan.actions[f].kind, Kind::Migrate { .. })
     };
-    for &f in &firsts {
+    for &f in firsts.iter().filter(|_| !o.relaxed) {
         for &t in &thens {
             if o.anti_colocation && !same_node(plan, f, t) {
                 continue;
@@ -1508,7 +1549,8 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             plan.edge_rel(f, t, rel(&o.first_action, &o.then_action));
         }
     }
-    if o.first_action == "start" && o.then_action == "start" {
+    // (an ordering replaced by a one-or-more pseudo action draws nothing of its own)
+    if !o.relaxed && o.first_action == "start" && o.then_action == "start" {
         let dot_starts = |id: &str| -> Vec<usize> {
             obs.rsc_index(id)
                 .map(|ri| {
@@ -1528,6 +1570,33 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 if plan.actions[f].dot_only || plan.actions[t].dot_only {
                     plan.dot_orderings.push((f, t));
                 }
+            }
+        }
+    }
+    if !o.relaxed {
+        let pairs = interleave_instances(
+            obs,
+            plan,
+            &o.first,
+            &o.first_action,
+            &o.then,
+            &o.then_action,
+            inhibited,
+        );
+        // A mandatory start ordering implies the then instance's start, so the first
+        // instance's probes come before the then instance's stops (a restart), as Pacemaker
+        // adds them for a probe's implied successors.
+        if o.mandatory && o.first_action == "start" && o.then_action == "start" {
+            for (f, t) in pairs {
+                let (Some(fr), Some(tr)) = (plan.actions[f].rsc, plan.actions[t].rsc) else {
+                    continue;
+                };
+                let stops: Vec<usize> = plan
+                    .stops(tr)
+                    .into_iter()
+                    .filter(|&x| !plan.actions[x].pseudo)
+                    .collect();
+                probes_before(plan, fr, &stops);
             }
         }
     }
@@ -1573,6 +1642,15 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 plan.edge_rel(f, t, r);
             }
         }
+        interleave_instances(
+            obs,
+            plan,
+            &o.then,
+            &inv(&o.then_action),
+            &o.first,
+            &inv(&o.first_action),
+            inhibited,
+        );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
                 probes_before(plan, ri, &thens);
@@ -1582,4 +1660,107 @@ fn apply_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             }
         }
     }
+}
+
+/// The one-or-more pseudo actions (see `crate::one_or_more`): one is in the graph when it is
+/// runnable and some first start happens (Pacemaker prints it only then), after every first
+/// start there (an optional ordering: an unrunnable first neither blocks it nor is its input)
+/// and before its thens. Pacemaker creates it while unpacking constraints, before any
+/// resource's action, so it is the oldest of the actions without a resource.
+fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
+    for (r, runnable) in &rec.one_or_more {
+        if !runnable {
+            continue;
+        }
+        let firsts: Vec<usize> = r
+            .firsts
+            .iter()
+            .flat_map(|&m| match m {
+                crate::one_or_more::Member::Rsc(ri) => plan.starts(ri),
+                crate::one_or_more::Member::Group(gi) => {
+                    plan.find_group(gi, &Kind::GroupStart).into_iter().collect()
+                }
+            })
+            .collect();
+        if !firsts.iter().any(|&f| plan.actions[f].runnable) {
+            continue;
+        }
+        let mut a = act(Kind::OneOrMore(r.name.clone()), None, None);
+        a.pseudo = true;
+        a.created_at = Some(0);
+        let pseudo = plan.add(a);
+        for f in firsts {
+            plan.edge_rel(f, pseudo, Rel::Optional);
+        }
+        for (then, action) in &r.thens {
+            for t in actions_for(obs, plan, then, action, false) {
+                plan.edge_rel(pseudo, t, Rel::Start);
+            }
+        }
+    }
+}
+
+/// An interleaved ordering between two clones (`clones::interleaved`) also orders each then
+/// instance's start or stop after that of the first instance on the same node (drawn-only
+/// actions too: Pacemaker orders the instances' actions whether or not they can run). Returns
+/// the ordered (first, then) action pairs.
+fn interleave_instances(
+    obs: &Observed,
+    plan: &mut Plan,
+    first: &str,
+    first_action: &str,
+    then: &str,
+    then_action: &str,
+    inhibited: &std::collections::BTreeSet<usize>,
+) -> Vec<(usize, usize)> {
+    let kind = |task: &str| match task {
+        "start" => Some(Kind::Start),
+        "stop" => Some(Kind::Stop),
+        _ => None,
+    };
+    let (Some(fk), Some(tk)) = (kind(first_action), kind(then_action)) else {
+        return vec![];
+    };
+    let Some((fg, tg)) = crate::clones::interleaved(obs, first, then, then_action) else {
+        return vec![];
+    };
+    let mut pairs = Vec::new();
+    let rel = match (first_action, then_action) {
+        ("start", "start") => Rel::Start,
+        ("stop", "stop") => Rel::Stop,
+        ("stop", "start") => Rel::StopStart,
+        _ => Rel::Plain,
+    };
+    let of = |plan: &Plan, gi: usize, kind: &Kind| -> Vec<usize> {
+        (0..plan.actions.len())
+            .filter(|&i| {
+                let a = &plan.actions[i];
+                a.rsc.is_some_and(|ri| obs.groups[gi].members.contains(&ri)) && &a.kind == kind
+            })
+            .collect()
+    };
+    let firsts: Vec<usize> = of(plan, fg, &fk)
+        .into_iter()
+        .filter(|&f| {
+            !plan.actions[f]
+                .rsc
+                .is_some_and(|ri| inhibited.contains(&ri))
+        })
+        .collect();
+    for t in of(plan, tg, &tk) {
+        if plan.actions[t]
+            .rsc
+            .is_some_and(|ri| inhibited.contains(&ri))
+        {
+            continue;
+        }
+        let Some(n) = plan.actions[t].node else {
+            continue;
+        };
+        if let Some(&f) = firsts.iter().find(|&&f| plan.actions[f].node == Some(n)) {
+            plan.edge_rel(f, t, rel);
+            pairs.push((f, t));
+        }
+    }
+    pairs
 }

@@ -332,6 +332,24 @@ pub struct Order {
     pub then_action: String,
     pub kind: String,
     pub symmetrical: Option<bool>,
+    /// Whether the first side gates the then through a one-or-more pseudo action (see
+    /// `crate::one_or_more`).
+    pub one_or_more: OneOrMore,
+}
+
+/// Where an ordering comes from, as far as Pacemaker's one-or-more orderings care.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OneOrMore {
+    /// Derived from a set, tag or template, or made internally: an ordinary ordering.
+    #[default]
+    No,
+    /// A plain `rsc_order`: one-or-more when its first is a clone with `clone-min`, or when it
+    /// says `require-all=false` (the attribute kept here).
+    Constraint { require_all: Option<bool> },
+    /// Between sets, the earlier one with `require-all=false`: the forward direction goes
+    /// through the pseudo action `one-or-more:<set id>`; the inverse is an ordinary ordering
+    /// when `symmetrical`.
+    Set(String),
 }
 
 /// One `lrm_rsc_op` history entry.
@@ -1036,6 +1054,9 @@ fn parse_constraint(
                 then_action,
                 kind,
                 symmetrical: c.attr("symmetrical").map(is_true),
+                one_or_more: OneOrMore::Constraint {
+                    require_all: sets::parse_bool(c.attr("require-all")),
+                },
             });
         }
         "rsc_ticket" => tickets::parse_rsc_ticket(ctx, c, names, &mut cib.rsc_tickets, diags),

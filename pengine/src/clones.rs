@@ -516,9 +516,133 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     }
 }
 
+/// The clones (first, then) of an ordering between two clones of primitives that Pacemaker
+/// 2.1.5 interleaves (`can_interleave_actions`): `interleave` of the then clone, or of the first
+/// when the then action is a stop or demote. Such an ordering also orders each then instance's
+/// action after the action of the first instance on the same node (placed node for starts,
+/// current node for stops), and the clones' own ordering no longer gates the then clone.
+pub fn interleaved(
+    obs: &Observed,
+    first: &str,
+    then: &str,
+    then_action: &str,
+) -> Option<(usize, usize)> {
+    let fg = obs.group_index(first)?;
+    let tg = obs.group_index(then)?;
+    if fg == tg {
+        return None;
+    }
+    let (fc, tc) = (
+        obs.groups[fg].clone.as_ref()?,
+        obs.groups[tg].clone.as_ref()?,
+    );
+    if !fc.instances.is_empty() || !tc.instances.is_empty() {
+        return None;
+    }
+    let consumer = if matches!(then_action, "stop" | "demote") {
+        fc
+    } else {
+        tc
+    };
+    consumer.interleave.then_some((fg, tg))
+}
+
+/// Interleaved instance pairs (first instance, then instance) of clones `fg` and `tg`: each then
+/// instance with the first instance on its node (`current`: where they are active; else where
+/// they are placed), as `find_compatible_child` pairs them.
+pub fn instance_pairs(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    fg: usize,
+    tg: usize,
+    current: bool,
+) -> Vec<(usize, usize)> {
+    let node = |ri: usize| {
+        if current {
+            obs.resources[ri].running_on.first().copied()
+        } else {
+            assigned[ri]
+        }
+    };
+    let mut out = Vec::new();
+    for &t in &obs.groups[tg].members {
+        let Some(n) = node(t) else { continue };
+        if let Some(&f) = obs.groups[fg].members.iter().find(|&&f| node(f) == Some(n)) {
+            out.push((f, t));
+        }
+    }
+    out
+}
+
+/// Whether `ri` is an instance of a clone of primitives other than `gi` (the first of an
+/// interleaved ordering whose then is an instance of `gi`).
+pub fn interleaved_instance(obs: &Observed, ri: usize, gi: usize) -> bool {
+    obs.resources[ri]
+        .group
+        .is_some_and(|g| g != gi && obs.groups[g].clone.is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Clones x-clone and y-clone (two instances each) on nodes n1, n2; `y_meta` goes on y-clone.
+    fn two_clones(x_meta: &str, y_meta: &str) -> Observed {
+        let clone = |id: &str, meta: &str| {
+            format!(
+                r#"<clone id="{id}-clone"><primitive id="{id}" class="ocf" provider="pacemaker" type="Dummy"/><meta_attributes id="{id}-m">{meta}</meta_attributes></clone>"#
+            )
+        };
+        let xml = format!(
+            r#"<cib><configuration><crm_config/><nodes><node id="n1" uname="n1"/><node id="n2" uname="n2"/></nodes>
+<resources>{}{}</resources><constraints/></configuration><status/></cib>"#,
+            clone("x", x_meta),
+            clone("y", y_meta)
+        );
+        crate::observed::observe(&crate::cib::parse_cib(&xml).expect("valid cib"), 0)
+    }
+
+    #[test]
+    fn interleave_is_the_then_clones_for_starts_and_the_firsts_for_stops() {
+        let on = r#"<nvpair id="i" name="interleave" value="true"/>"#;
+        let obs = two_clones("", on);
+        let (x, y) = (obs.group_index("x-clone"), obs.group_index("y-clone"));
+        assert_eq!(
+            interleaved(&obs, "x-clone", "y-clone", "start"),
+            Some((x.unwrap(), y.unwrap()))
+        );
+        assert_eq!(interleaved(&obs, "x-clone", "y-clone", "stop"), None);
+        assert_eq!(
+            interleaved(&obs, "y-clone", "x-clone", "stop"),
+            Some((y.unwrap(), x.unwrap()))
+        );
+        assert_eq!(interleaved(&obs, "y-clone", "y-clone", "start"), None);
+    }
+
+    #[test]
+    fn interleaved_instances_pair_by_node() {
+        let obs = two_clones("", "");
+        let (x, y) = (
+            obs.group_index("x-clone").unwrap(),
+            obs.group_index("y-clone").unwrap(),
+        );
+        let (x0, x1) = (obs.groups[x].members[0], obs.groups[x].members[1]);
+        let (y0, y1) = (obs.groups[y].members[0], obs.groups[y].members[1]);
+        let mut assigned = vec![None; obs.resources.len()];
+        assigned[x0] = Some(1);
+        assigned[x1] = Some(0);
+        assigned[y0] = Some(0);
+        assigned[y1] = Some(0);
+        // y:0 and y:1 both on node 0 pair with x:1 there; none is placed where x is not.
+        assert_eq!(
+            instance_pairs(&obs, &assigned, x, y, false),
+            [(x1, y0), (x1, y1)]
+        );
+        assigned[x1] = None;
+        assert!(instance_pairs(&obs, &assigned, x, y, false).is_empty());
+        // Current pairing looks at where they are active: nothing is.
+        assert!(instance_pairs(&obs, &assigned, x, y, true).is_empty());
+    }
 
     #[test]
     fn instance_numbers_are_stripped_only_when_numeric() {

@@ -53,6 +53,7 @@ pub fn resolve(obs: &mut Observed) {
             then_action: "start".into(),
             kind: "mandatory".into(),
             symmetrical: Some(true),
+            one_or_more: Default::default(),
         };
         obs.orders.push(order);
     }

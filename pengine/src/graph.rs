@@ -328,6 +328,19 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
+            Kind::OneOrMore(name) => {
+                let i = push(
+                    &mut g,
+                    name.clone(),
+                    name,
+                    None,
+                    None,
+                    0,
+                    EventKind::Pseudo,
+                    None,
+                );
+                (i, i, vec![i])
+            }
             Kind::ClearFailcount => {
                 let r = rname.clone().unwrap_or_default();
                 let i = push(
@@ -929,6 +942,8 @@ pub fn summary_lines(
                     lines.push(line("Reload", name(ni), None, false));
                 }
             }
+            // (an instance Pacemaker unassigned for want of an interleaved first: no line)
+            Change::Start { .. } if rec.inhibited.contains(&ri) => {}
             Change::Start { target, blocked } => {
                 let ok = runnable_start(ri);
                 lines.push(line("Start", name(*target), blocked.clone(), !ok));

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod guest;
 pub mod lifecycle;
 pub mod observed;
+pub mod one_or_more;
 pub mod op_defaults;
 pub mod placement;
 pub mod probe_restarts;

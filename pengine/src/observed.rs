@@ -831,6 +831,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 then_action: "start".into(),
                 kind: "anti-colocation".into(),
                 symmetrical: Some(false),
+                one_or_more: Default::default(),
             });
         }
     }

@@ -1,6 +1,7 @@
 //! Observed x desired -> named sets per resource: keep, start, stop, migrate, move, recover, restart, probe, blocked.
 
 use crate::observed::{Observed, Role};
+use crate::one_or_more::{Member, Relaxed};
 use crate::placement::Desired;
 
 /// What happens to one resource, in Pacemaker's summary vocabulary.
@@ -59,6 +60,12 @@ pub struct Reconciliation {
     /// Of those, the groups blocked by an asymmetrical ordering (symmetrical=false): their
     /// start is required as well as unrunnable, even when nothing in the group starts.
     pub asymmetric_blocked_group_starts: std::collections::BTreeSet<usize>,
+    /// The one-or-more pseudo actions (see `crate::one_or_more`) and whether each is runnable.
+    pub one_or_more: Vec<(Relaxed, bool)>,
+    /// Clone instances placed where a mandatory interleaved ordering finds no instance of its
+    /// first clone placed (`clones::interleaved`): Pacemaker unassigns them once their start
+    /// exists, so the start stays (required, unrunnable) but the summary shows nothing.
+    pub inhibited: std::collections::BTreeSet<usize>,
 }
 
 impl Reconciliation {
@@ -405,6 +412,8 @@ enum End {
     Stop(usize),
     /// A group's stop: its stopped pseudo action as a first, its members' stops as a then.
     GroupStop(usize),
+    /// A one-or-more pseudo action (index into `crate::one_or_more::collect`), as a first.
+    OneOrMore(usize),
 }
 
 /// Whether a resource's stop is required: it is active and stops (its change, or a start an
@@ -416,8 +425,20 @@ fn stop_required(obs: &Observed, st: &[StartState], ri: usize) -> bool {
         && (s.stopping || s.required || !s.runnable)
 }
 
-fn first_state(obs: &Observed, st: &[StartState], e: End) -> (bool, bool, String) {
+fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bool, bool, String) {
     match e {
+        // Runnable once enough of its firsts are; never required.
+        End::OneOrMore(k) => {
+            let runnable = rx[k]
+                .firsts
+                .iter()
+                .filter(|&&m| match m {
+                    Member::Rsc(ri) => st[ri].exists && st[ri].runnable,
+                    Member::Group(gi) => first_state(obs, rx, st, End::GroupStart(gi)).0,
+                })
+                .count();
+            (runnable >= rx[k].min, false, rx[k].name.clone())
+        }
         End::Start(ri) => (
             st[ri].runnable || !st[ri].exists,
             st[ri].required,
@@ -463,16 +484,21 @@ fn then_members(obs: &Observed, e: End) -> Vec<usize> {
         End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
             obs.groups[gi].members.clone()
         }
+        End::OneOrMore(_) => vec![],
     }
 }
 
 /// Whether a change of `ri`'s start can change what ordering end `e` says as a first.
-fn first_involves(obs: &Observed, e: End, ri: usize) -> bool {
+fn first_involves(obs: &Observed, rx: &[Relaxed], e: End, ri: usize) -> bool {
     match e {
         End::Start(r) | End::Stop(r) => r == ri,
         End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
             obs.groups[gi].members.contains(&ri)
         }
+        End::OneOrMore(k) => rx[k].firsts.iter().any(|&m| match m {
+            Member::Rsc(r) => r == ri,
+            Member::Group(gi) => obs.groups[gi].members.contains(&ri),
+        }),
     }
 }
 
@@ -483,19 +509,27 @@ fn first_involves(obs: &Observed, e: End, ri: usize) -> bool {
 /// (Pacemaker orders stop before start with implies-then), which in turn requires what follows.
 fn apply_ordering(
     obs: &Observed,
+    rx: &[Relaxed],
     desired: &Desired,
     st: &mut [StartState],
     f: End,
     ri: usize,
     mode: Mode,
 ) -> bool {
-    let (f_runnable, f_required, desc) = first_state(obs, st, f);
+    let (f_runnable, f_required, desc) = first_state(obs, rx, st, f);
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
     let f_required = f_required
         && match crate::clone_groups::clone_of(obs, ri) {
             None => true,
+            // (an interleaved ordering relates an instance of another clone to this one)
+            Some(c)
+                if matches!(f, End::Start(m) | End::Stop(m)
+                    if crate::clones::interleaved_instance(obs, m, c)) =>
+            {
+                true
+            }
             Some(_) => {
                 let own = obs.resources[ri]
                     .group
@@ -503,6 +537,7 @@ fn apply_ordering(
                 let first_group = match f {
                     End::Start(m) | End::Stop(m) => obs.resources[m].group,
                     End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g) => Some(g),
+                    End::OneOrMore(_) => None,
                 };
                 own.is_some() && first_group == own
             }
@@ -546,18 +581,19 @@ fn apply_ordering(
 /// that start changed, as Pacemaker re-processes a changed action's dependents at once.
 fn settle(
     obs: &Observed,
+    rx: &[Relaxed],
     desired: &Desired,
     rels: &[(End, End, Mode)],
     st: &mut [StartState],
     ri: usize,
 ) {
     for &(f, t, mode) in rels {
-        if !first_involves(obs, f, ri) {
+        if !first_involves(obs, rx, f, ri) {
             continue;
         }
         for m in then_members(obs, t) {
-            if apply_ordering(obs, desired, st, f, m, mode) {
-                settle(obs, desired, rels, st, m);
+            if apply_ordering(obs, rx, desired, st, f, m, mode) {
+                settle(obs, rx, desired, rels, st, m);
             }
         }
     }
@@ -568,6 +604,7 @@ fn settle(
 #[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
 pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconciliation) {
     let n = obs.resources.len();
+    let rx = crate::one_or_more::collect(obs);
     let mut st: Vec<StartState> = vec![StartState::default(); n];
     for ri in 0..n {
         if desired.unmanaged[ri] {
@@ -601,6 +638,44 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             _ => s.required = true,
         }
     }
+    // Interleaved then instances with no first instance placed on their node are unassigned
+    // (only ones not active: Pacemaker's summary of an active one is not modelled); this
+    // cascades along interleaved orderings.
+    let mut assigned = desired.assigned.clone();
+    loop {
+        let mut changed = false;
+        for o in &obs.orders {
+            if o.kind != "mandatory"
+                || o.first_action != "start"
+                || o.then_action != "start"
+                || crate::one_or_more::name_of(obs, o).is_some()
+            {
+                continue;
+            }
+            let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") else {
+                continue;
+            };
+            let paired: Vec<usize> = crate::clones::instance_pairs(obs, &assigned, fg, tg, false)
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect();
+            for &t in &obs.groups[tg].members {
+                if assigned[t].is_some()
+                    && !paired.contains(&t)
+                    && obs.resources[t].running_on.is_empty()
+                    && !desired.unmanaged[t]
+                {
+                    assigned[t] = None;
+                    rec.inhibited.insert(t);
+                    st[t].runnable = false;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
@@ -632,12 +707,38 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 "optional" => restart_type,
                 _ => false,
             };
+            if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
+                if implies_then {
+                    for (f, t) in
+                        crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, true)
+                    {
+                        rels.push((End::Stop(f), End::Stop(t), Mode::Stop));
+                    }
+                }
+                continue;
+            }
             if let (true, Some(f), Some(t)) = (implies_then, end(&o.first), end(&o.then)) {
                 rels.push((f, t, Mode::Stop));
             }
             continue;
         }
+        // (a one-or-more ordering gates its thens through its pseudo action, below)
+        if crate::one_or_more::name_of(obs, o).is_some() {
+            continue;
+        }
         if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
+            continue;
+        }
+        let mode = if o.symmetrical == Some(false) {
+            Mode::Asymmetric
+        } else {
+            Mode::Symmetric
+        };
+        // Interleaved clones: each then instance after the first instance placed on its node.
+        if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") {
+            for (f, t) in crate::clones::instance_pairs(obs, &assigned, fg, tg, false) {
+                rels.push((End::Start(f), End::Start(t), mode));
+            }
             continue;
         }
         let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
@@ -650,20 +751,30 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             (None, Some(r)) => End::Start(r),
             _ => continue,
         };
-        let mode = if o.symmetrical == Some(false) {
-            Mode::Asymmetric
-        } else {
-            Mode::Symmetric
-        };
         rels.push((first, then, mode));
+    }
+    // A one-or-more pseudo action makes its thens unrunnable when it is (whatever the
+    // ordering's kind: "runnable left" is always set), never required.
+    for (k, r) in rx.iter().enumerate() {
+        for (then, action) in &r.thens {
+            if action != "start" {
+                continue;
+            }
+            let then = match (obs.group_index(then), obs.rsc_index(then)) {
+                (Some(g), _) => End::GroupStart(g),
+                (None, Some(r)) => End::Start(r),
+                _ => continue,
+            };
+            rels.push((End::OneOrMore(k), then, Mode::Symmetric));
+        }
     }
     for _ in 0..(n + 2) {
         let mut changed = false;
         for &(f, t, mode) in &rels {
             for ri in then_members(obs, t) {
-                if apply_ordering(obs, desired, &mut st, f, ri, mode) {
+                if apply_ordering(obs, &rx, desired, &mut st, f, ri, mode) {
                     changed = true;
-                    settle(obs, desired, &rels, &mut st, ri);
+                    settle(obs, &rx, desired, &rels, &mut st, ri);
                 }
             }
         }
@@ -671,9 +782,14 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             break;
         }
     }
+    rec.one_or_more = rx
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (r.clone(), first_state(obs, &rx, &st, End::OneOrMore(k)).0))
+        .collect();
     for &(f, t, mode) in &rels {
         if let End::GroupStart(gi) = t {
-            if !first_state(obs, &st, f).0 {
+            if !first_state(obs, &rx, &st, f).0 {
                 rec.blocked_group_starts.insert(gi);
                 if mode == Mode::Asymmetric {
                     rec.asymmetric_blocked_group_starts.insert(gi);
@@ -737,7 +853,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     for ri in 0..n {
         let s = &st[ri];
         // A start an ordering changed has a reason, except one required by a stop ordering.
-        if !s.exists || (s.reason.is_none() && !s.required) || s.unmanaged {
+        if !s.exists
+            || (s.reason.is_none() && !s.required && !rec.inhibited.contains(&ri))
+            || s.unmanaged
+        {
             continue;
         }
         let r = &obs.resources[ri];
@@ -759,7 +878,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 blocked: None,
             } if !s.runnable => Change::Start {
                 target,
-                blocked: reason,
+                blocked: reason.or_else(|| rec.inhibited.contains(&ri).then(String::new)),
             },
             Change::Move { stops, .. } | Change::Recover { stops, .. } if !s.runnable => {
                 Change::Stop {

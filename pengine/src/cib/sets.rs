@@ -22,17 +22,20 @@
 //!   the set or the constraint says otherwise. Between consecutive sets (the constraint's kind and
 //!   symmetry): the earlier set's last member (every member unless it says `sequential=true`)
 //!   before the later set's first member (every member unless `sequential=true`), each pair
-//!   symmetrical like the constraint. `require-all=false` on a set followed by another (Pacemaker's
-//!   "one-or-more" pseudo action) is not supported: the constraint is refused with a diagnostic.
+//!   symmetrical like the constraint. `require-all=false` on a set followed by another (its action
+//!   a start) orders every member of it before every member of the next through Pacemaker's
+//!   `one-or-more:<set id>` pseudo action (`OneOrMore::Set`, see `crate::one_or_more`); the
+//!   inverse keeps the ordinary pairs. With another action it is refused with a diagnostic.
 //!
 //! A constraint that names something that is neither a resource nor a tag or template with
 //! resources is ignored, as Pacemaker ignores it, with a `Cib::config_errors` entry; what is not
-//! supported (require-all=false, tags in a loop) is ignored with a diagnostic.
+//! supported (require-all=false on promotes, tags in a loop) is ignored with a diagnostic.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Cib, Colocation, Ctx, Diagnostic, Element, Location, Order, diag, is_true, parse_score,
+    Cib, Colocation, Ctx, Diagnostic, Element, Location, OneOrMore, Order, diag, is_true,
+    parse_score,
 };
 
 /// The elements a tag may refer to are resolved against these.
@@ -166,7 +169,7 @@ impl RscSet {
 }
 
 /// Pacemaker's strict boolean: `None` when absent or not a boolean word.
-fn parse_bool(s: Option<&str>) -> Option<bool> {
+pub(crate) fn parse_bool(s: Option<&str>) -> Option<bool> {
     match s?.trim().to_ascii_lowercase().as_str() {
         "true" | "on" | "yes" | "y" | "1" => Some(true),
         "false" | "off" | "no" | "n" | "0" => Some(false),
@@ -183,8 +186,8 @@ pub(crate) enum SetError {
     TagLoop(String),
     /// A colocation between two tags or templates.
     TwoTags,
-    /// `require-all=false` on a set followed by another set (Pacemaker's one-or-more pseudo
-    /// action), not supported.
+    /// `require-all=false` on a set followed by another set whose action is neither start,
+    /// stop nor demote (a one-or-more ordering of promotes), not supported.
     RequireAll(String),
 }
 
@@ -205,7 +208,7 @@ impl std::fmt::Display for SetError {
             SetError::RequireAll(set) => write!(
                 f,
                 "resource_set '{set}' with require-all=false before another set (one-or-more \
-                 ordering) is not supported: constraint ignored"
+                 ordering) is only supported for starts: constraint ignored"
             ),
         }
     }
@@ -536,6 +539,7 @@ pub(crate) fn orders(c: &Element, sets: &[RscSet]) -> Result<Vec<Order>, SetErro
         then_action: actions.1.to_string(),
         kind: kind.to_string(),
         symmetrical: Some(sym),
+        one_or_more: OneOrMore::No,
     };
     let mut out = Vec::new();
     for (i, set) in sets.iter().enumerate() {
@@ -573,17 +577,6 @@ pub(crate) fn orders(c: &Element, sets: &[RscSet]) -> Result<Vec<Order>, SetErro
         }
         let earlier = &sets[i - 1];
         let first_action = earlier.action.as_deref().unwrap_or("start");
-        // require-all=false makes Pacemaker order through a one-or-more pseudo action, in the
-        // direction whose first action is not a stop or demote.
-        for (one_of, first_task) in [(earlier, first_action.to_string())]
-            .into_iter()
-            .chain(symmetrical.then(|| (set, invert(action))))
-        {
-            let relaxed = parse_bool(one_of.require_all.as_deref()) == Some(false);
-            if relaxed && !matches!(first_task.as_str(), "stop" | "demote") {
-                return Err(SetError::RequireAll(one_of.id.clone()));
-            }
-        }
         let firsts: &[String] = match parse_bool(earlier.sequential.as_deref()) {
             Some(true) => earlier
                 .members
@@ -596,6 +589,34 @@ pub(crate) fn orders(c: &Element, sets: &[RscSet]) -> Result<Vec<Order>, SetErro
             Some(true) => m.get(..1).unwrap_or(&[]),
             _ => m,
         };
+        // require-all=false on the earlier set (unless its action is a stop or demote) orders
+        // every member of it before the one-or-more pseudo action and that before every
+        // member of the later set, whatever `sequential` says; the inverse stays ordinary.
+        let relaxed = parse_bool(earlier.require_all.as_deref()) == Some(false)
+            && !matches!(first_action, "stop" | "demote");
+        // (the inverse of a later set with require-all=false whose action is a stop or demote
+        // would be one-or-more too: not supported)
+        if symmetrical
+            && parse_bool(set.require_all.as_deref()) == Some(false)
+            && matches!(action, "stop" | "demote")
+        {
+            return Err(SetError::RequireAll(set.id.clone()));
+        }
+        if relaxed {
+            if first_action != "start" {
+                return Err(SetError::RequireAll(earlier.id.clone()));
+            }
+            let via = OneOrMore::Set(earlier.id.clone());
+            for f in &earlier.members {
+                for t in m {
+                    let mut o = new(f, t, (first_action, action), &kind, false);
+                    o.symmetrical = Some(symmetrical && firsts.contains(f) && thens.contains(t));
+                    o.one_or_more = via.clone();
+                    out.push(o);
+                }
+            }
+            continue;
+        }
         for f in firsts {
             for t in thens {
                 out.push(new(f, t, (first_action, action), &kind, symmetrical));
@@ -805,14 +826,26 @@ mod tests {
     }
 
     #[test]
-    fn require_all_false_before_another_set_is_refused_with_a_diagnostic() {
+    fn require_all_false_before_another_set_orders_through_one_or_more() {
+        use crate::cib::OneOrMore;
         let cib = cib(r#"<rsc_order id="k">
-<resource_set id="s1" require-all="false"><resource_ref id="a"/><resource_ref id="b"/></resource_set>
+<resource_set id="s1" require-all="false" sequential="true"><resource_ref id="a"/><resource_ref id="b"/></resource_set>
 <resource_set id="s2"><resource_ref id="c"/></resource_set></rsc_order>"#);
-        assert!(cib.orders.is_empty());
-        assert_eq!(cib.diagnostics.len(), 1);
-        assert_eq!(cib.diagnostics[0].id, "k");
-        assert!(cib.diagnostics[0].message.contains("s1"));
+        assert!(cib.diagnostics.is_empty());
+        // The set's own chain, then every member before the pseudo action; only the pair an
+        // ordinary ordering would make (last of a sequential set) keeps the inverse.
+        assert_eq!(
+            orders(&cib),
+            [
+                o("a", "b", "mandatory", true),
+                o("a", "c", "mandatory", false),
+                o("b", "c", "mandatory", true)
+            ]
+        );
+        let via: Vec<_> = cib.orders.iter().map(|o| o.one_or_more.clone()).collect();
+        assert_eq!(via[0], OneOrMore::No);
+        assert_eq!(via[1], OneOrMore::Set("s1".into()));
+        assert_eq!(via[2], OneOrMore::Set("s1".into()));
         // On the last set it only concerns the inverse stops, where Pacemaker requires all.
         let cib = super::tests::cib(
             r#"<rsc_order id="k">
@@ -821,6 +854,15 @@ mod tests {
         );
         assert_eq!(orders(&cib), [o("a", "c", "mandatory", true)]);
         assert!(cib.diagnostics.is_empty());
+        // Promotes through one-or-more are refused.
+        let cib = super::tests::cib(
+            r#"<rsc_order id="k">
+<resource_set id="s1" action="promote" require-all="false"><resource_ref id="a"/></resource_set>
+<resource_set id="s2"><resource_ref id="c"/></resource_set></rsc_order>"#,
+        );
+        assert!(cib.orders.is_empty());
+        assert_eq!(cib.diagnostics.len(), 1);
+        assert!(cib.diagnostics[0].message.contains("s1"));
     }
 
     #[test]
