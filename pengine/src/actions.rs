@@ -1276,7 +1276,8 @@ fn group_actions(
         let r = &obs.resources[m];
         r.blocked && !r.managed && !r.running_on.is_empty()
     });
-    if let Some(gd) = ids[3].filter(|_| frozen) {
+    // (A clone is stopped whatever its instances' stops.)
+    if let Some(gd) = ids[3].filter(|_| frozen && is_group) {
         plan.actions[gd].runnable = false;
     }
     if instances.is_empty() {

@@ -169,10 +169,11 @@ pub fn render_instances(
     }
 }
 
-/// For a history entry `lrm_id` of a clone of a group that no instance can take: a new orphan
-/// instance `group:N` (N the clone's next instance number, every member an orphan), added to
-/// the clone as Pacemaker does, so later entries find it as an active instance; returns its
-/// member named by the entry. `None` for other histories.
+/// For a history entry `lrm_id` of an anonymous clone that no instance can take: a new orphan
+/// instance (N the clone's next instance number): `child:N` for a clone of a primitive, else
+/// `group:N` with every member an orphan, added to the clone as Pacemaker does, so later
+/// entries find it as an active instance; returns its resource named by the entry. `None` for
+/// other histories.
 pub fn orphan_member(
     obs: &mut Observed,
     cib: &Cib,
@@ -183,13 +184,26 @@ pub fn orphan_member(
     let base = crate::clones::strip_instance(lrm_id);
     let &ci = clones.get(base)?;
     let spec = obs.groups[ci].clone.as_ref()?;
-    if spec.instances.is_empty() {
-        return None;
-    }
-    let def = cib.resources.iter().find_map(|r| match r {
-        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => c.group.as_ref(),
+    let clone_def = cib.resources.iter().find_map(|r| match r {
+        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => Some(c),
         _ => None,
     })?;
+    if spec.instances.is_empty() {
+        // A clone of a primitive: the orphan is its next instance `child:N`.
+        let n = obs.groups[ci].members.len();
+        let gmeta = obs.groups[ci].meta.clone();
+        let mut rsc = make_resource(&clone_def.child, cib, Some(&gmeta), now);
+        rsc.id = format!("{}:{n}", clone_def.child.id);
+        rsc.group = Some(ci);
+        rsc.clone_base = Some(clone_def.child.id.clone());
+        rsc.orphan = true;
+        rsc.managed = obs.resources[obs.groups[ci].members[0]].managed;
+        let ri = obs.resources.len();
+        obs.resources.push(rsc);
+        obs.groups[ci].members.push(ri);
+        return Some(ri);
+    }
+    let def = clone_def.group.as_ref()?;
     let n = spec.instances.len();
     let gmeta = obs.groups[spec.instances[0]].meta.clone();
     let ig = obs.groups.len();

@@ -500,12 +500,27 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             plan_reason[ga] = plan.actions[pi].reason.as_deref();
         }
     }
+    // A clone is stopped whether or not its instances' stops can run (Pacemaker orders an
+    // instance's stop before the clone's stopped without requiring it): only the clone's own
+    // stop makes its stopped unrunnable.
+    let clone_stopped: Vec<bool> = g
+        .actions
+        .iter()
+        .map(|a| {
+            a.rsc.is_none()
+                && a.task == "stopped"
+                && a.group.is_some_and(|gi| obs.groups[gi].clone.is_some())
+        })
+        .collect();
+    let groups: Vec<Option<usize>> = g.actions.iter().map(|a| a.group).collect();
+    let instance_to_clone_stopped = |f: usize, t: usize| clone_stopped[t] && groups[f] != groups[t];
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
             if !g.actions[f].runnable
                 && g.actions[t].runnable
                 && !g.optional_orderings.contains(&(f, t))
+                && !instance_to_clone_stopped(f, t)
             {
                 g.actions[t].runnable = false;
                 if let (Some(fr), Some(tr)) = (g.actions[f].rsc, g.actions[t].rsc) {
@@ -1458,10 +1473,15 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         if (of_groups || crate::clone_groups::is_instance(obs, gi)) && orphaned(gi) {
             continue;
         }
+        // (The one instance a clone with clone-max 0 has is shown; orphans found in the
+        // history are not.)
+        let first_orphan = g.clone.as_ref().map_or(0, |c| c.max.max(1));
         let member_rows = g
             .members
             .iter()
-            .filter(|&&ri| !(of_groups && obs.resources[ri].orphan))
+            .enumerate()
+            .filter(|&(k, &ri)| !(obs.resources[ri].orphan && (of_groups || k >= first_orphan)))
+            .map(|(_, ri)| ri)
             .map(|&ri| {
                 let scores = match g.clone {
                     None => desired
