@@ -1050,7 +1050,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let r = &obs.resources[ri];
             let unknown_there = !r.known_on.contains(&fenced_node)
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
-            if crate::reconcile::needs_fencing(obs, r) || unknown_there {
+            // (A start that requires nothing waits for no fencing.)
+            let needs_nothing = crate::reconcile::start_requires_nothing(obs, r);
+            if crate::reconcile::needs_fencing(obs, r) || (unknown_there && !needs_nothing) {
                 plan.edge(fence_ids[fi], s);
             }
         }

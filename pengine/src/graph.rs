@@ -1268,11 +1268,34 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         // over a migrate_to's default).
         attrs.sort_by(|x, y| x.0.cmp(&y.0));
         attrs.dedup_by(|later, first| later.0 == first.0);
+        // A name that starts with a digit is no XML attribute name: Pacemaker writes it as a
+        // `<param name= value=>` child instead.
+        let digit = |k: &str| k.starts_with(|c: char| c.is_ascii_digit());
         let body: Vec<String> = attrs
             .iter()
+            .filter(|(k, _)| !digit(k))
             .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
             .collect();
-        let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        let params: Vec<String> = attrs
+            .iter()
+            .filter(|(k, _)| digit(k))
+            .map(|(k, v)| {
+                format!(
+                    "          <param name=\"{}\" value=\"{}\"/>",
+                    xml_escape(k),
+                    xml_escape(v)
+                )
+            })
+            .collect();
+        if params.is_empty() {
+            let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        } else {
+            let _ = writeln!(out, "        <attributes {} >", body.join(" "));
+            for p in &params {
+                let _ = writeln!(out, "{p}");
+            }
+            let _ = writeln!(out, "        </attributes>");
+        }
         if a.event == EventKind::Fence || a.task == "do_shutdown" {
             if let Some(n) = a.node {
                 let _ = writeln!(
