@@ -76,11 +76,37 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // The clone's colocations with resources already placed, as its instances take them: all
     // of them when not every node gets an instance, else only mandatory and negative ones.
     let cib = ctx.cib;
+    // With `interleave`, a colocation with another clone placing as many instances per node
+    // pairs each instance with one of the other clone's (`interleaved`, applied as each
+    // instance is placed), instead of the other clone's nodes as a whole.
+    let interleaved_with = |with: &str| -> Option<usize> {
+        if !spec.interleave {
+            return None;
+        }
+        let super::Unit::Group(w) = unit_of(obs, with)? else {
+            return None;
+        };
+        let other = obs.groups[w].clone.as_ref()?;
+        (w != gi && obs.groups[w].id == with && other.node_max == spec.node_max).then_some(w)
+    };
+    let interleaved: Vec<(usize, usize)> = cib
+        .colocations
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.rsc == clone_id)
+        .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
+        .filter(|(_, c)| c.rsc_role.is_none() && c.with_rsc_role.is_none())
+        .filter_map(|(i, c)| {
+            let w = interleaved_with(&c.with_rsc)?;
+            ctx.done[obs.groups[w].members[0]].then_some((i, w))
+        })
+        .collect();
     let colocations: Vec<(usize, Vec<usize>)> = cib
         .colocations
         .iter()
         .enumerate()
         .filter(|(_, c)| c.rsc == clone_id)
+        .filter(|(i, _)| !interleaved.iter().any(|(ci, _)| ci == i))
         .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
         // A positive colocation of one role counts when roles are chosen (`promotable.rs`).
         .filter(|(_, c)| {
@@ -254,6 +280,37 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
         }
         let backup = scores[k].clone();
+        // Each interleaved colocation with the instance of the other clone placed on the
+        // instance's best node that has one (Pacemaker's `find_compatible_child`).
+        for &(ci, w) in &interleaved {
+            let c = &cib.colocations[ci];
+            let mut nodes: Vec<(usize, i64)> = scores[k].iter().map(|(&n, &v)| (n, v)).collect();
+            nodes.sort_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| natural_cmp(&obs.nodes[a.0].uname, &obs.nodes[b.0].uname))
+            });
+            let placed: Vec<usize> = crate::clone_groups::instances(obs, w)
+                .iter()
+                .filter_map(|u| ctx.desired.assigned.get(u[0]).copied().flatten())
+                .collect();
+            let pair = nodes.iter().map(|n| n.0).find(|n| placed.contains(n));
+            for (&ni, v) in scores[k].iter_mut() {
+                if pair == Some(ni) {
+                    if c.score.abs() < INFINITY {
+                        *v = add_score(*v, c.score);
+                    } else if c.score <= -INFINITY {
+                        *v = -INFINITY;
+                    }
+                } else if c.score >= INFINITY {
+                    *v = -INFINITY;
+                }
+            }
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: pair.unwrap_or(usize::MAX),
+                delta: c.score,
+                why: format!("colocation {} (interleaved)", c.id),
+            });
+        }
         // What is colocated with the clone, as the instance takes it while placed.
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);

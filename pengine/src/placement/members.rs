@@ -324,6 +324,17 @@ fn add_colocated_as(
     merging.push(other);
     let mut work = nodes.clone();
     match other {
+        // A clone counts with its own scores (its locations; once placed, what it merged),
+        // not its instances' (Pacemaker merges a clone as a primitive).
+        Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
+            let done = ctx.obs.groups[gi].members.iter().all(|&m| ctx.done[m]);
+            let theirs = if done {
+                ctx.desired.group_scores[gi].clone()
+            } else {
+                location_scores(ctx, gi)
+            };
+            add_matching(ctx, &mut work, &theirs, attr, factor, flags.nonnegative);
+        }
         Named::Group(gi) => {
             if let Some(&first) = ctx.obs.groups[gi].members.first() {
                 add_colocated_as(
