@@ -38,7 +38,8 @@ pub fn add_instances(
             let mut rsc = make_resource(p, cib, Some(&gmeta), now);
             rsc.id = format!("{}:{n}", p.id);
             rsc.group = Some(gi);
-            rsc.clone_base = Some(p.id.clone());
+            // A unique instance's members are known by their own ids only.
+            rsc.clone_base = (!spec.unique).then(|| p.id.clone());
             rsc.orphan = n >= spec.max;
             members.push(obs.resources.len());
             obs.resources.push(rsc);
@@ -133,7 +134,9 @@ pub fn render_instances(
                     .is_some_and(|(task, _)| task != "probe")
             });
         let partially = rs().any(|r| !r.running_on.is_empty());
-        let full = if pending {
+        // A unique clone shows every instance (Pacemaker tests the clone's orphan flag, not
+        // the instance's).
+        let full = if pending || spec.unique {
             true
         } else if !partially {
             false

@@ -312,11 +312,12 @@ pub fn named_by_history(obs: &Observed, rid: &str) -> Vec<usize> {
     let base = strip_instance(rid);
     let clone = obs.groups.iter().find(|g| {
         g.clone.as_ref().is_some_and(|c| {
-            !c.unique && c.child == base
-                || (!c.instances.is_empty()
-                    && g.members
-                        .iter()
-                        .any(|&m| obs.resources[m].history_id() == base))
+            !c.unique
+                && (c.child == base
+                    || (!c.instances.is_empty()
+                        && g.members
+                            .iter()
+                            .any(|&m| obs.resources[m].history_id() == base)))
         })
     });
     match clone {
@@ -449,6 +450,10 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
         );
     }
     // A unique clone lists every instance on its own line, by its own id.
+    if spec.unique && !spec.instances.is_empty() {
+        crate::clone_groups::render_instances(obs, gi, show_pending, &mut Vec::new(), out);
+        return;
+    }
     if spec.unique {
         for &m in &g.members {
             let _ = writeln!(

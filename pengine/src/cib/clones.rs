@@ -1,6 +1,6 @@
-//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: clones of one primitive (anonymous
-//! or globally unique) or of a group (anonymous), promotable or not; globally unique clones of
-//! groups are refused with the reason (not planned yet).
+//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: clones of one primitive or of a
+//! group, anonymous or globally unique, promotable or not (promotable clones of groups are
+//! refused with the reason: not planned yet).
 
 use super::{Element, Group, NvSet, Primitive, is_true};
 
@@ -74,14 +74,6 @@ pub(super) fn parse(
             .collect();
         if members.is_empty() {
             return Err("clone of an empty group ignored".into());
-        }
-        // (A member whose standard cannot be unique makes the clone anonymous.)
-        if plain_meta(&meta, "globally-unique").is_some_and(is_true)
-            && members.iter().all(|m| supports_unique(&m.class))
-        {
-            return Err(
-                "globally unique clones of groups are not supported yet: clone ignored".into(),
-            );
         }
         return Ok(Some(CloneDef {
             id: el.id().to_string(),
