@@ -506,12 +506,25 @@ fn apply_colocations(
                 .iter()
                 .any(|&p| same_attribute(obs, c.attr.as_deref(), ni, p))
         };
+        // A clone primary applies a finite score once per instance placed alike (a unique
+        // clone may place several on one node).
+        let clone_primary = matches!(c.primary, Named::Group(g) if obs.groups[g].clone.is_some());
+        let times = |ni: usize| {
+            placed
+                .iter()
+                .filter(|&&p| same_attribute(obs, c.attr.as_deref(), ni, p))
+                .count()
+        };
         let mut work = scores.clone();
         for (&ni, v) in work.iter_mut() {
             if placed.is_empty() {
                 *v = add_score(-c.score, *v);
             } else if alike(ni) {
-                if c.score < INFINITY {
+                if c.score < INFINITY && clone_primary {
+                    for _ in 0..times(ni) {
+                        *v = add_score(c.score, *v);
+                    }
+                } else if c.score < INFINITY {
                     *v = add_score(c.score, *v);
                 }
             } else if c.score >= INFINITY {
