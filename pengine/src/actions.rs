@@ -116,6 +116,16 @@ pub struct Plan {
 
 impl Plan {
     fn add(&mut self, a: Action) -> usize {
+        // One clear_failcount per resource and node: Pacemaker finds the one already created.
+        if a.kind == Kind::ClearFailcount {
+            if let Some(i) = self
+                .actions
+                .iter()
+                .position(|b| b.kind == Kind::ClearFailcount && b.rsc == a.rsc && b.node == a.node)
+            {
+                return i;
+            }
+        }
         self.actions.push(a);
         self.actions.len() - 1
     }
