@@ -1,13 +1,13 @@
-//! Anonymous clones as Pacemaker 2.1.5 unpacks and shows them: the instances (`child:N`) as
-//! resources of a clone `Group` (`Group::clone`), each node's history of the cloned primitive
-//! mapped to an instance, fail counts by the primitive's name, and the "Clone Set" status lines.
+//! Clones as Pacemaker 2.1.5 unpacks and shows them: the instances (`child:N`) as resources of
+//! a clone `Group` (`Group::clone`); for an anonymous clone each node's history of the cloned
+//! primitive mapped to an instance and fail counts by the primitive's name, for a globally
+//! unique one histories and fail counts by the instance's own id; the "Clone Set" status lines.
 //!
 //! A clone is kept as an `observed::Group` whose members are its instances, so the pseudo
 //! actions (`CLONE_start_0`, `_running_0`, `_stop_0`, `_stopped_0`) and constraints naming the
 //! clone work as they do for groups; what differs (no member chain, placement by instance
 //! count, the status block) branches on `Group::clone`. Promotable clones (roles) can extend
-//! `CloneSpec`; they and globally unique clones are refused in `cib`. Clones of groups:
-//! `crate::clone_groups`.
+//! `CloneSpec` (`crate::promotable`). Clones of groups: `crate::clone_groups`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
