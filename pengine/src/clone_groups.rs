@@ -1,9 +1,9 @@
-//! Clones of a group (anonymous or globally unique) as Pacemaker 2.1.5 models them: each
-//! instance is a group `group:N` of numbered members (`member:N`), kept as an ordinary `observed::Group` (chained,
-//! its own pseudo actions) listed in the clone's `CloneSpec::instances`; the clone `Group`'s
-//! members are every instance's members, instance by instance. This module owns what differs
-//! from a clone of a primitive: building the instances, which instance a resource belongs to,
-//! and the instances' lines of the "Clone Set" status block.
+//! Clones of a group (anonymous or globally unique) as Pacemaker 2.1.5 models them: each instance
+//! is a group `group:N` of numbered members (`member:N`), kept as an ordinary `observed::Group`
+//! (chained, its own pseudo actions) listed in the clone's `CloneSpec::instances`; the clone
+//! `Group`'s members are every instance's members, instance by instance. This module owns what
+//! differs from a clone of a primitive: building the instances, which instance a resource belongs
+//! to, and the instances' lines of the "Clone Set" status block.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
