@@ -124,6 +124,16 @@ pub struct Plan {
 
 impl Plan {
     fn add(&mut self, a: Action) -> usize {
+        // One clear_failcount per resource and node: Pacemaker finds the one already created.
+        if a.kind == Kind::ClearFailcount {
+            if let Some(i) = self
+                .actions
+                .iter()
+                .position(|b| b.kind == Kind::ClearFailcount && b.rsc == a.rsc && b.node == a.node)
+            {
+                return i;
+            }
+        }
         self.actions.push(a);
         self.actions.len() - 1
     }
@@ -1085,6 +1095,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             let unknown_there = !r.known_on.contains(&fenced_node)
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
             let needs_fencing = crate::reconcile::needs_fencing(obs, r);
+            // (A start that requires nothing waits for no fencing.)
+            let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);
             if migrates {
                 // A migration's (pseudo) start waits as a start would; its migrate_to (or the
                 // migrate_from continuing it) needs what the start needs.
@@ -1351,7 +1363,8 @@ fn group_actions(
         let r = &obs.resources[m];
         r.blocked && !r.managed && !r.running_on.is_empty()
     });
-    if let Some(gd) = ids[3].filter(|_| frozen) {
+    // (A clone is stopped whatever its instances' stops.)
+    if let Some(gd) = ids[3].filter(|_| frozen && is_group) {
         plan.actions[gd].runnable = false;
     }
     if instances.is_empty() {

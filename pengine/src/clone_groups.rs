@@ -1,9 +1,9 @@
-//! Anonymous clones of a group as Pacemaker 2.1.5 models them: each instance is a group
-//! `group:N` of numbered members (`member:N`), kept as an ordinary `observed::Group` (chained,
-//! its own pseudo actions) listed in the clone's `CloneSpec::instances`; the clone `Group`'s
-//! members are every instance's members, instance by instance. This module owns what differs
-//! from a clone of a primitive: building the instances, which instance a resource belongs to,
-//! and the instances' lines of the "Clone Set" status block.
+//! Clones of a group (anonymous or globally unique) as Pacemaker 2.1.5 models them: each instance
+//! is a group `group:N` of numbered members (`member:N`), kept as an ordinary `observed::Group`
+//! (chained, its own pseudo actions) listed in the clone's `CloneSpec::instances`; the clone
+//! `Group`'s members are every instance's members, instance by instance. This module owns what
+//! differs from a clone of a primitive: building the instances, which instance a resource belongs
+//! to, and the instances' lines of the "Clone Set" status block.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -38,7 +38,8 @@ pub fn add_instances(
             let mut rsc = make_resource(p, cib, Some(&gmeta), now);
             rsc.id = format!("{}:{n}", p.id);
             rsc.group = Some(gi);
-            rsc.clone_base = Some(p.id.clone());
+            // A unique instance's members are known by their own ids only.
+            rsc.clone_base = (!spec.unique).then(|| p.id.clone());
             rsc.orphan = n >= spec.max;
             members.push(obs.resources.len());
             obs.resources.push(rsc);
@@ -133,7 +134,9 @@ pub fn render_instances(
                     .is_some_and(|(task, _)| task != "probe")
             });
         let partially = rs().any(|r| !r.running_on.is_empty());
-        let full = if pending {
+        // A unique clone shows every instance (Pacemaker tests the clone's orphan flag, not
+        // the instance's).
+        let full = if pending || spec.unique {
             true
         } else if !partially {
             false
@@ -169,10 +172,11 @@ pub fn render_instances(
     }
 }
 
-/// For a history entry `lrm_id` of a clone of a group that no instance can take: a new orphan
-/// instance `group:N` (N the clone's next instance number, every member an orphan), added to
-/// the clone as Pacemaker does, so later entries find it as an active instance; returns its
-/// member named by the entry. `None` for other histories.
+/// For a history entry `lrm_id` of an anonymous clone that no instance can take: a new orphan
+/// instance (N the clone's next instance number): `child:N` for a clone of a primitive, else
+/// `group:N` with every member an orphan, added to the clone as Pacemaker does, so later
+/// entries find it as an active instance; returns its resource named by the entry. `None` for
+/// other histories.
 pub fn orphan_member(
     obs: &mut Observed,
     cib: &Cib,
@@ -183,13 +187,26 @@ pub fn orphan_member(
     let base = crate::clones::strip_instance(lrm_id);
     let &ci = clones.get(base)?;
     let spec = obs.groups[ci].clone.as_ref()?;
-    if spec.instances.is_empty() {
-        return None;
-    }
-    let def = cib.resources.iter().find_map(|r| match r {
-        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => c.group.as_ref(),
+    let clone_def = cib.resources.iter().find_map(|r| match r {
+        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => Some(c),
         _ => None,
     })?;
+    if spec.instances.is_empty() {
+        // A clone of a primitive: the orphan is its next instance `child:N`.
+        let n = obs.groups[ci].members.len();
+        let gmeta = obs.groups[ci].meta.clone();
+        let mut rsc = make_resource(&clone_def.child, cib, Some(&gmeta), now);
+        rsc.id = format!("{}:{n}", clone_def.child.id);
+        rsc.group = Some(ci);
+        rsc.clone_base = Some(clone_def.child.id.clone());
+        rsc.orphan = true;
+        rsc.managed = obs.resources[obs.groups[ci].members[0]].managed;
+        let ri = obs.resources.len();
+        obs.resources.push(rsc);
+        obs.groups[ci].members.push(ri);
+        return Some(ri);
+    }
+    let def = clone_def.group.as_ref()?;
     let n = spec.instances.len();
     let gmeta = obs.groups[spec.instances[0]].meta.clone();
     let ig = obs.groups.len();

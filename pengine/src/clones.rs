@@ -1,13 +1,13 @@
-//! Anonymous clones as Pacemaker 2.1.5 unpacks and shows them: the instances (`child:N`) as
-//! resources of a clone `Group` (`Group::clone`), each node's history of the cloned primitive
-//! mapped to an instance, fail counts by the primitive's name, and the "Clone Set" status lines.
+//! Clones as Pacemaker 2.1.5 unpacks and shows them: the instances (`child:N`) as resources of
+//! a clone `Group` (`Group::clone`); for an anonymous clone each node's history of the cloned
+//! primitive mapped to an instance and fail counts by the primitive's name, for a globally
+//! unique one histories and fail counts by the instance's own id; the "Clone Set" status lines.
 //!
 //! A clone is kept as an `observed::Group` whose members are its instances, so the pseudo
 //! actions (`CLONE_start_0`, `_running_0`, `_stop_0`, `_stopped_0`) and constraints naming the
 //! clone work as they do for groups; what differs (no member chain, placement by instance
 //! count, the status block) branches on `Group::clone`. Promotable clones (roles) can extend
-//! `CloneSpec`; they and globally unique clones are refused in `cib`. Clones of groups:
-//! `crate::clone_groups`.
+//! `CloneSpec` (`crate::promotable`). Clones of groups: `crate::clone_groups`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
@@ -26,6 +26,9 @@ pub struct CloneSpec {
     pub max: usize,
     /// `clone-node-max` (always 1 for anonymous clones).
     pub node_max: usize,
+    /// `globally-unique`: each instance is a resource of its own (`child:N` in the history,
+    /// fail counts, probes and status), see `unique_instance`.
+    pub unique: bool,
     pub interleave: bool,
     pub ordered: bool,
     pub notify: bool,
@@ -61,14 +64,35 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
     let flag = |name: &str| meta.get(name).is_some_and(|v| is_true(v));
     // (`cib` refuses a larger clone-max; one set by a rule is capped the same way.)
     let cap = crate::cib::clones::MAX_INSTANCES as usize;
-    let max = match meta.get("clone-max") {
+    let mut max = match meta.get("clone-max") {
         Some(v) => scan_count(v).min(cap),
         None => obs.nodes.len().max(1),
     };
+    let mut unique = flag("globally-unique");
+    let mut node_max = match meta.get("clone-node-max") {
+        Some(v) if unique => scan_count(v),
+        _ => 1,
+    };
+    // An agent standard that cannot be unique makes the clone anonymous, with at most one
+    // instance per node (Pacemaker's `pe__force_anon`).
+    let classes: Vec<&str> = match &c.group {
+        Some(g) => g.members.iter().map(|m| m.class.as_str()).collect(),
+        None => vec![c.child.class.as_str()],
+    };
+    if unique
+        && !classes
+            .iter()
+            .all(|k| crate::cib::clones::supports_unique(k))
+    {
+        unique = false;
+        node_max = 1;
+        max = max.min(obs.nodes.len());
+    }
     let spec = CloneSpec {
         child: c.child.id.clone(),
         max,
-        node_max: 1,
+        node_max,
+        unique,
         interleave: flag("interleave"),
         ordered: flag("ordered"),
         notify: flag("notify"),
@@ -86,7 +110,8 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
         let mut rsc = make_resource(&c.child, cib, Some(&meta), now);
         rsc.id = format!("{}:{n}", c.child.id);
         rsc.group = Some(gi);
-        rsc.clone_base = Some(c.child.id.clone());
+        // A unique instance is known by its own id only (history, fail counts, graph).
+        rsc.clone_base = (!unique).then(|| c.child.id.clone());
         rsc.orphan = n >= max;
         members.push(obs.resources.len());
         obs.resources.push(rsc);
@@ -115,6 +140,10 @@ pub fn by_child(obs: &Observed) -> HashMap<String, usize> {
     let mut out = HashMap::new();
     for (gi, g) in obs.groups.iter().enumerate() {
         let Some(c) = g.clone.as_ref() else { continue };
+        // A unique clone's histories name their instance exactly (as any resource's).
+        if c.unique {
+            continue;
+        }
         if c.instances.is_empty() {
             out.insert(c.child.clone(), gi);
         } else {
@@ -283,11 +312,12 @@ pub fn named_by_history(obs: &Observed, rid: &str) -> Vec<usize> {
     let base = strip_instance(rid);
     let clone = obs.groups.iter().find(|g| {
         g.clone.as_ref().is_some_and(|c| {
-            c.child == base
-                || (!c.instances.is_empty()
-                    && g.members
-                        .iter()
-                        .any(|&m| obs.resources[m].history_id() == base))
+            !c.unique
+                && (c.child == base
+                    || (!c.instances.is_empty()
+                        && g.members
+                            .iter()
+                            .any(|&m| obs.resources[m].history_id() == base)))
         })
     });
     match clone {
@@ -301,8 +331,8 @@ pub fn named_by_history(obs: &Observed, rid: &str) -> Vec<usize> {
     }
 }
 
-/// The instance of clone group `gi` that is probed on node `ni` (Pacemaker probes one per
-/// node): the one whose history there is known, else the one placed there, else the first;
+/// The instance of clone group `gi` that is probed on node `ni` (every instance of a unique
+/// clone; an anonymous clone probes one per node): the one whose history there is known, else the one placed there, else the first;
 /// for a clone of a group, among the members named as resource `ri`.
 pub fn probed_instance(
     obs: &Observed,
@@ -311,6 +341,9 @@ pub fn probed_instance(
     ni: usize,
     ri: usize,
 ) -> Option<usize> {
+    if obs.groups[gi].clone.as_ref().is_some_and(|c| c.unique) {
+        return Some(ri);
+    }
     let base = obs.resources[ri].history_id();
     let members: Vec<usize> = obs.groups[gi]
         .members
@@ -355,13 +388,7 @@ pub fn graph_meta(obs: &Observed, gi: usize, instance: Option<usize>) -> Vec<(St
     }
     out.push(("CRM_meta_clone_max".into(), spec.max.to_string()));
     out.push(("CRM_meta_clone_node_max".into(), spec.node_max.to_string()));
-    out.push((
-        "CRM_meta_globally_unique".into(),
-        g.meta
-            .get("globally-unique")
-            .map(|v| is_true(v).to_string())
-            .unwrap_or_else(|| "false".into()),
-    ));
+    out.push(("CRM_meta_globally_unique".into(), spec.unique.to_string()));
     if let Some(p) = spec.promotable.as_ref() {
         out.push(("CRM_meta_master_max".into(), p.promoted_max.to_string()));
         out.push((
@@ -402,6 +429,9 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     if spec.promotable.is_some() {
         attrs.push("promotable");
     }
+    if spec.unique {
+        attrs.push("unique");
+    }
     if !clone_managed(obs, g) {
         attrs.push("unmanaged");
     }
@@ -418,6 +448,21 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
             spec.child,
             attrs.join(", ")
         );
+    }
+    // A unique clone lists every instance on its own line, by its own id.
+    if spec.unique && !spec.instances.is_empty() {
+        crate::clone_groups::render_instances(obs, gi, show_pending, &mut Vec::new(), out);
+        return;
+    }
+    if spec.unique {
+        for &m in &g.members {
+            let _ = writeln!(
+                out,
+                "      * {}",
+                crate::status::primitive_line_with(obs, &obs.resources[m], show_pending)
+            );
+        }
+        return;
     }
     let mut started: Vec<usize> = Vec::new();
     let mut promoted: Vec<usize> = Vec::new();

@@ -40,10 +40,9 @@ pub fn explain(cib: &Cib, now: i64, rsc: &str) -> Result<(Transition, Trace), Ex
     let (transition, trace) = crate::schedule_traced(cib, now, Some(rsc));
     match trace {
         Some(trace) if !transition.observed.resources[trace.rsc].orphan => Ok((transition, trace)),
-        _ if transition
-            .observed
-            .rsc_index(rsc)
-            .is_some_and(|ri| transition.observed.resources[ri].clone_base.is_some()) =>
+        _ if transition.observed.rsc_index(rsc).is_some_and(|ri| {
+            crate::clone_groups::clone_of(&transition.observed, ri).is_some()
+        }) =>
         {
             Err(ExplainError::CloneInstance {
                 rsc: rsc.to_string(),

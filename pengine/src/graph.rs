@@ -547,12 +547,27 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             plan_reason[ga] = plan.actions[pi].reason.as_deref();
         }
     }
+    // A clone is stopped whether or not its instances' stops can run (Pacemaker orders an
+    // instance's stop before the clone's stopped without requiring it): only the clone's own
+    // stop makes its stopped unrunnable.
+    let clone_stopped: Vec<bool> = g
+        .actions
+        .iter()
+        .map(|a| {
+            a.rsc.is_none()
+                && a.task == "stopped"
+                && a.group.is_some_and(|gi| obs.groups[gi].clone.is_some())
+        })
+        .collect();
+    let groups: Vec<Option<usize>> = g.actions.iter().map(|a| a.group).collect();
+    let instance_to_clone_stopped = |f: usize, t: usize| clone_stopped[t] && groups[f] != groups[t];
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
             if !g.actions[f].runnable
                 && g.actions[t].runnable
                 && !g.optional_orderings.contains(&(f, t))
+                && !instance_to_clone_stopped(f, t)
             {
                 g.actions[t].runnable = false;
                 if let (Some(fr), Some(tr)) = (g.actions[f].rsc, g.actions[t].rsc) {
@@ -1302,11 +1317,34 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
         // over a migrate_to's default).
         attrs.sort_by(|x, y| x.0.cmp(&y.0));
         attrs.dedup_by(|later, first| later.0 == first.0);
+        // A name that starts with a digit is no XML attribute name: Pacemaker writes it as a
+        // `<param name= value=>` child instead.
+        let digit = |k: &str| k.starts_with(|c: char| c.is_ascii_digit());
         let body: Vec<String> = attrs
             .iter()
+            .filter(|(k, _)| !digit(k))
             .map(|(k, v)| format!("{}=\"{}\"", xml_escape(k), xml_escape(v)))
             .collect();
-        let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        let params: Vec<String> = attrs
+            .iter()
+            .filter(|(k, _)| digit(k))
+            .map(|(k, v)| {
+                format!(
+                    "          <param name=\"{}\" value=\"{}\"/>",
+                    xml_escape(k),
+                    xml_escape(v)
+                )
+            })
+            .collect();
+        if params.is_empty() {
+            let _ = writeln!(out, "        <attributes {} />", body.join(" "));
+        } else {
+            let _ = writeln!(out, "        <attributes {} >", body.join(" "));
+            for p in &params {
+                let _ = writeln!(out, "{p}");
+            }
+            let _ = writeln!(out, "        </attributes>");
+        }
         if a.event == EventKind::Fence || a.task == "do_shutdown" {
             if let Some(n) = a.node {
                 let _ = writeln!(
@@ -1507,10 +1545,15 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         if (of_groups || crate::clone_groups::is_instance(obs, gi)) && orphaned(gi) {
             continue;
         }
+        // (The one instance a clone with clone-max 0 has is shown; orphans found in the
+        // history are not.)
+        let first_orphan = g.clone.as_ref().map_or(0, |c| c.max.max(1));
         let member_rows = g
             .members
             .iter()
-            .filter(|&&ri| !(of_groups && obs.resources[ri].orphan))
+            .enumerate()
+            .filter(|&(k, &ri)| !(obs.resources[ri].orphan && (of_groups || k >= first_orphan)))
+            .map(|(_, ri)| ri)
             .map(|&ri| {
                 let scores = match g.clone {
                     None => desired

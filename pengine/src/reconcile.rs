@@ -145,7 +145,7 @@ pub fn needs_fencing(obs: &Observed, r: &crate::observed::Resource) -> bool {
 /// Whether a resource's start requires nothing (Pacemaker's `requires`): set so, or by default
 /// for a resource that is no fencing device when fencing is disabled and no-quorum-policy is
 /// ignore.
-fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resource) -> bool {
+pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resource) -> bool {
     match r
         .meta
         .get("requires")

@@ -1,10 +1,10 @@
-//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: anonymous clones of one primitive
-//! or of a group, promotable or not; globally unique clones are refused with the reason (not
-//! planned yet).
+//! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: clones of one primitive or of a
+//! group, anonymous or globally unique, promotable or not (promotable clones of groups are
+//! refused with the reason: not planned yet).
 
 use super::{Element, Group, NvSet, Primitive, is_true};
 
-/// An anonymous clone of a primitive: its own meta attributes (the clone's options, and what its
+/// A clone of a primitive or group: its own meta attributes (the clone's options, and what its
 /// instances inherit, such as `target-role` and `is-managed`) and the cloned primitive.
 #[derive(Debug, Clone, Default)]
 pub struct CloneDef {
@@ -32,6 +32,12 @@ fn plain_meta<'a>(meta: &'a [NvSet], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// Whether agents of standard `class` may be globally unique clones (Pacemaker 2.1.5's
+/// `pcmk_ra_cap_unique`: OCF and fencing); a clone of others is forced anonymous.
+pub fn supports_unique(class: &str) -> bool {
+    class.eq_ignore_ascii_case("ocf") || class.eq_ignore_ascii_case("stonith")
+}
+
 /// Reads a `<clone>`: `Ok(None)` when its primitive is ignored (a template that cannot be used;
 /// the error is the caller's), `Err(reason)` for what is not supported yet.
 pub(super) fn parse(
@@ -47,9 +53,6 @@ pub(super) fn parse(
                 "clone-max {max} is above {MAX_INSTANCES} instances: clone ignored"
             ));
         }
-    }
-    if plain_meta(&meta, "globally-unique").is_some_and(is_true) {
-        return Err("globally unique clones are not supported yet: clone ignored".into());
     }
     let mut children = el
         .children

@@ -37,8 +37,14 @@ pub(super) fn placed_nodes(ctx: &Ctx, u: super::Unit) -> Vec<usize> {
 /// The best node for an instance, as `assign_best_node` ranks them: score, then (unless
 /// placement-strategy=minimal) free capacity for `balanced`, fewest resources placed and its
 /// current node, then name in byte order; only available nodes with a non-negative score. Of
-/// the nodes sharing a positive best score its current node wins.
-fn best_node(ctx: &Ctx, scores: &BTreeMap<usize, i64>, running: Option<usize>) -> Option<usize> {
+/// the nodes sharing a positive best score its current node wins, unless the clone is globally
+/// unique (Pacemaker lets unique instances rebalance).
+fn best_node(
+    ctx: &Ctx,
+    scores: &BTreeMap<usize, i64>,
+    running: Option<usize>,
+    unique: bool,
+) -> Option<usize> {
     let obs = ctx.obs;
     let strategy = obs.placement_strategy.as_str();
     let mut candidates: Vec<(usize, i64)> = scores
@@ -62,7 +68,9 @@ fn best_node(ctx: &Ctx, scores: &BTreeMap<usize, i64>, running: Option<usize>) -
     });
     let &(first, best) = candidates.first()?;
     match running {
-        Some(cur) if best > 0 && candidates.iter().any(|&(ni, s)| ni == cur && s == best) => {
+        Some(cur)
+            if !unique && best > 0 && candidates.iter().any(|&(ni, s)| ni == cur && s == best) =>
+        {
             Some(cur)
         }
         _ => Some(first),
@@ -92,11 +100,37 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // The clone's colocations with resources already placed, as its instances take them: all
     // of them when not every node gets an instance, else only mandatory and negative ones.
     let cib = ctx.cib;
+    // With `interleave`, a colocation with another clone placing as many instances per node
+    // pairs each instance with one of the other clone's (`interleaved`, applied as each
+    // instance is placed), instead of the other clone's nodes as a whole.
+    let interleaved_with = |with: &str| -> Option<usize> {
+        if !spec.interleave {
+            return None;
+        }
+        let super::Unit::Group(w) = unit_of(obs, with)? else {
+            return None;
+        };
+        let other = obs.groups[w].clone.as_ref()?;
+        (w != gi && obs.groups[w].id == with && other.node_max == spec.node_max).then_some(w)
+    };
+    let interleaved: Vec<(usize, usize)> = cib
+        .colocations
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.rsc == clone_id)
+        .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
+        .filter(|(_, c)| c.rsc_role.is_none() && c.with_rsc_role.is_none())
+        .filter_map(|(i, c)| {
+            let w = interleaved_with(&c.with_rsc)?;
+            ctx.done[obs.groups[w].members[0]].then_some((i, w))
+        })
+        .collect();
     let colocations: Vec<(usize, Vec<usize>)> = cib
         .colocations
         .iter()
         .enumerate()
         .filter(|(_, c)| c.rsc == clone_id)
+        .filter(|(i, _)| !interleaved.iter().any(|(ci, _)| ci == i))
         .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
         // A positive colocation of one role counts when roles are chosen (`promotable.rs`).
         .filter(|(_, c)| {
@@ -270,6 +304,37 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
         }
         let backup = scores[k].clone();
+        // Each interleaved colocation with the instance of the other clone placed on the
+        // instance's best node that has one (Pacemaker's `find_compatible_child`).
+        for &(ci, w) in &interleaved {
+            let c = &cib.colocations[ci];
+            let mut nodes: Vec<(usize, i64)> = scores[k].iter().map(|(&n, &v)| (n, v)).collect();
+            nodes.sort_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
+            });
+            let placed: Vec<usize> = crate::clone_groups::instances(obs, w)
+                .iter()
+                .filter_map(|u| ctx.desired.assigned.get(u[0]).copied().flatten())
+                .collect();
+            let pair = nodes.iter().map(|n| n.0).find(|n| placed.contains(n));
+            for (&ni, v) in scores[k].iter_mut() {
+                if pair == Some(ni) {
+                    if c.score.abs() < INFINITY {
+                        *v = add_score(*v, c.score);
+                    } else if c.score <= -INFINITY {
+                        *v = -INFINITY;
+                    }
+                } else if c.score >= INFINITY {
+                    *v = -INFINITY;
+                }
+            }
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: pair.unwrap_or(usize::MAX),
+                delta: c.score,
+                why: format!("colocation {} (interleaved)", c.id),
+            });
+        }
         // What is colocated with the clone, as the instance takes it while placed.
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
@@ -285,13 +350,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         } else {
             match prefer {
                 Some(p) => {
-                    let best = best_node(ctx, &scores[k], running);
+                    let best = best_node(ctx, &scores[k], running, spec.unique);
                     let best_score = best.and_then(|b| scores[k].get(&b).copied());
                     let ps = scores[k].get(&p).copied().unwrap_or(-INFINITY);
                     (node_available(obs, p) && ps >= 0 && best_score.is_some_and(|b| ps >= b))
                         .then_some(p)
                 }
-                None => best_node(ctx, &scores[k], running),
+                None => best_node(ctx, &scores[k], running, spec.unique),
             }
         };
         if prefer.is_some() && chosen.is_none() {

@@ -324,6 +324,17 @@ fn add_colocated_as(
     merging.push(other);
     let mut work = nodes.clone();
     match other {
+        // A clone counts with its own scores (its locations; once placed, what it merged),
+        // not its instances' (Pacemaker merges a clone as a primitive).
+        Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
+            let done = ctx.obs.groups[gi].members.iter().all(|&m| ctx.done[m]);
+            let theirs = if done {
+                ctx.desired.group_scores[gi].clone()
+            } else {
+                location_scores(ctx, gi)
+            };
+            add_matching(ctx, &mut work, &theirs, attr, factor, flags.nonnegative);
+        }
         Named::Group(gi) => {
             if let Some(&first) = ctx.obs.groups[gi].members.first() {
                 add_colocated_as(
@@ -495,12 +506,25 @@ fn apply_colocations(
                 .iter()
                 .any(|&p| same_attribute(obs, c.attr.as_deref(), ni, p))
         };
+        // A clone primary applies a finite score once per instance placed alike (a unique
+        // clone may place several on one node).
+        let clone_primary = matches!(c.primary, Named::Group(g) if obs.groups[g].clone.is_some());
+        let times = |ni: usize| {
+            placed
+                .iter()
+                .filter(|&&p| same_attribute(obs, c.attr.as_deref(), ni, p))
+                .count()
+        };
         let mut work = scores.clone();
         for (&ni, v) in work.iter_mut() {
             if placed.is_empty() {
                 *v = add_score(-c.score, *v);
             } else if alike(ni) {
-                if c.score < INFINITY {
+                if c.score < INFINITY && clone_primary {
+                    for _ in 0..times(ni) {
+                        *v = add_score(c.score, *v);
+                    }
+                } else if c.score < INFINITY {
                     *v = add_score(c.score, *v);
                 }
             } else if c.score >= INFINITY {
