@@ -81,8 +81,14 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
         let observed = pengine::observed::observe(&cib, now);
         // Clone instances are placed by the clone, which records no trace yet: explain refuses
         // them (checked below), so their scores are compared by the conformance test only.
-        for r in observed.resources.iter().filter(|r| !r.orphan) {
-            if r.clone_base.is_some() {
+        for (ri, r) in observed
+            .resources
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.orphan)
+        {
+            // (unique instances carry their own ids: membership, not the base name, says it)
+            if pengine::clone_groups::clone_of(&observed, ri).is_some() {
                 match pengine::explain::explain(&cib, now, &r.id) {
                     Err(pengine::explain::ExplainError::CloneInstance { .. }) => {}
                     other => failures.push(format!(
