@@ -90,9 +90,14 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         let id = text(r, "id");
         id.rsplit_once(':').map_or(id, |(b, _)| b).to_string()
     };
-    let cloned: Vec<String> = instances.iter().map(|r| base(r)).collect();
+    // (a globally unique clone lists each instance under its own id)
+    let cloned: Vec<String> = instances
+        .iter()
+        .flat_map(|r| [base(r), text(r, "id").to_string()])
+        .collect();
     for r in &instances {
         let own = format!("{} (", base(r));
+        let own_id = format!("{} (", text(r, "id"));
         for node in array(r, "nodes") {
             let node = node.as_str().unwrap_or_default();
             let shown = lines.iter().any(|l| {
@@ -104,7 +109,8 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
                 ]
                 .iter()
                 .any(|p| l.starts_with(p))
-                    || l.starts_with(&own))
+                    || l.starts_with(&own)
+                    || l.starts_with(&own_id))
                     && l.split([' ', '[', ']']).any(|w| w == node)
             });
             if !shown {
