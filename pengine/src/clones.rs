@@ -100,6 +100,40 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
     obs.top.push(Top::Group(gi));
 }
 
+/// For a history entry `lrm_id` of a clone of a primitive that no instance can take: a new
+/// orphan instance `child:N` (N the clone's next instance number), added to the clone as
+/// Pacemaker does (`create_child_clone` with no instance number), so later entries find it.
+/// `None` for other histories.
+pub fn orphan_instance(
+    obs: &mut Observed,
+    cib: &Cib,
+    clones: &HashMap<String, usize>,
+    lrm_id: &str,
+    now: i64,
+) -> Option<usize> {
+    let &ci = clones.get(strip_instance(lrm_id))?;
+    let spec = obs.groups[ci].clone.as_ref()?;
+    if !spec.instances.is_empty() {
+        return None;
+    }
+    let def = cib.resources.iter().find_map(|r| match r {
+        crate::cib::ResourceDef::Clone(c) if c.id == obs.groups[ci].id => Some(c),
+        _ => None,
+    })?;
+    let n = obs.groups[ci].members.len();
+    let meta = obs.groups[ci].meta.clone();
+    let mut rsc = make_resource(&def.child, cib, Some(&meta), now);
+    rsc.id = format!("{}:{n}", def.child.id);
+    rsc.group = Some(ci);
+    rsc.clone_base = Some(def.child.id.clone());
+    rsc.orphan = true;
+    rsc.managed = obs.resources[obs.groups[ci].members[0]].managed;
+    let ri = obs.resources.len();
+    obs.resources.push(rsc);
+    obs.groups[ci].members.push(ri);
+    Some(ri)
+}
+
 /// The cloned primitive's id named by a history or attribute name: `child` or `child:N`.
 pub fn strip_instance(id: &str) -> &str {
     match id.rsplit_once(':') {

@@ -37,6 +37,8 @@ pub struct GraphAction {
     pub call_id: Option<i64>,
     /// Never shown (see `actions::Action::optional`).
     pub optional: bool,
+    /// Clone notification details (see `crate::notifications`).
+    pub notify: Option<Box<crate::notifications::NotifyMeta>>,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -108,6 +110,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     _ => None,
                 },
                 optional: a.optional,
+                notify: None,
             });
             g.actions.len() - 1
         };
@@ -479,6 +482,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 expected_rc: 0,
                 call_id: None,
                 optional: false,
+                notify: None,
             });
             g.actions.len() - 1
         };
@@ -522,6 +526,25 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             break;
         }
     }
+    // Clone notifications, created as Pacemaker adds the clone to the graph.
+    let notes = crate::notifications::add(obs, &mut g);
+    let with_notes = |v: Vec<usize>| -> Vec<usize> {
+        let mut out = Vec::with_capacity(v.len());
+        for a in v {
+            if let Some(n) = notes.after.get(&a) {
+                out.extend(n.iter().rev());
+            }
+            out.push(a);
+        }
+        out
+    };
+    let rsc_notes = |ri: usize| -> Vec<usize> {
+        notes
+            .per_rsc
+            .get(&ri)
+            .map(|v| v.iter().rev().copied().collect())
+            .unwrap_or_default()
+    };
     // Synapse order: per top-level entry in processing order, group pseudo actions then members,
     // each resource's actions newest first (by where Pacemaker creates them: an action created
     // earlier than the plan adds it is older than the actions after that position); then the
@@ -552,9 +575,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             // A group's pseudo actions come before its members'; a clone's after its
             // instances'.
             Top::Group(gi) => {
-                let own = per_plan(&|pi| {
+                let own = with_notes(per_plan(&|pi| {
                     plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
-                });
+                }));
                 let is_clone = obs.groups[gi].clone.is_some();
                 if !is_clone {
                     order.extend(own.iter().copied());
@@ -570,6 +593,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                         plan.actions[pi].group == Some(ig) && plan.actions[pi].rsc.is_none()
                     }));
                     for &ri in &obs.groups[ig].members {
+                        order.extend(rsc_notes(ri));
                         order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                     }
                 }
@@ -578,6 +602,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     .iter()
                     .filter(|_| instances.is_empty())
                 {
+                    order.extend(rsc_notes(ri));
                     order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                 }
                 if is_clone {
@@ -1038,6 +1063,9 @@ fn meta_fields(meta: &std::collections::BTreeMap<String, String>) -> Vec<(String
 
 /// A synapse's priority: its resource's (or group's) priority meta-attribute.
 fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
+    if a.notify.as_ref().is_some_and(|n| n.infinity) {
+        return crate::cib::INFINITY;
+    }
     let meta = match (a.rsc, a.group) {
         (Some(ri), _) => &obs.resources[ri].meta,
         // A clone's running and stopped pseudo actions come first (Pacemaker: INFINITY).
@@ -1249,6 +1277,13 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
         }
         attrs.extend(crate::guest::graph_meta(obs, a));
+        if let Some(n) = &a.notify {
+            attrs.extend(
+                n.meta
+                    .iter()
+                    .map(|(k, v)| (format!("CRM_meta_{k}"), v.clone())),
+            );
+        }
         // A meta-attribute set twice keeps its first value (an operation's record-pending wins
         // over a migrate_to's default).
         attrs.sort_by(|x, y| x.0.cmp(&y.0));
@@ -1295,6 +1330,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 }
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
+    if let (Some(key), Some(n)) = (a.notify.as_ref().and_then(|n| n.dot_key.as_ref()), a.node) {
+        return format!("{key} {}", obs.nodes[n].uname);
+    }
     // Fencing is drawn as its task, fencing action and target ("stonith 'reboot' node2").
     if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
         let host = a

@@ -1043,6 +1043,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             crate::clones::Owner::Instance(ri) => Some(ri),
             crate::clones::Owner::Orphan => {
                 crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
+                    .or_else(|| {
+                        crate::clones::orphan_instance(&mut obs, cib, &clone_children, &lr.id, now)
+                    })
             }
             crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
         };
