@@ -1148,6 +1148,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    // Orderings naming a promote or demote, now that those exist.
+    for oc in &obs_orders(obs) {
+        apply_role_order(obs, &mut plan, oc);
+    }
     plan
 }
 
@@ -1415,6 +1419,10 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
             ("start", false) => Kind::GroupStart,
             ("stop", true) => Kind::GroupStopped,
             ("stop", false) => Kind::GroupStop,
+            ("promote", true) => Kind::GroupPromoted,
+            ("promote", false) => Kind::GroupPromote,
+            ("demote", true) => Kind::GroupDemoted,
+            ("demote", false) => Kind::GroupDemote,
             _ => return vec![],
         };
         return plan.find_group(gi, &kind).into_iter().collect();
@@ -1425,7 +1433,56 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
     match task {
         "start" => plan.starts(ri),
         "stop" => plan.stops(ri),
+        "promote" => plan.find(ri, &Kind::Promote),
+        "demote" => plan.find(ri, &Kind::Demote),
         _ => vec![],
+    }
+}
+
+/// The orderings of an order constraint (and its symmetric inverse) that name a promote or a
+/// demote: applied once the promotable clones' role actions exist.
+fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+    let role = |a: &str| matches!(a, "promote" | "demote");
+    let inv = |a: &str| {
+        match a {
+            "start" => "stop",
+            "stop" => "start",
+            "promote" => "demote",
+            "demote" => "promote",
+            other => other,
+        }
+        .to_string()
+    };
+    let rel = |a: &str, b: &str| match (a, b) {
+        (_, "start") => Rel::Start,
+        (_, "stop") => Rel::Stop,
+        _ => Rel::Plain,
+    };
+    let mut pairs = vec![(
+        o.first.as_str(),
+        o.first_action.clone(),
+        o.then.as_str(),
+        o.then_action.clone(),
+    )];
+    if o.symmetrical {
+        pairs.push((
+            o.then.as_str(),
+            inv(&o.then_action),
+            o.first.as_str(),
+            inv(&o.first_action),
+        ));
+    }
+    for (first, fa, then, ta) in pairs {
+        if !role(&fa) && !role(&ta) {
+            continue;
+        }
+        let firsts = actions_for(obs, plan, first, &fa, true);
+        let thens = actions_for(obs, plan, then, &ta, false);
+        for &f in &firsts {
+            for &t in &thens {
+                plan.edge_rel(f, t, rel(&fa, &ta));
+            }
+        }
     }
 }
 

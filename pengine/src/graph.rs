@@ -68,6 +68,18 @@ pub struct TransitionGraph {
     pub unrunnable_reasons: std::collections::BTreeMap<usize, String>,
 }
 
+/// Whether resource `rsc`'s recurring monitor of `interval_ms` is configured for the Promoted role.
+fn promoted_monitor(obs: &Observed, rsc: Option<usize>, interval_ms: u64) -> bool {
+    rsc.is_some_and(|ri| {
+        obs.resources[ri].ops.iter().any(|o| {
+            o.name == "monitor"
+                && o.interval_ms == interval_ms
+                && o.role.as_deref().and_then(crate::observed::Role::parse)
+                    == Some(crate::observed::Role::Promoted)
+        })
+    })
+}
+
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
     format!("{rsc}_{task}_{interval_ms}")
 }
@@ -100,10 +112,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: ev,
                 runnable: a.runnable,
                 migrate: mig,
-                expected_rc: if matches!(a.kind, Kind::Probe | Kind::StoppedMonitor { .. }) {
-                    7
-                } else {
-                    0
+                expected_rc: match a.kind {
+                    Kind::Probe | Kind::StoppedMonitor { .. } => 7,
+                    // A Promoted-role monitor expects "running promoted".
+                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => 8,
+                    _ => 0,
                 },
                 call_id: match a.kind {
                     Kind::Cancel { call_id, .. } => call_id,
@@ -419,7 +432,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         if rel == Rel::Start
             && is_mig(t)
             && plan.actions[f].rsc.is_none()
-            && plan.actions[f].kind == Kind::GroupRunning
+            && matches!(
+                plan.actions[f].kind,
+                Kind::GroupRunning | Kind::GroupPromoted | Kind::GroupDemoted
+            )
             && plan.actions[f].group.is_some_and(|gi| !parent_of_then(gi))
         {
             g.edges.push((map[f].1, map[t].2[2]));
@@ -434,6 +450,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             if is_mig(f) {
                 g.optional_edges.push((map[f].2[1], map[t].2[2]));
             }
+        }
+        // "A demote then B stop" also orders A's demote before B's migrate_to.
+        if rel == Rel::Stop
+            && is_mig(t)
+            && matches!(plan.actions[f].kind, Kind::GroupDemoted | Kind::Demote)
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
         }
         // "A stop then B stop" (a constraint, or a later group member before an earlier one)
         // also orders A's stop before B's migrate_to.
@@ -1218,8 +1241,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 }
             }
             // Probes and Stopped-role monitors expect "not running".
-            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc == 7 {
-                attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != 0 {
+                attrs.push(("CRM_meta_op_target_rc".into(), a.expected_rc.to_string()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
             // (a migration's start, a stop implied by fencing).
@@ -1499,7 +1522,13 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         let member_rows = g
             .members
             .iter()
-            .filter(|&&ri| !(of_groups && obs.resources[ri].orphan))
+            .enumerate()
+            .filter(|&(n, &ri)| {
+                // (orphaned instances added for a history are not shown either)
+                let added = g.clone.as_ref().is_some_and(|c| n >= c.max.max(1));
+                !((of_groups || added) && obs.resources[ri].orphan)
+            })
+            .map(|(_, ri)| ri)
             .map(|&ri| {
                 let scores = match g.clone {
                     None => desired

@@ -137,22 +137,24 @@ fn monitors_for_role(
     };
     let r = &obs.resources[ri];
     for iv in role_monitors(obs, ri, from) {
-        if let Some(active) = r
-            .recurring
+        if r.recurring
             .iter()
-            .find(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
+            .any(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
         {
             let cancel = add(
                 plan,
                 new_action(
+                    // (a role change's cancel names no call)
                     Kind::Cancel {
                         interval_ms: iv,
-                        call_id: Some(active.call_id),
+                        call_id: None,
                     },
                     Some(ri),
                     Some(ni),
                 ),
             );
+            // (created before the promote or demote: older in the synapse order)
+            plan.actions[cancel].created_at = Some(after);
             plan.edge_rel(cancel, after, Rel::Plain);
         }
     }
@@ -237,6 +239,13 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             a.pseudo = true;
             add(plan, a)
         };
+        // The clone's promote pair is created before its demote pair.
+        let promote_pair = (!promotes.is_empty()).then(|| {
+            (
+                pseudo(plan, Kind::GroupPromote),
+                pseudo(plan, Kind::GroupPromoted),
+            )
+        });
         let mut demoted = None;
         if !demotes.is_empty() {
             let d = pseudo(plan, Kind::GroupDemote);
@@ -250,11 +259,10 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     plan.edge_rel(dd, t, Rel::Plain);
                 }
             }
+            plan.edge_rel(d, dd, Rel::Optional);
             demoted = Some(dd);
         }
-        if !promotes.is_empty() {
-            let p = pseudo(plan, Kind::GroupPromote);
-            let pd = pseudo(plan, Kind::GroupPromoted);
+        if let Some((p, pd)) = promote_pair {
             for &x in &promotes {
                 plan.edge_rel(p, x, Rel::Plain);
                 plan.edge_rel(x, pd, Rel::Plain);
@@ -264,6 +272,9 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             }
             if let Some(dd) = demoted {
                 plan.edge_rel(dd, p, Rel::Plain);
+            }
+            if let Some(stopped) = clone_pseudo(plan, gi, &Kind::GroupStopped) {
+                plan.edge_rel(stopped, p, Rel::Optional);
             }
         }
     }
