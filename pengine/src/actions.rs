@@ -1119,12 +1119,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
     }
     // stop -> clean-up -> start (every start of the resource).
+    // (every stop of the resource, on any node: Pacemaker orders the resource's stop actions)
     for (ri, delete) in agent_deletes {
-        let node = plan.actions[delete].node;
         for stop in plan.stops(ri) {
-            if plan.actions[stop].node == node {
-                plan.edge(stop, delete);
-            }
+            plan.edge(stop, delete);
         }
         for start in plan.starts(ri) {
             plan.edge(delete, start);

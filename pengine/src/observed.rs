@@ -469,6 +469,11 @@ pub fn merge_sets(
             continue;
         }
         for (k, v) in &set.pairs {
+            // "#default" lets the name default (it drops a value already set).
+            if v.eq_ignore_ascii_case("#default") {
+                target.remove(k);
+                continue;
+            }
             target.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
@@ -1076,6 +1081,33 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         };
         let nres = obs.resources.len();
+        // The configuration check finds the resource by the history's own name: an orphaned
+        // clone instance's history named after another instance is checked as that one's.
+        let checked = match obs.rsc_index(&lr.id) {
+            Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
+                let node = &obs.nodes[ni];
+                let c_r = &obs.resources[c];
+                if node.online
+                    && !node.unclean
+                    && !node.shutdown
+                    && !node.standby
+                    && !node.pending
+                    && !node.maintenance
+                    && c_r.clone_base.is_some()
+                    && !c_r.orphan
+                    && (c_r.class != lr.class || c_r.provider != lr.provider || c_r.kind != lr.kind)
+                    && !c_r.agent_changed_on.contains(&ni)
+                {
+                    Some(c)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        if let Some(c) = checked {
+            obs.resources[c].agent_changed_on.push(ni);
+        }
         let rsc = if ri < nres {
             &mut obs.resources[ri]
         } else {
