@@ -242,7 +242,7 @@ fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Place
             let Some(t) = TASKS.iter().position(|(t, _)| *t == a.task) else {
                 continue;
             };
-            if !a.runnable && !(t == 1 && obs.nodes[ni].unclean) {
+            if !(a.runnable || (t == 1 && obs.nodes[ni].unclean)) {
                 continue;
             }
             acts[t].push((ri, Some(ni)));
@@ -408,10 +408,7 @@ fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Place
         (None, Some(g2)) => g2 == gi || crate::clone_groups::parent_clone(obs, g2) == Some(gi),
         (None, None) => true,
     };
-    for t in 0..4 {
-        let Some((p, action, complete)) = data[t] else {
-            continue;
-        };
+    for &(p, action, complete) in data.iter().flatten() {
         for e in 0..g.edges.len() {
             let (f, to) = g.edges[e];
             if (f == action || f == complete) && !is_own(&g.actions[to]) {
