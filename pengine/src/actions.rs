@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::observed::{Observed, Top};
+use crate::observed::{Observed, Role, Top};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
 
@@ -217,6 +217,36 @@ fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
                 .as_deref()
                 .map(|r| r.eq_ignore_ascii_case("started"))
                 .unwrap_or(true)
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
+/// The recurring monitors for the role a resource will have: for a promotable instance, those
+/// configured for its next role (Promoted or Unpromoted; a monitor without a role is an
+/// Unpromoted one), as Pacemaker 2.1.5 schedules them; else `recurring_monitors`.
+fn monitors_for(obs: &Observed, desired: &Desired, ri: usize) -> Vec<u64> {
+    let next = desired.next_roles.get(ri).copied().flatten();
+    let Some(next @ (Role::Promoted | Role::Unpromoted)) = next else {
+        return recurring_monitors(obs, ri);
+    };
+    // An instance that is promoted or demoted gets its role's monitors after that (see
+    // `promotable::add_role_actions`).
+    let r = &obs.resources[ri];
+    let current = (r.running_on.len() == 1).then(|| r.running_on[0]);
+    let target = desired.assigned.get(ri).copied().flatten();
+    let promoted_now = r.role == Role::Promoted;
+    if (next == Role::Promoted) != promoted_now || (next == Role::Promoted && current != target) {
+        return Vec::new();
+    }
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
+        .filter(|o| match o.role.as_deref() {
+            Some(r) => Role::parse(r) == Some(next),
+            None => next != Role::Promoted,
         })
         .map(|o| o.interval_ms)
         .collect()
@@ -444,7 +474,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         if !runs_there {
             continue;
         }
-        for iv in recurring_monitors(obs, ri) {
+        for iv in monitors_for(obs, desired, ri) {
             if r.rescheduled.contains(&(ni, iv)) {
                 let m = plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
                 early_monitors.insert((ri, ni, iv), m);
@@ -860,7 +890,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 if !runnable {
                     // Required but unrunnable monitors are only drawn.
                     let from = start_id.or(dot_start);
-                    for iv in recurring_monitors(obs, ri) {
+                    for iv in monitors_for(obs, desired, ri) {
                         let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                         a.runnable = false;
                         a.dot_only = true;
@@ -871,7 +901,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
                 if runnable {
-                    for iv in recurring_monitors(obs, ri) {
+                    for iv in monitors_for(obs, desired, ri) {
                         let active = r
                             .recurring
                             .iter()

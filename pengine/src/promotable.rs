@@ -87,7 +87,11 @@ fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
     ops.iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
         .filter(|o| !duplicated(o.interval_ms))
-        .filter(|o| o.role.as_deref().and_then(Role::parse) == Some(role))
+        // (a monitor without a role is an Unpromoted one)
+        .filter(|o| match o.role.as_deref() {
+            Some(r) => Role::parse(r) == Some(role),
+            None => role == Role::Unpromoted,
+        })
         .map(|o| o.interval_ms)
         .collect()
 }
@@ -159,12 +163,29 @@ fn monitors_for_role(
         }
     }
     for iv in role_monitors(obs, ri, to) {
-        let m = add(
-            plan,
-            new_action(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
-        );
-        plan.actions[m].runnable = plan.actions[after].runnable;
+        // (a monitor the start already scheduled is ordered after the promote too)
+        let existing = plan
+            .find(ri, &Kind::Monitor { interval_ms: iv })
+            .into_iter()
+            .find(|&m| plan.actions[m].node == Some(ni));
+        let m = match existing {
+            Some(m) => m,
+            None => {
+                let m = add(
+                    plan,
+                    new_action(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
+                );
+                plan.actions[m].runnable = plan.actions[after].runnable;
+                m
+            }
+        };
         plan.edge_rel(after, m, Rel::Plain);
+        // (and after the start there)
+        for s in plan.starts(ri) {
+            if plan.actions[s].node == Some(ni) {
+                plan.edge_rel(s, m, Rel::Plain);
+            }
+        }
     }
 }
 
