@@ -1250,9 +1250,19 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 a.event,
                 EventKind::RscOp | EventKind::Pseudo | EventKind::Cluster
             ) {
+                // (a cancel of a configured monitor takes that operation's timeout)
+                let configured_cancel = a.task == "cancel"
+                    && r.ops
+                        .iter()
+                        .any(|o| o.name == "monitor" && o.interval_ms == a.interval_ms);
+                let task = if configured_cancel {
+                    "monitor"
+                } else {
+                    a.task.as_str()
+                };
                 attrs.push((
                     "CRM_meta_timeout".into(),
-                    r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
+                    r.op_timeout_ms(task, a.interval_ms).to_string(),
                 ));
             }
         }
