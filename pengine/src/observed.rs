@@ -660,6 +660,12 @@ impl Resource {
             best.and_then(|o| o.attrs.get("timeout").cloned())
         };
         find(task, interval_ms)
+            // (a migration without an operation of its own takes the legacy "migrate" one's)
+            .or_else(|| {
+                matches!(task, "migrate_to" | "migrate_from")
+                    .then(|| find("migrate", 0))
+                    .flatten()
+            })
             .or_else(probe_default)
             .or_else(|| {
                 self.op_defaults_for(task, interval_ms)
