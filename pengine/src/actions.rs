@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::observed::{Observed, Top};
+use crate::observed::{Observed, Role, Top};
 use crate::placement::Desired;
 use crate::reconcile::{Change, Reconciliation};
 
@@ -256,6 +256,36 @@ fn recurring_monitors(obs: &Observed, ri: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The recurring monitors for the role a resource will have: for a promotable instance, those
+/// configured for its next role (Promoted or Unpromoted; a monitor without a role is an
+/// Unpromoted one), as Pacemaker 2.1.5 schedules them; else `recurring_monitors`.
+fn monitors_for(obs: &Observed, desired: &Desired, ri: usize) -> Vec<u64> {
+    let next = desired.next_roles.get(ri).copied().flatten();
+    let Some(next @ (Role::Promoted | Role::Unpromoted)) = next else {
+        return recurring_monitors(obs, ri);
+    };
+    // An instance that is promoted or demoted gets its role's monitors after that (see
+    // `promotable::add_role_actions`).
+    let r = &obs.resources[ri];
+    let current = (r.running_on.len() == 1).then(|| r.running_on[0]);
+    let target = desired.assigned.get(ri).copied().flatten();
+    let promoted_now = r.role == Role::Promoted;
+    if (next == Role::Promoted) != promoted_now || (next == Role::Promoted && current != target) {
+        return Vec::new();
+    }
+    obs.resources[ri]
+        .ops
+        .iter()
+        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
+        .filter(|o| !duplicated(obs, ri, o))
+        .filter(|o| match o.role.as_deref() {
+            Some(r) => Role::parse(r) == Some(next),
+            None => next != Role::Promoted,
+        })
+        .map(|o| o.interval_ms)
+        .collect()
+}
+
 /// The recurring monitors of an unmanaged resource (not blocked by a failure, not in
 /// maintenance). Pacemaker keeps it where it is active (its current node: the first node it
 /// runs on, the first clean one when it does not need fencing) with its role, and schedules
@@ -483,7 +513,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         if !runs_there {
             continue;
         }
-        for iv in recurring_monitors(obs, ri) {
+        for iv in monitors_for(obs, desired, ri) {
             if r.rescheduled.contains(&(ni, iv)) {
                 let m = plan.add(act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)));
                 early_monitors.insert((ri, ni, iv), m);
@@ -903,7 +933,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 if !runnable {
                     // Required but unrunnable monitors are only drawn.
                     let from = start_id.or(dot_start);
-                    for iv in recurring_monitors(obs, ri) {
+                    for iv in monitors_for(obs, desired, ri) {
                         let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                         a.runnable = false;
                         a.dot_only = true;
@@ -914,7 +944,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }
                 }
                 if runnable {
-                    for iv in recurring_monitors(obs, ri) {
+                    for iv in monitors_for(obs, desired, ri) {
                         let active = r
                             .recurring
                             .iter()
@@ -1194,12 +1224,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
     }
     // stop -> clean-up -> start (every start of the resource).
+    // (every stop of the resource, on any node: Pacemaker orders the resource's stop actions)
     for (ri, delete) in agent_deletes {
-        let node = plan.actions[delete].node;
         for stop in plan.stops(ri) {
-            if plan.actions[stop].node == node {
-                plan.edge(stop, delete);
-            }
+            plan.edge(stop, delete);
         }
         for start in plan.starts(ri) {
             plan.edge(delete, start);
@@ -1223,6 +1251,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    // Orderings naming a promote or demote, now that those exist.
+    for oc in &obs_orders(obs) {
+        apply_role_order(obs, &mut plan, oc);
+    }
     crate::probe_restarts::order(obs, desired, &mut plan);
     plan
 }
@@ -1512,6 +1544,10 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
             ("start", false) => Kind::GroupStart,
             ("stop", true) => Kind::GroupStopped,
             ("stop", false) => Kind::GroupStop,
+            ("promote", true) => Kind::GroupPromoted,
+            ("promote", false) => Kind::GroupPromote,
+            ("demote", true) => Kind::GroupDemoted,
+            ("demote", false) => Kind::GroupDemote,
             _ => return vec![],
         };
         return plan.find_group(gi, &kind).into_iter().collect();
@@ -1522,7 +1558,56 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
     match task {
         "start" => plan.starts(ri),
         "stop" => plan.stops(ri),
+        "promote" => plan.find(ri, &Kind::Promote),
+        "demote" => plan.find(ri, &Kind::Demote),
         _ => vec![],
+    }
+}
+
+/// The orderings of an order constraint (and its symmetric inverse) that name a promote or a
+/// demote: applied once the promotable clones' role actions exist.
+fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+    let role = |a: &str| matches!(a, "promote" | "demote");
+    let inv = |a: &str| {
+        match a {
+            "start" => "stop",
+            "stop" => "start",
+            "promote" => "demote",
+            "demote" => "promote",
+            other => other,
+        }
+        .to_string()
+    };
+    let rel = |a: &str, b: &str| match (a, b) {
+        (_, "start") => Rel::Start,
+        (_, "stop") => Rel::Stop,
+        _ => Rel::Plain,
+    };
+    let mut pairs = vec![(
+        o.first.as_str(),
+        o.first_action.clone(),
+        o.then.as_str(),
+        o.then_action.clone(),
+    )];
+    if o.symmetrical {
+        pairs.push((
+            o.then.as_str(),
+            inv(&o.then_action),
+            o.first.as_str(),
+            inv(&o.first_action),
+        ));
+    }
+    for (first, fa, then, ta) in pairs {
+        if !role(&fa) && !role(&ta) {
+            continue;
+        }
+        let firsts = actions_for(obs, plan, first, &fa, true);
+        let thens = actions_for(obs, plan, then, &ta, false);
+        for &f in &firsts {
+            for &t in &thens {
+                plan.edge_rel(f, t, rel(&fa, &ta));
+            }
+        }
     }
 }
 

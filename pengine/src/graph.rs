@@ -37,6 +37,8 @@ pub struct GraphAction {
     pub call_id: Option<i64>,
     /// Never shown (see `actions::Action::optional`).
     pub optional: bool,
+    /// Clone notification details (see `crate::notifications`).
+    pub notify: Option<Box<crate::notifications::NotifyMeta>>,
 }
 
 /// A synapse: one action and the actions that must be confirmed first.
@@ -64,6 +66,18 @@ pub struct TransitionGraph {
     /// Why a resource's action became unrunnable along an ordering from another resource's
     /// action ("unrunnable FIRST TASK"), for actions the plan gave no reason.
     pub unrunnable_reasons: std::collections::BTreeMap<usize, String>,
+}
+
+/// Whether resource `rsc`'s recurring monitor of `interval_ms` is configured for the Promoted role.
+fn promoted_monitor(obs: &Observed, rsc: Option<usize>, interval_ms: u64) -> bool {
+    rsc.is_some_and(|ri| {
+        obs.resources[ri].ops.iter().any(|o| {
+            o.name == "monitor"
+                && o.interval_ms == interval_ms
+                && o.role.as_deref().and_then(crate::observed::Role::parse)
+                    == Some(crate::observed::Role::Promoted)
+        })
+    })
 }
 
 fn op_key(rsc: &str, task: &str, interval_ms: u64) -> String {
@@ -98,16 +112,18 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: ev,
                 runnable: a.runnable,
                 migrate: mig,
-                expected_rc: if matches!(a.kind, Kind::Probe | Kind::StoppedMonitor { .. }) {
-                    7
-                } else {
-                    0
+                expected_rc: match a.kind {
+                    Kind::Probe | Kind::StoppedMonitor { .. } => 7,
+                    // A Promoted-role monitor expects "running promoted".
+                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => 8,
+                    _ => 0,
                 },
                 call_id: match a.kind {
                     Kind::Cancel { call_id, .. } => call_id,
                     _ => None,
                 },
                 optional: a.optional,
+                notify: None,
             });
             g.actions.len() - 1
         };
@@ -433,7 +449,10 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         if rel == Rel::Start
             && is_mig(t)
             && plan.actions[f].rsc.is_none()
-            && plan.actions[f].kind == Kind::GroupRunning
+            && matches!(
+                plan.actions[f].kind,
+                Kind::GroupRunning | Kind::GroupPromoted | Kind::GroupDemoted
+            )
             && plan.actions[f].group.is_some_and(|gi| !parent_of_then(gi))
         {
             g.edges.push((map[f].1, map[t].2[2]));
@@ -448,6 +467,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             if is_mig(f) {
                 g.optional_edges.push((map[f].2[1], map[t].2[2]));
             }
+        }
+        // "A demote then B stop" also orders A's demote before B's migrate_to.
+        if rel == Rel::Stop
+            && is_mig(t)
+            && matches!(plan.actions[f].kind, Kind::GroupDemoted | Kind::Demote)
+        {
+            g.edges.push((map[f].1, map[t].2[2]));
         }
         // "A stop then B stop" (a constraint, or a later group member before an earlier one)
         // also orders A's stop before B's migrate_to.
@@ -504,6 +530,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 expected_rc: 0,
                 call_id: None,
                 optional: false,
+                notify: None,
             });
             g.actions.len() - 1
         };
@@ -584,6 +611,25 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             break;
         }
     }
+    // Clone notifications, created as Pacemaker adds the clone to the graph.
+    let notes = crate::notifications::add(obs, &mut g);
+    let with_notes = |v: Vec<usize>| -> Vec<usize> {
+        let mut out = Vec::with_capacity(v.len());
+        for a in v {
+            if let Some(n) = notes.after.get(&a) {
+                out.extend(n.iter().rev());
+            }
+            out.push(a);
+        }
+        out
+    };
+    let rsc_notes = |ri: usize| -> Vec<usize> {
+        notes
+            .per_rsc
+            .get(&ri)
+            .map(|v| v.iter().rev().copied().collect())
+            .unwrap_or_default()
+    };
     // Synapse order: per top-level entry in processing order, group pseudo actions then members,
     // each resource's actions newest first (by where Pacemaker creates them: an action created
     // earlier than the plan adds it is older than the actions after that position); then the
@@ -614,9 +660,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             // A group's pseudo actions come before its members'; a clone's after its
             // instances'.
             Top::Group(gi) => {
-                let own = per_plan(&|pi| {
+                let own = with_notes(per_plan(&|pi| {
                     plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
-                });
+                }));
                 let is_clone = obs.groups[gi].clone.is_some();
                 if !is_clone {
                     order.extend(own.iter().copied());
@@ -632,6 +678,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                         plan.actions[pi].group == Some(ig) && plan.actions[pi].rsc.is_none()
                     }));
                     for &ri in &obs.groups[ig].members {
+                        order.extend(rsc_notes(ri));
                         order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                     }
                 }
@@ -640,6 +687,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     .iter()
                     .filter(|_| instances.is_empty())
                 {
+                    order.extend(rsc_notes(ri));
                     order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri)));
                 }
                 if is_clone {
@@ -1102,6 +1150,9 @@ fn meta_fields(meta: &std::collections::BTreeMap<String, String>) -> Vec<(String
 
 /// A synapse's priority: its resource's (or group's) priority meta-attribute.
 fn synapse_priority(obs: &Observed, a: &GraphAction) -> i64 {
+    if a.notify.as_ref().is_some_and(|n| n.infinity) {
+        return crate::cib::INFINITY;
+    }
     let meta = match (a.rsc, a.group) {
         (Some(ri), _) => &obs.resources[ri].meta,
         // A clone's running and stopped pseudo actions come first (Pacemaker: INFINITY).
@@ -1254,8 +1305,8 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 }
             }
             // Probes and Stopped-role monitors expect "not running".
-            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc == 7 {
-                attrs.push(("CRM_meta_op_target_rc".into(), "7".into()));
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != 0 {
+                attrs.push(("CRM_meta_op_target_rc".into(), a.expected_rc.to_string()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
             // (a migration's start, a stop implied by fencing).
@@ -1263,9 +1314,19 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 a.event,
                 EventKind::RscOp | EventKind::Pseudo | EventKind::Cluster
             ) {
+                // (a cancel of a configured monitor takes that operation's timeout)
+                let configured_cancel = a.task == "cancel"
+                    && r.ops
+                        .iter()
+                        .any(|o| o.name == "monitor" && o.interval_ms == a.interval_ms);
+                let task = if configured_cancel {
+                    "monitor"
+                } else {
+                    a.task.as_str()
+                };
                 attrs.push((
                     "CRM_meta_timeout".into(),
-                    r.op_timeout_ms(&a.task, a.interval_ms).to_string(),
+                    r.op_timeout_ms(task, a.interval_ms).to_string(),
                 ));
             }
         }
@@ -1313,6 +1374,13 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
         }
         attrs.extend(crate::guest::graph_meta(obs, a));
+        if let Some(n) = &a.notify {
+            attrs.extend(
+                n.meta
+                    .iter()
+                    .map(|(k, v)| (format!("CRM_meta_{k}"), v.clone())),
+            );
+        }
         // A meta-attribute set twice keeps its first value (an operation's record-pending wins
         // over a migrate_to's default).
         attrs.sort_by(|x, y| x.0.cmp(&y.0));
@@ -1382,6 +1450,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 }
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
+    if let (Some(key), Some(n)) = (a.notify.as_ref().and_then(|n| n.dot_key.as_ref()), a.node) {
+        return format!("{key} {}", obs.nodes[n].uname);
+    }
     // Fencing is drawn as its task, fencing action and target ("stonith 'reboot' node2").
     if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
         let host = a

@@ -17,6 +17,7 @@ pub mod explain;
 pub mod graph;
 pub mod guest;
 pub mod lifecycle;
+pub mod notifications;
 pub mod observed;
 pub mod one_or_more;
 pub mod op_defaults;

@@ -469,6 +469,11 @@ pub fn merge_sets(
             continue;
         }
         for (k, v) in &set.pairs {
+            // "#default" lets the name default (it drops a value already set).
+            if v.eq_ignore_ascii_case("#default") {
+                target.remove(k);
+                continue;
+            }
             target.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
@@ -655,6 +660,12 @@ impl Resource {
             best.and_then(|o| o.attrs.get("timeout").cloned())
         };
         find(task, interval_ms)
+            // (a migration without an operation of its own takes the legacy "migrate" one's)
+            .or_else(|| {
+                matches!(task, "migrate_to" | "migrate_from")
+                    .then(|| find("migrate", 0))
+                    .flatten()
+            })
             .or_else(probe_default)
             .or_else(|| {
                 self.op_defaults_for(task, interval_ms)
@@ -1074,6 +1085,33 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         };
         let nres = obs.resources.len();
+        // The configuration check finds the resource by the history's own name: an orphaned
+        // clone instance's history named after another instance is checked as that one's.
+        let checked = match obs.rsc_index(&lr.id) {
+            Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
+                let node = &obs.nodes[ni];
+                let c_r = &obs.resources[c];
+                if node.online
+                    && !node.unclean
+                    && !node.shutdown
+                    && !node.standby
+                    && !node.pending
+                    && !node.maintenance
+                    && c_r.clone_base.is_some()
+                    && !c_r.orphan
+                    && (c_r.class != lr.class || c_r.provider != lr.provider || c_r.kind != lr.kind)
+                    && !c_r.agent_changed_on.contains(&ni)
+                {
+                    Some(c)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        if let Some(c) = checked {
+            obs.resources[c].agent_changed_on.push(ni);
+        }
         let rsc = if ri < nres {
             &mut obs.resources[ri]
         } else {

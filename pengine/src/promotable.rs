@@ -87,7 +87,11 @@ fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
     ops.iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
         .filter(|o| !duplicated(o.interval_ms))
-        .filter(|o| o.role.as_deref().and_then(Role::parse) == Some(role))
+        // (a monitor without a role is an Unpromoted one)
+        .filter(|o| match o.role.as_deref() {
+            Some(r) => Role::parse(r) == Some(role),
+            None => role == Role::Unpromoted,
+        })
         .map(|o| o.interval_ms)
         .collect()
 }
@@ -122,32 +126,51 @@ fn monitors_for_role(
     };
     let r = &obs.resources[ri];
     for iv in role_monitors(obs, ri, from) {
-        if let Some(active) = r
-            .recurring
+        if r.recurring
             .iter()
-            .find(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
+            .any(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
         {
             let cancel = add(
                 plan,
                 act(
+                    // (a role change's cancel names no call)
                     Kind::Cancel {
                         interval_ms: iv,
-                        call_id: Some(active.call_id),
+                        call_id: None,
                     },
                     Some(ri),
                     Some(ni),
                 ),
             );
+            // (created before the promote or demote: older in the synapse order)
+            plan.actions[cancel].created_at = Some(after);
             plan.edge_rel(cancel, after, Rel::Plain);
         }
     }
     for iv in role_monitors(obs, ri, to) {
-        let m = add(
-            plan,
-            act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
-        );
-        plan.actions[m].runnable = plan.actions[after].runnable;
+        // (a monitor the start already scheduled is ordered after the promote too)
+        let existing = plan
+            .find(ri, &Kind::Monitor { interval_ms: iv })
+            .into_iter()
+            .find(|&m| plan.actions[m].node == Some(ni));
+        let m = match existing {
+            Some(m) => m,
+            None => {
+                let m = add(
+                    plan,
+                    act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni)),
+                );
+                plan.actions[m].runnable = plan.actions[after].runnable;
+                m
+            }
+        };
         plan.edge_rel(after, m, Rel::Plain);
+        // (and after the start there)
+        for s in plan.starts(ri) {
+            if plan.actions[s].node == Some(ni) {
+                plan.edge_rel(s, m, Rel::Plain);
+            }
+        }
     }
 }
 
@@ -222,6 +245,13 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             a.pseudo = true;
             add(plan, a)
         };
+        // The clone's promote pair is created before its demote pair.
+        let promote_pair = (!promotes.is_empty()).then(|| {
+            (
+                pseudo(plan, Kind::GroupPromote),
+                pseudo(plan, Kind::GroupPromoted),
+            )
+        });
         let mut demoted = None;
         if !demotes.is_empty() {
             let d = pseudo(plan, Kind::GroupDemote);
@@ -235,11 +265,10 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     plan.edge_rel(dd, t, Rel::Plain);
                 }
             }
+            plan.edge_rel(d, dd, Rel::Optional);
             demoted = Some(dd);
         }
-        if !promotes.is_empty() {
-            let p = pseudo(plan, Kind::GroupPromote);
-            let pd = pseudo(plan, Kind::GroupPromoted);
+        if let Some((p, pd)) = promote_pair {
             for &x in &promotes {
                 plan.edge_rel(p, x, Rel::Plain);
                 plan.edge_rel(x, pd, Rel::Plain);
@@ -249,6 +278,9 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             }
             if let Some(dd) = demoted {
                 plan.edge_rel(dd, p, Rel::Plain);
+            }
+            if let Some(stopped) = clone_pseudo(plan, gi, &Kind::GroupStopped) {
+                plan.edge_rel(stopped, p, Rel::Optional);
             }
         }
     }

@@ -651,6 +651,8 @@ pub fn apply(
                     st.attrs.insert("#digests-secure".into(), secure);
                 }
             }
+            // Notifications leave no history.
+            EventKind::RscOp if ga.task == "notify" => {}
             EventKind::RscOp => {
                 let (Some(ri), Some(ni)) = (ga.rsc, ga.node) else {
                     continue;

@@ -346,6 +346,7 @@ mod tests {
             expected_rc: 0,
             call_id: None,
             optional: false,
+            notify: None,
         }
     }
 
