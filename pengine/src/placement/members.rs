@@ -127,11 +127,10 @@ fn this_with(ctx: &Ctx, gi: usize, k: usize) -> Vec<Coloc> {
     let own = Named::Primitive(ri);
     let group = Named::Group(gi);
     let earlier_unmanaged = members[..k].iter().any(|&m| !obs.resources[m].managed);
-    let mut list: Vec<Coloc> = ctx
-        .cib
-        .colocations
-        .iter()
-        .filter_map(|c| configured(ctx, c))
+    let ids = [obs.resources[ri].id.as_str(), obs.groups[gi].id.as_str()];
+    let mut list: Vec<Coloc> = super::positions_of(&ctx.colocations_by_rsc, &ids)
+        .into_iter()
+        .filter_map(|i| configured(ctx, &ctx.cib.colocations[i]))
         .filter(|c| c.primary != group && c.primary != own)
         .filter(|c| {
             c.dependent == own
@@ -160,11 +159,12 @@ fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
     let group = obs.resources[ri].group;
     let is_last = group.is_some_and(|g| obs.groups[g].members.last() == Some(&ri));
     let group_named = group.map(Named::Group);
-    let mut list: Vec<Coloc> = ctx
-        .cib
-        .colocations
-        .iter()
-        .filter_map(|c| configured(ctx, c))
+    // (only colocations naming it or its group as the primary can qualify)
+    let mut ids = vec![obs.resources[ri].id.as_str()];
+    ids.extend(group.map(|g| obs.groups[g].id.as_str()));
+    let mut list: Vec<Coloc> = super::positions_of(&ctx.colocations_by_with, &ids)
+        .into_iter()
+        .filter_map(|i| configured(ctx, &ctx.cib.colocations[i]))
         .filter(|c| c.dependent != own && Some(c.dependent) != group_named)
         .filter(|c| {
             c.primary == own
@@ -604,11 +604,10 @@ pub(super) fn colocate_primitive(
     notes: &mut Vec<String>,
 ) {
     let own = Named::Primitive(ri);
-    let mut list: Vec<Coloc> = ctx
-        .cib
-        .colocations
-        .iter()
-        .filter_map(|c| configured(ctx, c))
+    let ids = [ctx.obs.resources[ri].id.as_str()];
+    let mut list: Vec<Coloc> = super::positions_of(&ctx.colocations_by_rsc, &ids)
+        .into_iter()
+        .filter_map(|i| configured(ctx, &ctx.cib.colocations[i]))
         .filter(|c| c.dependent == own && c.primary != own)
         .collect();
     sort_by_other(ctx, &mut list, |c| c.primary);
