@@ -1564,20 +1564,22 @@ fn actions_for(obs: &Observed, plan: &Plan, id: &str, task: &str, as_first: bool
     }
 }
 
+/// The task a symmetrical ordering's inverse names (start <-> stop, promote <-> demote).
+fn inverse_task(task: &str) -> &str {
+    match task {
+        "start" => "stop",
+        "stop" => "start",
+        "promote" => "demote",
+        "demote" => "promote",
+        other => other,
+    }
+}
+
 /// The orderings of an order constraint (and its symmetric inverse) that name a promote or a
 /// demote: applied once the promotable clones' role actions exist.
 fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
     let role = |a: &str| matches!(a, "promote" | "demote");
-    let inv = |a: &str| {
-        match a {
-            "start" => "stop",
-            "stop" => "start",
-            "promote" => "demote",
-            "demote" => "promote",
-            other => other,
-        }
-        .to_string()
-    };
+    let inv = |a: &str| inverse_task(a).to_string();
     let rel = |a: &str, b: &str| match (a, b) {
         (_, "start") => Rel::Start,
         (_, "stop") => Rel::Stop,
@@ -1718,16 +1720,7 @@ fn apply_order(
         }
     }
     if o.symmetrical {
-        let inv = |a: &str| {
-            match a {
-                "start" => "stop",
-                "stop" => "start",
-                "promote" => "demote",
-                "demote" => "promote",
-                other => other,
-            }
-            .to_string()
-        };
+        let inv = |a: &str| inverse_task(a).to_string();
         let firsts = actions_for(obs, plan, &o.then, &inv(&o.then_action), true);
         let thens = actions_for(obs, plan, &o.first, &inv(&o.first_action), false);
         let r = rel(&inv(&o.then_action), &inv(&o.first_action));

@@ -247,16 +247,7 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
             for &s in &conn_starts {
                 plan.edge_rel(s, i, Rel::Start);
             }
-            let stops_elsewhere: Vec<usize> = plan
-                .stops(ri)
-                .into_iter()
-                .filter(|&j| plan.actions[j].node != Some(ni))
-                .collect();
-            for &s in &conn_starts {
-                for &j in &stops_elsewhere {
-                    plan.edge_rel(s, j, Rel::Optional);
-                }
-            }
+            crate::remote::stops_elsewhere_after(plan, &conn_starts, ri, ni);
         }
         Kind::Stop | Kind::Migrate { .. } => {
             if !obs.resources[ki].failed {

@@ -554,18 +554,7 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         match plan.actions[i].kind {
             Kind::Start => {
                 after_start(plan);
-                // Moving here: the stops elsewhere wait for the connection to start (if it
-                // fails, the resource stays where it was).
-                let stops_elsewhere: Vec<usize> = plan
-                    .stops(ri)
-                    .into_iter()
-                    .filter(|&j| plan.actions[j].node != Some(ni))
-                    .collect();
-                for &s in &conn_starts {
-                    for &j in &stops_elsewhere {
-                        plan.edge_rel(s, j, Rel::Optional);
-                    }
-                }
+                stops_elsewhere_after(plan, &conn_starts, ri, ni);
             }
             Kind::Stop | Kind::Migrate { .. } => match state {
                 ConnectionState::Alive => before_stop(plan),
@@ -582,6 +571,21 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     after_start(plan);
                 }
             }
+        }
+    }
+}
+
+/// A resource moving to remote node `ni`: its stops elsewhere wait for the connection's
+/// `conn_starts` (if the connection fails, the resource stays where it was).
+pub(crate) fn stops_elsewhere_after(plan: &mut Plan, conn_starts: &[usize], ri: usize, ni: usize) {
+    let stops_elsewhere: Vec<usize> = plan
+        .stops(ri)
+        .into_iter()
+        .filter(|&j| plan.actions[j].node != Some(ni))
+        .collect();
+    for &s in conn_starts {
+        for &j in &stops_elsewhere {
+            plan.edge_rel(s, j, Rel::Optional);
         }
     }
 }
