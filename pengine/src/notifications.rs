@@ -251,31 +251,24 @@ fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Place
     let any = |t: usize| !acts[t].is_empty();
     let mut keys: Vec<(String, String)> = Vec::new();
     let mut push = |k: &str, v: String| keys.push((k.to_string(), v));
-    let (r, n) = entry_strings(obs, acts[1].clone());
-    push("notify_stop_resource", r);
-    push("notify_stop_uname", n);
-    let (r, n) = entry_strings(obs, acts[0].clone());
-    push("notify_start_resource", r);
-    push("notify_start_uname", n);
-    let (r, n) = entry_strings(obs, acts[3].clone());
-    push("notify_demote_resource", r);
-    push("notify_demote_uname", n);
-    let (r, n) = entry_strings(obs, acts[2].clone());
-    push("notify_promote_resource", r);
-    push("notify_promote_uname", n);
-    let (r, n) = entry_strings(obs, active);
-    push("notify_active_resource", r);
-    push("notify_active_uname", n);
-    let (r, n) = entry_strings(obs, unpromoted);
-    push("notify_unpromoted_resource", r.clone());
-    push("notify_unpromoted_uname", n.clone());
-    push("notify_slave_resource", r);
-    push("notify_slave_uname", n);
-    let (r, n) = entry_strings(obs, promoted);
-    push("notify_promoted_resource", r.clone());
-    push("notify_promoted_uname", n.clone());
-    push("notify_master_resource", r);
-    push("notify_master_uname", n);
+    // Each list under its name(s), in the order Pacemaker writes them (`TASKS` index in `acts`;
+    // the unpromoted and promoted lists also under their legacy names).
+    let lists: [(&[&str], _); 7] = [
+        (&["stop"], acts[1].clone()),
+        (&["start"], acts[0].clone()),
+        (&["demote"], acts[3].clone()),
+        (&["promote"], acts[2].clone()),
+        (&["active"], active),
+        (&["unpromoted", "slave"], unpromoted),
+        (&["promoted", "master"], promoted),
+    ];
+    for (names, list) in lists {
+        let (r, n) = entry_strings(obs, list);
+        for name in names {
+            push(&format!("notify_{name}_resource"), r.clone());
+            push(&format!("notify_{name}_uname"), n.clone());
+        }
+    }
     let (r, _) = entry_strings(
         obs,
         inactive.into_iter().map(|(ri, _)| (ri, None)).collect(),
