@@ -495,10 +495,16 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
-    if !(r.remote_node.is_some() || r.is_stonith() || crate::guest::contains_guest(obs, ri)) {
+    let remote_nodes: Vec<usize> = (0..obs.nodes.len())
+        .filter(|&ni| obs.nodes[ni].remote.is_some())
+        .collect();
+    // (the guest test scans every resource: only when there is a remote node to avoid)
+    if remote_nodes.is_empty()
+        || !(r.remote_node.is_some() || r.is_stonith() || crate::guest::contains_guest(obs, ri))
+    {
         return;
     }
-    for ni in (0..obs.nodes.len()).filter(|&ni| obs.nodes[ni].remote.is_some()) {
+    for ni in remote_nodes {
         let Some(cur) = scores.get(&ni).copied() else {
             continue;
         };

@@ -10,7 +10,7 @@
 //! leads to its clone's running, and on through the clone's orderings; clones of groups and the
 //! instances of a clone that is a then are not entered.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::actions::{Kind, Plan, Rel};
 use crate::observed::Observed;
@@ -44,6 +44,28 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         })
         .filter_map(|i| plan.actions[i].rsc.map(|ri| (i, ri)))
         .collect();
+    if probes.is_empty() {
+        return;
+    }
+    // Start-then-start orderings by their first, and real stops by resource: looked up at every
+    // step of every probe's walk.
+    let mut orders_by_first: BTreeMap<&str, Vec<&crate::cib::Order>> = BTreeMap::new();
+    for o in obs
+        .orders
+        .iter()
+        .filter(|o| o.first_action == "start" && o.then_action == "start")
+    {
+        orders_by_first.entry(o.first.as_str()).or_default().push(o);
+    }
+    let mut stops_by_rsc: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, a) in plan.actions.iter().enumerate() {
+        if let Some(x) = a
+            .rsc
+            .filter(|_| a.kind == Kind::Stop && !a.pseudo && !a.dot_only)
+        {
+            stops_by_rsc.entry(x).or_default().push(i);
+        }
+    }
     for (probe, ri) in probes {
         let r = &obs.resources[ri];
         if r.group
@@ -91,10 +113,7 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 Step::GroupRunning(g) => Some(obs.groups[g].id.as_str()),
             };
             if let Some(first) = first_id {
-                for o in &obs.orders {
-                    if o.first != first || o.first_action != "start" || o.then_action != "start" {
-                        continue;
-                    }
+                for &o in orders_by_first.get(first).into_iter().flatten() {
                     let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
                         (Some(g), _) if plain_group(g) => Some(&obs.groups[g].meta),
                         (None, Some(x)) if obs.resources[x].clone_base.is_none() => {
@@ -133,13 +152,7 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             }
         }
         for x in implied {
-            let stops: Vec<usize> = (0..plan.actions.len())
-                .filter(|&i| {
-                    let a = &plan.actions[i];
-                    a.rsc == Some(x) && a.kind == Kind::Stop && !a.pseudo && !a.dot_only
-                })
-                .collect();
-            for stop in stops {
+            for &stop in stops_by_rsc.get(&x).into_iter().flatten() {
                 plan.edge_rel(probe, stop, Rel::Optional);
             }
         }
