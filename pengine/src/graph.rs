@@ -654,7 +654,27 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
         v
     };
+    // A bundle's synapses (`pcmk__bundle_expand`): its inner clone's, then per replica the IP's,
+    // the container's and the connection's; its own pseudo actions last.
+    let mut tops: Vec<Top> = Vec::new();
+    let mut bundle_own: Vec<usize> = Vec::new();
     for t in &plan.order {
+        match crate::bundles::bundle_of(obs, *t) {
+            None => tops.push(*t),
+            Some((_, false)) => {}
+            Some((bi, true)) => {
+                let b = &obs.bundles[bi];
+                tops.extend(b.child.map(Top::Group));
+                for r in &b.replicas {
+                    tops.extend(r.ip.map(Top::Primitive));
+                    tops.push(Top::Primitive(r.container));
+                    tops.extend(r.remote.map(Top::Primitive));
+                }
+                bundle_own.push(b.containers);
+            }
+        }
+    }
+    for t in &tops {
         match *t {
             Top::Primitive(ri) => order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri))),
             // A group's pseudo actions come before its members'; a clone's after its
@@ -695,6 +715,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 }
             }
         }
+    }
+    for gi in bundle_own {
+        order.extend(with_notes(per_plan(&|pi| {
+            plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+        })));
     }
     order.extend(per_plan(&|pi| {
         plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()

@@ -198,6 +198,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     || r.running_on.contains(&ni)
                     || crate::remote::never_probed(obs, ri, ni)
                     || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
+                    || crate::bundles::never_probed(obs, &desired.assigned, ri, ni)
                 {
                     continue;
                 }

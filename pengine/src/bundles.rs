@@ -1,0 +1,238 @@
+//! Pacemaker bundles as Pacemaker 2.1.5 has them (`lib/pengine/bundle.c`,
+//! `lib/pacemaker/pcmk_sched_bundle.c`): a `cib::bundles::BundleDef` becomes, in `observed`,
+//! the replicas' containers as the members of a globally unique clone named after the bundle
+//! (so the bundle's start/running/stop/stopped pseudo actions, its locations and colocations
+//! and the containers' distribution are a clone's: `pcmk__bundle_allocate` distributes the
+//! containers as `distribute_children` does), each replica's IP and connection as top-level
+//! primitives hidden from the status (the connection's `container` makes the replica's guest
+//! node), and the inner primitive as a clone (`<bundle>-clone` or `<bundle>-master`) whose
+//! instance N may only run on guest node N. `Bundle` keeps which resource is which, for the
+//! status block ("Container bundle set: ...", one line per replica) and the orderings Pacemaker
+//! adds between the bundle and its inner clone.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::cib::bundles::BundleDef;
+use crate::cib::{Cib, is_true};
+use crate::clones::CloneSpec;
+use crate::observed::{Group, Observed, Top, make_resource, merge_sets};
+
+/// One replica: positions in `Observed::resources`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replica {
+    pub container: usize,
+    pub ip: Option<usize>,
+    pub remote: Option<usize>,
+    /// The inner clone's instance N.
+    pub child: Option<usize>,
+    pub ipaddr: Option<String>,
+}
+
+/// A bundle in `Observed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bundle {
+    pub id: String,
+    pub image: String,
+    /// `replicas-per-host` above 1.
+    pub unique: bool,
+    /// The clone (in `Observed::groups`) whose members are the containers; named as the bundle.
+    pub containers: usize,
+    /// The inner primitive's clone, if there is one.
+    pub child: Option<usize>,
+    pub replicas: Vec<Replica>,
+}
+
+/// The name the containers' clone spec gives its (never used) cloned primitive.
+fn no_child(id: &str) -> String {
+    format!("{id}#containers")
+}
+
+/// Adds the bundle `b` to `obs` (see the module documentation).
+pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
+    let mut bmeta = BTreeMap::new();
+    merge_sets(&mut bmeta, &b.meta, now, None);
+    let gi = obs.groups.len();
+    let mut members = Vec::new();
+    let mut replicas = Vec::new();
+    for r in &b.replicas {
+        let mut c = make_resource(&r.container, cib, Some(&bmeta), now);
+        c.group = Some(gi);
+        members.push(obs.resources.len());
+        replicas.push(Replica {
+            container: obs.resources.len(),
+            ipaddr: r.ipaddr.clone(),
+            ..Default::default()
+        });
+        obs.resources.push(c);
+    }
+    let mut gmeta = bmeta.clone();
+    merge_sets(&mut gmeta, &cib.rsc_defaults, now, None);
+    obs.groups.push(Group {
+        id: b.id.clone(),
+        members,
+        meta: gmeta,
+        clone: Some(CloneSpec {
+            child: no_child(&b.id),
+            max: b.replicas.len(),
+            node_max: b.per_host,
+            unique: true,
+            ordered: false,
+            ..Default::default()
+        }),
+    });
+    obs.top.push(Top::Group(gi));
+    for (n, r) in b.replicas.iter().enumerate() {
+        if let Some(ip) = &r.ip {
+            replicas[n].ip = Some(obs.resources.len());
+            obs.top.push(Top::Primitive(obs.resources.len()));
+            obs.resources.push(make_resource(ip, cib, Some(&bmeta), now));
+        }
+    }
+    for (n, r) in b.replicas.iter().enumerate() {
+        if let Some(remote) = &r.remote {
+            replicas[n].remote = Some(obs.resources.len());
+            obs.top.push(Top::Primitive(obs.resources.len()));
+            obs.resources.push(make_resource(remote, cib, Some(&bmeta), now));
+        }
+    }
+    let mut child = None;
+    if let Some(c) = &b.child {
+        crate::clones::add_clone(obs, c, cib, now);
+        let ci = obs.groups.len() - 1;
+        child = Some(ci);
+        let instances = obs.groups[ci].members.clone();
+        for (n, ri) in instances.into_iter().enumerate() {
+            if let Some(rep) = replicas.get_mut(n) {
+                rep.child = Some(ri);
+                if let Some(a) = &rep.ipaddr {
+                    obs.resources[ri]
+                        .meta
+                        .entry("external-ip".into())
+                        .or_insert_with(|| a.clone());
+                }
+            }
+        }
+    }
+    obs.bundle_nodes_pending = obs
+        .bundle_nodes_pending
+        .saturating_sub(replicas.iter().filter(|r| r.remote.is_some()).count());
+    obs.bundles.push(Bundle {
+        id: b.id.clone(),
+        image: b.image.clone(),
+        unique: b.per_host > 1,
+        containers: gi,
+        child,
+        replicas,
+    });
+}
+
+/// The bundle a top-level entry belongs to, and whether it is the bundle's first entry (the
+/// containers' clone, where the status prints the bundle).
+pub fn bundle_of(obs: &Observed, t: Top) -> Option<(usize, bool)> {
+    obs.bundles.iter().enumerate().find_map(|(bi, b)| match t {
+        Top::Group(gi) if gi == b.containers => Some((bi, true)),
+        Top::Group(gi) if Some(gi) == b.child => Some((bi, false)),
+        Top::Primitive(ri)
+            if b
+                .replicas
+                .iter()
+                .any(|r| r.ip == Some(ri) || r.remote == Some(ri)) =>
+        {
+            Some((bi, false))
+        }
+        _ => None,
+    })
+}
+
+/// The guest nodes of bundle replicas (their names: the connections' ids).
+pub fn is_bundle_node(obs: &Observed, ni: usize) -> bool {
+    let name = &obs.nodes[ni].uname;
+    obs.bundles.iter().any(|b| {
+        b.replicas
+            .iter()
+            .any(|r| r.remote.is_some_and(|ri| &obs.resources[ri].id == name))
+    })
+}
+
+/// The bundle's status block as `pe__bundle_text` prints it without implicit resources: a
+/// header, then per replica the inner resource (or the container) named by the connection (or
+/// the container) and the replica's address, on the container's node.
+pub fn render(obs: &Observed, bi: usize, show_pending: bool, out: &mut String) {
+    let b = &obs.bundles[bi];
+    let g = &obs.groups[b.containers];
+    let flag = |k: &str| g.meta.get(k).is_some_and(|v| is_true(v));
+    let managed =
+        g.meta.get("is-managed").is_none_or(|v| is_true(v)) && !flag("maintenance") && !obs.maintenance_mode;
+    let _ = writeln!(
+        out,
+        "    * Container bundle{}: {} [{}]{}{}:",
+        if b.replicas.len() > 1 { " set" } else { "" },
+        b.id,
+        b.image,
+        if b.unique { " (unique)" } else { "" },
+        if managed { "" } else { " (unmanaged)" }
+    );
+    for r in &b.replicas {
+        let shown = r.child.unwrap_or(r.container);
+        let mut name = obs.resources[r.remote.unwrap_or(r.container)].id.clone();
+        if let Some(a) = &r.ipaddr {
+            let _ = write!(name, " ({a})");
+        }
+        let mut rsc = obs.resources[shown].clone();
+        rsc.id = name;
+        rsc.running_on = obs.resources[r.container]
+            .running_on
+            .first()
+            .copied()
+            .into_iter()
+            .collect();
+        let _ = writeln!(
+            out,
+            "      * {}",
+            crate::status::primitive_line_with(obs, &rsc, show_pending)
+        );
+    }
+}
+
+/// The bundle replica a resource belongs to: (bundle, replica).
+pub fn replica_of(obs: &Observed, ri: usize) -> Option<(usize, usize)> {
+    obs.bundles.iter().enumerate().find_map(|(bi, b)| {
+        b.replicas
+            .iter()
+            .position(|r| {
+                r.container == ri || r.ip == Some(ri) || r.remote == Some(ri) || r.child == Some(ri)
+            })
+            .map(|n| (bi, n))
+    })
+}
+
+/// Probes `pcmk__bundle_create_probe` does not create: nothing on a bundle's guest node but
+/// that replica's inner instance (discovery "never" there), the inner instance nowhere else
+/// (discovery "exclusive"), and no connection probe while its container will not run (the
+/// probe waits for the container's start).
+pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: usize) -> bool {
+    if obs.bundles.is_empty() {
+        return false;
+    }
+    let replica = replica_of(obs, ri).map(|(bi, n)| &obs.bundles[bi].replicas[n]);
+    let node_replica = obs.bundles.iter().find_map(|b| {
+        b.replicas.iter().find(|r| {
+            r.remote
+                .is_some_and(|c| obs.resources[c].id == obs.nodes[ni].uname)
+        })
+    });
+    if let Some(nr) = node_replica {
+        return nr.child != Some(ri);
+    }
+    let Some(rep) = replica else {
+        return false;
+    };
+    if rep.child == Some(ri) {
+        return true;
+    }
+    if rep.remote == Some(ri) {
+        return assigned[rep.container].is_none();
+    }
+    false
+}
