@@ -670,6 +670,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         let mut probe = act(Kind::Probe, Some(ri), Some(ni));
         // Nothing runs on a pending node.
         probe.runnable = !obs.nodes[ni].pending;
+        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
+        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
+            probe.runnable = false;
+            probe.dot_only = true;
+        }
         probe_ids.push((ri, plan.add(probe)));
     }
     // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).

@@ -232,7 +232,15 @@ pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: u
         return true;
     }
     if rep.remote == Some(ri) {
-        return assigned[rep.container].is_none();
+        return assigned[rep.container].is_none() && !obs.resources[rep.container].managed;
     }
     false
+}
+
+/// Whether `ri` is a bundle connection whose probe cannot run: it waits for the container's
+/// start, and the container is not placed.
+pub fn probe_waits_unrunnable(obs: &Observed, assigned: &[Option<usize>], ri: usize) -> bool {
+    replica_of(obs, ri)
+        .map(|(bi, n)| &obs.bundles[bi].replicas[n])
+        .is_some_and(|rep| rep.remote == Some(ri) && assigned[rep.container].is_none())
 }

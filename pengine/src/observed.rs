@@ -1458,7 +1458,9 @@ fn unpack_lrm_resource(
         {
             let params = rsc.op_params(&op.operation, op.interval_ms, &nodes[ni].attrs, now);
             let check = crate::digest::check(&params, &op.element, &rsc.feature_set, false);
+            // (An unmanaged resource's clear is optional: never in the graph.)
             if matches!(check, DigestCheck::Restart | DigestCheck::All)
+                && rsc.managed
                 && !rsc.clear_failcount_on.contains(&ni)
             {
                 rsc.clear_failcount_on.push(ni);

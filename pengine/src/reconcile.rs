@@ -186,7 +186,11 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         for (ni, n) in obs.nodes.iter().enumerate() {
             // A pending node (online, not yet a member) is probed too: the probe cannot run
             // there (see `actions`).
-            if !n.online || n.unclean || n.maintenance {
+            // (A bundle's guest node in maintenance, its bundle unmanaged, is probed.)
+            if !n.online
+                || n.unclean
+                || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
+            {
                 continue;
             }
             for (ri, r) in obs.resources.iter().enumerate() {
