@@ -1086,6 +1086,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    crate::bundles::order_actions(obs, &mut plan, &probe_ids);
     // Stops release load before starts consume it.
     if obs.placement_strategy != "default" {
         for i in 0..plan.actions.len() {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::cib::bundles::BundleDef;
-use crate::cib::{Cib, is_true};
+use crate::cib::{Cib, Colocation, INFINITY, Order, is_true};
 use crate::clones::CloneSpec;
 use crate::observed::{Group, Observed, Top, make_resource, merge_sets};
 
@@ -112,6 +112,31 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
                         .or_insert_with(|| a.clone());
                 }
             }
+        }
+    }
+    // Each IP starts before its container and stops after it (`pcmk__bundle_internal_constraints`).
+    for r in &replicas {
+        if let Some(ip) = r.ip {
+            obs.orders.push(Order {
+                id: format!("{}-ip-before-container", b.id),
+                first: obs.resources[ip].id.clone(),
+                then: obs.resources[r.container].id.clone(),
+                first_action: "start".into(),
+                then_action: "start".into(),
+                kind: "mandatory".into(),
+                symmetrical: Some(true),
+                one_or_more: Default::default(),
+            });
+        }
+    }
+    // The inner clone notifies when its primitive asks to.
+    if let Some(ci) = child {
+        let notify = obs.groups[ci]
+            .members
+            .first()
+            .is_some_and(|&ri| obs.resources[ri].meta.get("notify").is_some_and(|v| is_true(v)));
+        if let Some(spec) = obs.groups[ci].clone.as_mut() {
+            spec.notify |= notify;
         }
     }
     obs.bundle_nodes_pending = obs
@@ -243,4 +268,84 @@ pub fn probe_waits_unrunnable(obs: &Observed, assigned: &[Option<usize>], ri: us
     replica_of(obs, ri)
         .map(|(bi, n)| &obs.bundles[bi].replicas[n])
         .is_some_and(|rep| rep.remote == Some(ri) && assigned[rep.container].is_none())
+}
+
+/// Each replica's IP colocated with its container (`ip-with-docker`, INFINITY).
+pub fn ip_colocations(obs: &Observed) -> impl Iterator<Item = Colocation> + '_ {
+    obs.bundles.iter().flat_map(move |b| {
+        b.replicas.iter().filter_map(move |r| {
+            r.ip.map(|ip| Colocation {
+                id: "ip-with-docker".into(),
+                rsc: obs.resources[ip].id.clone(),
+                with_rsc: obs.resources[r.container].id.clone(),
+                score: INFINITY,
+                ..Default::default()
+            })
+        })
+    })
+}
+
+/// The bundle whose inner clone is group `gi`.
+pub fn bundle_of_child(obs: &Observed, gi: usize) -> Option<usize> {
+    obs.bundles.iter().position(|b| b.child == Some(gi))
+}
+
+/// Whether `ri` is a bundle's container, IP or connection (placed with the bundle, before the
+/// inner clone: `pcmk__bundle_allocate`).
+pub fn is_replica_part(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri)
+        .map(|(bi, n)| &obs.bundles[bi].replicas[n])
+        .is_some_and(|r| r.child != Some(ri))
+}
+
+/// The guest node of replica `n` of bundle `bi` (its connection's node).
+pub fn replica_node(obs: &Observed, bi: usize, n: usize) -> Option<usize> {
+    let ri = obs.bundles[bi].replicas.get(n)?.remote?;
+    obs.resources[ri].remote_node
+}
+
+/// The orderings `pcmk__bundle_internal_constraints` and `pcmk__bundle_create_probe` add
+/// between a bundle and its inner clone: the bundle's start before the clone's, the clone's
+/// running before the bundle's, the same for stops, the bundle's stop before each instance's;
+/// a connection's probes after its container's start.
+pub fn order_actions(
+    obs: &Observed,
+    plan: &mut crate::actions::Plan,
+    probe_ids: &[(usize, usize)],
+) {
+    use crate::actions::{Kind, Rel};
+    for b in &obs.bundles {
+        let own = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
+        if let Some(ci) = b.child {
+            let inner = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(ci, kind);
+            let pairs = [
+                (own(plan, &Kind::GroupStart), inner(plan, &Kind::GroupStart), Rel::Start),
+                (inner(plan, &Kind::GroupRunning), own(plan, &Kind::GroupRunning), Rel::Start),
+                (own(plan, &Kind::GroupStop), inner(plan, &Kind::GroupStop), Rel::GroupStop),
+                (inner(plan, &Kind::GroupStopped), own(plan, &Kind::GroupStopped), Rel::GroupStop),
+            ];
+            for (f, t, rel) in pairs {
+                if let (Some(f), Some(t)) = (f, t) {
+                    plan.edge_rel(f, t, rel);
+                }
+            }
+            if let Some(gs) = own(plan, &Kind::GroupStop) {
+                for r in &b.replicas {
+                    for st in r.child.map(|c| plan.stops(c)).unwrap_or_default() {
+                        plan.edge_rel(gs, st, Rel::GroupStop);
+                    }
+                }
+            }
+        }
+        for r in &b.replicas {
+            let Some(remote) = r.remote else { continue };
+            for start in plan.starts(r.container) {
+                for &(pr, pid) in probe_ids {
+                    if pr == remote {
+                        plan.edge_rel(start, pid, Rel::Plain);
+                    }
+                }
+            }
+        }
+    }
 }
