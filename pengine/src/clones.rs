@@ -187,6 +187,14 @@ pub fn history_owner(
     let Some(spec) = obs.groups[gi].clone.as_ref() else {
         return Owner::NotCloned;
     };
+    // A bundle's inner clone: the instance of the replica whose guest node this is
+    // (`pe__find_bundle_replica`).
+    if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
+        return (0..obs.bundles[bi].replicas.len())
+            .find(|&n| crate::bundles::replica_node(obs, bi, n) == Some(ni))
+            .and_then(|n| obs.bundles[bi].replicas[n].child)
+            .map_or(Owner::Orphan, Owner::Instance);
+    }
     let mut found = None;
     let mut inactive = None;
     let mut skip_inactive = false;
