@@ -989,6 +989,28 @@ pub fn summary_lines(
     let mut lines: Vec<SummaryLine> = Vec::new();
     let mut ris: Vec<usize> = Vec::new();
     for t in &plan.order {
+        // A bundle's lines: per replica its IP, container, connection and inner instance
+        // (`pcmk__bundle_output_actions`), then any orphaned instance.
+        if let Some((bi, first)) = crate::bundles::bundle_of(obs, *t) {
+            if first {
+                let b = &obs.bundles[bi];
+                for r in &b.replicas {
+                    ris.extend(r.ip);
+                    ris.push(r.container);
+                    ris.extend(r.remote);
+                    ris.extend(r.child);
+                }
+                if let Some(ci) = b.child {
+                    ris.extend(
+                        obs.groups[ci]
+                            .members
+                            .iter()
+                            .filter(|m| !b.replicas.iter().any(|r| r.child == Some(**m))),
+                    );
+                }
+            }
+            continue;
+        }
         match *t {
             Top::Primitive(ri) => ris.push(ri),
             Top::Group(gi) => ris.extend(obs.groups[gi].members.iter().copied()),

@@ -1938,7 +1938,7 @@ impl Resource {
         node_attrs: &BTreeMap<String, String>,
         now: i64,
     ) -> OpParams {
-        op_params(
+        let mut op = op_params(
             &self.param_sets,
             &self.ops,
             &self.op_defaults_for(task, interval_ms),
@@ -1946,7 +1946,16 @@ impl Resource {
             (task, interval_ms),
             node_attrs,
             now,
-        )
+        );
+        // A bundle connection without an address of its own reaches its container's host
+        // (Pacemaker's REMOTE_CONTAINER_HACK, `pe__add_bundle_remote_name`): the node it runs
+        // on, as the connection is colocated with its container.
+        if self.kind == "remote" && op.params.get("addr").is_some_and(|a| a == "#uname") {
+            if let Some(host) = node_attrs.get("#uname") {
+                op.params.insert("addr".into(), host.clone());
+            }
+        }
+        op
     }
 }
 
