@@ -1449,7 +1449,9 @@ fn group_actions(
                 prev = e.clone();
             }
         }
-        if let Some(gstart) = ids[0] {
+        // (A bundle's start does not wait for its stopped: `pcmk__bundle_internal_constraints`.)
+        let bundle = obs.bundles.iter().any(|b| b.containers == gi);
+        if let Some(gstart) = ids[0].filter(|_| !bundle) {
             plan.edge_rel(gd, gstart, Rel::Optional);
         }
     }
