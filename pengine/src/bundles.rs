@@ -337,6 +337,19 @@ pub fn order_actions(
                 }
             }
         }
+        // Container probes before the container's start and the inner clone's start.
+        let inner_start = b.child.and_then(|ci| plan.find_group_action(ci, &Kind::GroupStart));
+        for r in &b.replicas {
+            for &(pr, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
+                let _ = pr;
+                for start in plan.starts(r.container) {
+                    plan.edge_rel(pid, start, Rel::Plain);
+                }
+                if let Some(s) = inner_start {
+                    plan.edge_rel(pid, s, Rel::Plain);
+                }
+            }
+        }
         for r in &b.replicas {
             let Some(remote) = r.remote else { continue };
             for start in plan.starts(r.container) {
