@@ -1303,6 +1303,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             };
             let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
             attrs.extend(op.extra.into_iter().chain(op.params));
+            // A bundle instance's replica address (see `crate::bundles`).
+            if let Some(ip) = r.meta.get("external-ip") {
+                attrs.push(("pcmk_external_ip".into(), ip.clone()));
+            }
             if let Some(gi) = r.group {
                 attrs.extend(crate::clones::graph_meta(obs, gi, Some(ri)));
             }
