@@ -716,7 +716,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
-    for gi in bundle_own {
+    for gi in bundle_own.into_iter().rev() {
         order.extend(with_notes(per_plan(&|pi| {
             plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
         })));
