@@ -362,3 +362,14 @@ pub fn order_actions(
         }
     }
 }
+
+/// Whether node `ni` is the guest node of another bundle than inner clone `gi`'s own (not
+/// among the nodes that clone is told are available).
+pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
+    let Some(own) = bundle_of_child(obs, gi) else {
+        return false;
+    };
+    (0..obs.bundles.len()).filter(|&bi| bi != own).any(|bi| {
+        (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni))
+    })
+}
