@@ -86,14 +86,16 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
         if let Some(ip) = &r.ip {
             replicas[n].ip = Some(obs.resources.len());
             obs.top.push(Top::Primitive(obs.resources.len()));
-            obs.resources.push(make_resource(ip, cib, Some(&bmeta), now));
+            obs.resources
+                .push(make_resource(ip, cib, Some(&bmeta), now));
         }
     }
     for (n, r) in b.replicas.iter().enumerate() {
         if let Some(remote) = &r.remote {
             replicas[n].remote = Some(obs.resources.len());
             obs.top.push(Top::Primitive(obs.resources.len()));
-            obs.resources.push(make_resource(remote, cib, Some(&bmeta), now));
+            obs.resources
+                .push(make_resource(remote, cib, Some(&bmeta), now));
         }
     }
     let mut child = None;
@@ -131,10 +133,12 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
     }
     // The inner clone notifies when its primitive asks to.
     if let Some(ci) = child {
-        let notify = obs.groups[ci]
-            .members
-            .first()
-            .is_some_and(|&ri| obs.resources[ri].meta.get("notify").is_some_and(|v| is_true(v)));
+        let notify = obs.groups[ci].members.first().is_some_and(|&ri| {
+            obs.resources[ri]
+                .meta
+                .get("notify")
+                .is_some_and(|v| is_true(v))
+        });
         if let Some(spec) = obs.groups[ci].clone.as_mut() {
             spec.notify |= notify;
         }
@@ -159,8 +163,7 @@ pub fn bundle_of(obs: &Observed, t: Top) -> Option<(usize, bool)> {
         Top::Group(gi) if gi == b.containers => Some((bi, true)),
         Top::Group(gi) if Some(gi) == b.child => Some((bi, false)),
         Top::Primitive(ri)
-            if b
-                .replicas
+            if b.replicas
                 .iter()
                 .any(|r| r.ip == Some(ri) || r.remote == Some(ri)) =>
         {
@@ -187,8 +190,9 @@ pub fn render(obs: &Observed, bi: usize, show_pending: bool, out: &mut String) {
     let b = &obs.bundles[bi];
     let g = &obs.groups[b.containers];
     let flag = |k: &str| g.meta.get(k).is_some_and(|v| is_true(v));
-    let managed =
-        g.meta.get("is-managed").is_none_or(|v| is_true(v)) && !flag("maintenance") && !obs.maintenance_mode;
+    let managed = g.meta.get("is-managed").is_none_or(|v| is_true(v))
+        && !flag("maintenance")
+        && !obs.maintenance_mode;
     let _ = writeln!(
         out,
         "    * Container bundle{}: {} [{}]{}{}:",
@@ -315,14 +319,31 @@ pub fn order_actions(
 ) {
     use crate::actions::{Kind, Rel};
     for b in &obs.bundles {
-        let own = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
+        let own =
+            |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
         if let Some(ci) = b.child {
             let inner = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(ci, kind);
             let pairs = [
-                (own(plan, &Kind::GroupStart), inner(plan, &Kind::GroupStart), Rel::Start),
-                (inner(plan, &Kind::GroupRunning), own(plan, &Kind::GroupRunning), Rel::Start),
-                (own(plan, &Kind::GroupStop), inner(plan, &Kind::GroupStop), Rel::GroupStop),
-                (inner(plan, &Kind::GroupStopped), own(plan, &Kind::GroupStopped), Rel::GroupStop),
+                (
+                    own(plan, &Kind::GroupStart),
+                    inner(plan, &Kind::GroupStart),
+                    Rel::Start,
+                ),
+                (
+                    inner(plan, &Kind::GroupRunning),
+                    own(plan, &Kind::GroupRunning),
+                    Rel::Start,
+                ),
+                (
+                    own(plan, &Kind::GroupStop),
+                    inner(plan, &Kind::GroupStop),
+                    Rel::GroupStop,
+                ),
+                (
+                    inner(plan, &Kind::GroupStopped),
+                    own(plan, &Kind::GroupStopped),
+                    Rel::GroupStop,
+                ),
             ];
             for (f, t, rel) in pairs {
                 if let (Some(f), Some(t)) = (f, t) {
@@ -338,7 +359,9 @@ pub fn order_actions(
             }
         }
         // Container probes before the container's start and the inner clone's start.
-        let inner_start = b.child.and_then(|ci| plan.find_group_action(ci, &Kind::GroupStart));
+        let inner_start = b
+            .child
+            .and_then(|ci| plan.find_group_action(ci, &Kind::GroupStart));
         for r in &b.replicas {
             for &(pr, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
                 let _ = pr;
@@ -369,7 +392,7 @@ pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
     let Some(own) = bundle_of_child(obs, gi) else {
         return false;
     };
-    (0..obs.bundles.len()).filter(|&bi| bi != own).any(|bi| {
-        (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni))
-    })
+    (0..obs.bundles.len())
+        .filter(|&bi| bi != own)
+        .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
 }

@@ -456,17 +456,19 @@ impl Cib {
 
     /// Every configured primitive, group members included, in configuration order.
     pub fn primitives(&self) -> impl Iterator<Item = &Primitive> {
-        self.resources.iter().flat_map(|r| -> Box<dyn Iterator<Item = &Primitive>> {
-            match r {
-                ResourceDef::Primitive(p) => Box::new(std::iter::once(p)),
-                ResourceDef::Group(g) => Box::new(g.members.iter()),
-                ResourceDef::Clone(c) => match &c.group {
-                    Some(g) => Box::new(g.members.iter()),
-                    None => Box::new(std::iter::once(&c.child)),
-                },
-                ResourceDef::Bundle(b) => Box::new(b.primitives()),
-            }
-        })
+        self.resources
+            .iter()
+            .flat_map(|r| -> Box<dyn Iterator<Item = &Primitive>> {
+                match r {
+                    ResourceDef::Primitive(p) => Box::new(std::iter::once(p)),
+                    ResourceDef::Group(g) => Box::new(g.members.iter()),
+                    ResourceDef::Clone(c) => match &c.group {
+                        Some(g) => Box::new(g.members.iter()),
+                        None => Box::new(std::iter::once(&c.child)),
+                    },
+                    ResourceDef::Bundle(b) => Box::new(b.primitives()),
+                }
+            })
     }
 }
 

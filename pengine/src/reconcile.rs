@@ -187,9 +187,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             // A pending node (online, not yet a member) is probed too: the probe cannot run
             // there (see `actions`).
             // (A bundle's guest node in maintenance, its bundle unmanaged, is probed.)
-            if !n.online
-                || n.unclean
-                || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
+            if !n.online || n.unclean || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
             {
                 continue;
             }

@@ -69,7 +69,11 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
         out.push(node);
     }
     let bundle_connections = cib.resources.iter().flat_map(|r| match r {
-        ResourceDef::Bundle(b) => b.replicas.iter().filter_map(|r| r.remote.as_ref()).collect(),
+        ResourceDef::Bundle(b) => b
+            .replicas
+            .iter()
+            .filter_map(|r| r.remote.as_ref())
+            .collect(),
         _ => Vec::new(),
     });
     let bundle_names: Vec<&str> = bundle_connections.clone().map(|p| p.id.as_str()).collect();

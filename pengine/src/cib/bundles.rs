@@ -264,7 +264,10 @@ pub(super) fn parse(
             ("ordered", "true"),
             ("clone-max", replicas_s.as_str()),
             ("clone-node-max", per_host_s.as_str()),
-            ("globally-unique", if per_host > 1 { "true" } else { "false" }),
+            (
+                "globally-unique",
+                if per_host > 1 { "true" } else { "false" },
+            ),
         ];
         if promoted_max > 0 {
             generated.push(("promotable", "true"));
@@ -365,7 +368,11 @@ pub(super) fn parse(
                     run.push_str(&format!(":{o}"));
                 }
             } else {
-                let o = m.options.as_deref().map(|o| format!(",{o}")).unwrap_or_default();
+                let o = m
+                    .options
+                    .as_deref()
+                    .map(|o| format!(",{o}"))
+                    .unwrap_or_default();
                 run.push_str(&format!(
                     " --volume vol{vol},kind=host,source={source}{o} --mount volume=vol{vol},target={}",
                     m.target
@@ -497,7 +504,10 @@ mod tests {
 
     #[test]
     fn addresses_count_as_pacemaker_counts() {
-        assert_eq!(next_ip("192.168.122.131").as_deref(), Some("192.168.122.132"));
+        assert_eq!(
+            next_ip("192.168.122.131").as_deref(),
+            Some("192.168.122.132")
+        );
         assert_eq!(next_ip("10.0.1.254").as_deref(), Some("10.0.2.1"));
         assert_eq!(next_ip("10.0.254.1"), None);
         assert_eq!(next_ip("fe80::1"), None);
