@@ -670,6 +670,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         let mut probe = act(Kind::Probe, Some(ri), Some(ni));
         // Nothing runs on a pending node.
         probe.runnable = !obs.nodes[ni].pending;
+        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
+        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
+            probe.runnable = false;
+            probe.dot_only = true;
+        }
         probe_ids.push((ri, plan.add(probe)));
     }
     // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
@@ -1052,7 +1057,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 rec.asymmetric_blocked_group_starts.contains(&gi),
             );
             // Every probe of a clone's instances comes before the clone's start.
-            if obs.groups[gi].clone.is_some() {
+            // (A bundle's container probes: before its inner clone's start and their own
+            // start, see `crate::bundles::order_actions`.)
+            let bundle = obs.bundles.iter().any(|b| b.containers == gi);
+            if obs.groups[gi].clone.is_some() && !bundle {
                 if let Some(gstart) = plan.find_group(gi, &Kind::GroupStart) {
                     let members = &obs.groups[gi].members;
                     for &(pr, pid) in &probe_ids {
@@ -1081,6 +1089,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
+    crate::bundles::order_actions(obs, &mut plan, &probe_ids);
     // Stops release load before starts consume it.
     if obs.placement_strategy != "default" {
         for i in 0..plan.actions.len() {
@@ -1402,8 +1411,12 @@ fn group_actions(
     if instances.is_empty() {
         start_exits = starts.clone();
     }
+    // (A bundle's running and stopped follow its containers only.)
+    let bundle = obs.bundles.iter().any(|b| b.containers == gi);
     if let (Some(gs), Some(gr)) = (ids[0], ids[1]) {
-        plan.edge_rel(gs, gr, Rel::Start);
+        if !bundle {
+            plan.edge_rel(gs, gr, Rel::Start);
+        }
         let mut prev: Vec<usize> = Vec::new();
         for (s, e) in starts.iter().zip(&start_exits) {
             for &x in s {
@@ -1427,7 +1440,9 @@ fn group_actions(
         }
     }
     if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
-        plan.edge_rel(gs, gd, Rel::GroupStop);
+        if !bundle {
+            plan.edge_rel(gs, gd, Rel::GroupStop);
+        }
         let mut prev: Vec<usize> = Vec::new();
         for (s, e) in stops.iter().zip(&stop_exits).rev() {
             for &x in s {
@@ -1443,7 +1458,8 @@ fn group_actions(
                 prev = e.clone();
             }
         }
-        if let Some(gstart) = ids[0] {
+        // (A bundle's start does not wait for its stopped: `pcmk__bundle_internal_constraints`.)
+        if let Some(gstart) = ids[0].filter(|_| !bundle) {
             plan.edge_rel(gd, gstart, Rel::Optional);
         }
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+pub mod bundles;
 pub mod clones;
 pub mod guests;
 mod sets;
@@ -272,6 +273,8 @@ pub enum ResourceDef {
     Group(Group),
     /// An anonymous clone of a primitive (see `cib/clones.rs`).
     Clone(CloneDef),
+    /// A bundle and its implicit resources (see `cib/bundles.rs`).
+    Bundle(bundles::BundleDef),
 }
 
 impl ResourceDef {
@@ -280,6 +283,7 @@ impl ResourceDef {
             ResourceDef::Primitive(p) => &p.id,
             ResourceDef::Group(g) => &g.id,
             ResourceDef::Clone(c) => &c.id,
+            ResourceDef::Bundle(b) => &b.id,
         }
     }
 }
@@ -452,14 +456,19 @@ impl Cib {
 
     /// Every configured primitive, group members included, in configuration order.
     pub fn primitives(&self) -> impl Iterator<Item = &Primitive> {
-        self.resources.iter().flat_map(|r| match r {
-            ResourceDef::Primitive(p) => std::slice::from_ref(p).iter(),
-            ResourceDef::Group(g) => g.members.iter(),
-            ResourceDef::Clone(c) => match &c.group {
-                Some(g) => g.members.iter(),
-                None => std::slice::from_ref(&c.child).iter(),
-            },
-        })
+        self.resources
+            .iter()
+            .flat_map(|r| -> Box<dyn Iterator<Item = &Primitive>> {
+                match r {
+                    ResourceDef::Primitive(p) => Box::new(std::iter::once(p)),
+                    ResourceDef::Group(g) => Box::new(g.members.iter()),
+                    ResourceDef::Clone(c) => match &c.group {
+                        Some(g) => Box::new(g.members.iter()),
+                        None => Box::new(std::iter::once(&c.child)),
+                    },
+                    ResourceDef::Bundle(b) => Box::new(b.primitives()),
+                }
+            })
     }
 }
 
@@ -722,7 +731,10 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                     let rsc_ids: Vec<&Element> = std::iter::once(r)
                         .chain(r.children_named("primitive"))
                         .filter(|e| {
-                            matches!(e.name.as_str(), "primitive" | "group" | "clone" | "master")
+                            matches!(
+                                e.name.as_str(),
+                                "primitive" | "group" | "clone" | "master" | "bundle"
+                            )
                         })
                         .collect();
                     if let Some(dup) = rsc_ids.iter().find(|e| seen.contains(e.id())) {
@@ -765,6 +777,17 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                             Ok(None) => {}
                             Err(why) => {
                                 cib.unsupported.push(format!("clone {}", r.id()));
+                                diag(&mut diags, r, why);
+                            }
+                        },
+                        "bundle" => match bundles::parse(
+                            r,
+                            |p| templated_primitive(&ctx, p, &templates, &mut config_errors),
+                            |set| ctx.sets(set, "meta_attributes"),
+                        ) {
+                            Ok(b) => cib.resources.push(ResourceDef::Bundle(b)),
+                            Err(why) => {
+                                cib.unsupported.push(format!("bundle {}", r.id()));
                                 diag(&mut diags, r, why);
                             }
                         },

@@ -66,7 +66,7 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
     let cap = crate::cib::clones::MAX_INSTANCES as usize;
     let mut max = match meta.get("clone-max") {
         Some(v) => scan_count(v).min(cap),
-        None => obs.nodes.len().max(1),
+        None => obs.unpacked_nodes().max(1),
     };
     let mut unique = flag("globally-unique");
     let mut node_max = match meta.get("clone-node-max") {
@@ -86,7 +86,7 @@ pub fn add_clone(obs: &mut Observed, c: &CloneDef, cib: &Cib, now: i64) {
     {
         unique = false;
         node_max = 1;
-        max = max.min(obs.nodes.len());
+        max = max.min(obs.unpacked_nodes());
     }
     let spec = CloneSpec {
         child: c.child.id.clone(),
@@ -187,6 +187,14 @@ pub fn history_owner(
     let Some(spec) = obs.groups[gi].clone.as_ref() else {
         return Owner::NotCloned;
     };
+    // A bundle's inner clone: the instance of the replica whose guest node this is
+    // (`pe__find_bundle_replica`).
+    if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
+        return (0..obs.bundles[bi].replicas.len())
+            .find(|&n| crate::bundles::replica_node(obs, bi, n) == Some(ni))
+            .and_then(|n| obs.bundles[bi].replicas[n].child)
+            .map_or(Owner::Orphan, Owner::Instance);
+    }
     let mut found = None;
     let mut inactive = None;
     let mut skip_inactive = false;
@@ -368,6 +376,10 @@ pub fn probed_instance(
 /// for an instance's (`instance`) its number (`CRM_meta_clone`); nothing for a group.
 /// (A clone of a group's instance group gives its clone's.)
 pub fn graph_meta(obs: &Observed, gi: usize, instance: Option<usize>) -> Vec<(String, String)> {
+    // A bundle is no clone in the graph (see `crate::bundles`).
+    if obs.bundles.iter().any(|b| b.containers == gi) {
+        return Vec::new();
+    }
     let gi = match obs.groups[gi].clone {
         Some(_) => gi,
         None => match crate::clone_groups::parent_clone(obs, gi) {
@@ -526,7 +538,10 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
         .flat_map(|&m| obs.resources[m].running_on.iter().copied())
         .collect();
     let candidates: Vec<usize> = if obs.symmetric {
-        (0..obs.nodes.len()).collect()
+        // A bundle's guest node takes no other resource (see `crate::bundles`).
+        (0..obs.nodes.len())
+            .filter(|&ni| !crate::bundles::is_bundle_node(obs, ni))
+            .collect()
     } else {
         g.members
             .iter()

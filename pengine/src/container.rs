@@ -99,6 +99,7 @@ pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
                 ..Default::default()
             })
         })
+        .chain(crate::bundles::ip_colocations(obs))
         .collect();
     if implied.is_empty() {
         return Cow::Borrowed(cib);

@@ -654,7 +654,27 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
         v
     };
+    // A bundle's synapses (`pcmk__bundle_expand`): its inner clone's, then per replica the IP's,
+    // the container's and the connection's; its own pseudo actions last.
+    let mut tops: Vec<Top> = Vec::new();
+    let mut bundle_own: Vec<usize> = Vec::new();
     for t in &plan.order {
+        match crate::bundles::bundle_of(obs, *t) {
+            None => tops.push(*t),
+            Some((_, false)) => {}
+            Some((bi, true)) => {
+                let b = &obs.bundles[bi];
+                tops.extend(b.child.map(Top::Group));
+                for r in &b.replicas {
+                    tops.extend(r.ip.map(Top::Primitive));
+                    tops.push(Top::Primitive(r.container));
+                    tops.extend(r.remote.map(Top::Primitive));
+                }
+                bundle_own.push(b.containers);
+            }
+        }
+    }
+    for t in &tops {
         match *t {
             Top::Primitive(ri) => order.extend(per_plan(&|pi| plan.actions[pi].rsc == Some(ri))),
             // A group's pseudo actions come before its members'; a clone's after its
@@ -695,6 +715,11 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 }
             }
         }
+    }
+    for gi in bundle_own.into_iter().rev() {
+        order.extend(with_notes(per_plan(&|pi| {
+            plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+        })));
     }
     order.extend(per_plan(&|pi| {
         plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()
@@ -964,6 +989,28 @@ pub fn summary_lines(
     let mut lines: Vec<SummaryLine> = Vec::new();
     let mut ris: Vec<usize> = Vec::new();
     for t in &plan.order {
+        // A bundle's lines: per replica its IP, container, connection and inner instance
+        // (`pcmk__bundle_output_actions`), then any orphaned instance.
+        if let Some((bi, first)) = crate::bundles::bundle_of(obs, *t) {
+            if first {
+                let b = &obs.bundles[bi];
+                for r in &b.replicas {
+                    ris.extend(r.ip);
+                    ris.push(r.container);
+                    ris.extend(r.remote);
+                    ris.extend(r.child);
+                }
+                if let Some(ci) = b.child {
+                    ris.extend(
+                        obs.groups[ci]
+                            .members
+                            .iter()
+                            .filter(|m| !b.replicas.iter().any(|r| r.child == Some(**m))),
+                    );
+                }
+            }
+            continue;
+        }
         match *t {
             Top::Primitive(ri) => ris.push(ri),
             Top::Group(gi) => ris.extend(obs.groups[gi].members.iter().copied()),
@@ -1256,6 +1303,10 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             };
             let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
             attrs.extend(op.extra.into_iter().chain(op.params));
+            // A bundle instance's replica address (see `crate::bundles`).
+            if let Some(ip) = r.meta.get("external-ip") {
+                attrs.push(("pcmk_external_ip".into(), ip.clone()));
+            }
             if let Some(gi) = r.group {
                 attrs.extend(crate::clones::graph_meta(obs, gi, Some(ri)));
             }

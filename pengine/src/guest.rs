@@ -207,7 +207,18 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
     let Some(ki) = container_of(obs, ni) else {
         return out;
     };
-    let host = match a.task.as_str() {
+    // A notification counts as the operation it notifies of.
+    let notified = a.notify.as_ref().and_then(|n| {
+        n.meta
+            .iter()
+            .find(|(k, _)| k == "notify_operation")
+            .map(|(_, v)| v.as_str())
+    });
+    let task = match a.task.as_str() {
+        "notify" => notified.unwrap_or("notify"),
+        t => t,
+    };
+    let host = match task {
         "stop" | "demote" => obs.resources[ki].running_on.first().copied(),
         "start" | "monitor" | "promote" => {
             obs.nodes[ni].remote.as_ref().and_then(|rn| rn.next_host)

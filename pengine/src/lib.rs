@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod atomic;
+pub mod bundles;
 pub mod cib;
 pub mod clone_groups;
 pub mod clones;
@@ -178,11 +179,8 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
         out.push_str("\n              *** Resource management is DISABLED ***\n");
         out.push_str("  The cluster will not attempt to start, stop or recover services\n");
         printed = true;
-    } else if current.stop_all {
-        out.push_str("\n    *** Resource management is DISABLED ***\n");
-        out.push_str("  The cluster will keep all resources stopped\n");
-        printed = true;
     }
+    // (crm_simulate 2.1.5 prints no banner for stop-all-resources.)
     let counted: Vec<&observed::Resource> = current
         .resources
         .iter()

@@ -274,7 +274,14 @@ fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Place
         inactive.into_iter().map(|(ri, _)| (ri, None)).collect(),
     );
     push("notify_inactive_resource", r);
-    let mut available: Vec<String> = obs.nodes.iter().map(|n| n.uname.clone()).collect();
+    // (A bundle's inner clone knows only the nodes there were when it was unpacked.)
+    let mut available: Vec<String> = obs
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(ni, _)| !crate::bundles::node_unknown_to(obs, gi, *ni))
+        .map(|(_, n)| n.uname.clone())
+        .collect();
     available.sort();
     push("notify_available_uname", words(&available));
     let all: Vec<String> = obs.nodes.iter().map(|n| n.uname.clone()).collect();

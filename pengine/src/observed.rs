@@ -314,6 +314,11 @@ pub struct Observed {
     /// the graph's `recheck-by`, the earliest such time after `now` (see `update_recheck_by`).
     pub recheck_by: Option<i64>,
     pub orders: Vec<crate::cib::Order>,
+    /// Bundles (see `crate::bundles`).
+    pub bundles: Vec<crate::bundles::Bundle>,
+    /// While resources are unpacked: the guest nodes of bundles not unpacked yet (Pacemaker
+    /// creates a bundle's nodes when it unpacks the bundle; see `unpacked_nodes`).
+    pub(crate) bundle_nodes_pending: usize,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
 }
@@ -340,6 +345,12 @@ fn first_positions<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, u
 }
 
 impl Observed {
+    /// The nodes Pacemaker knows while unpacking the resources so far (a clone's default
+    /// `clone-max`): every node but the guest nodes of bundles configured later.
+    pub fn unpacked_nodes(&self) -> usize {
+        self.nodes.len().saturating_sub(self.bundle_nodes_pending)
+    }
+
     /// Rebuilds the id lookups after nodes, resources or groups were added.
     pub fn reindex(&mut self) {
         self.index = IdIndex {
@@ -820,6 +831,15 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .unwrap_or(0) as i64,
         recheck_by: None,
         orders: cib.orders.clone(),
+        bundles: Vec::new(),
+        bundle_nodes_pending: cib
+            .resources
+            .iter()
+            .map(|r| match r {
+                ResourceDef::Bundle(b) => b.replicas.iter().filter(|r| r.remote.is_some()).count(),
+                _ => 0,
+            })
+            .sum(),
         index: IdIndex::default(),
     };
     // A mandatory anti-colocation (-INFINITY, no roles) also orders each side's stop before the
@@ -877,6 +897,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 obs.top.push(Top::Group(gi));
             }
             ResourceDef::Clone(c) => crate::clones::add_clone(&mut obs, c, cib, now),
+            ResourceDef::Bundle(b) => crate::bundles::add_bundle(&mut obs, b, cib, now),
         }
     }
     // Pacemaker counts watchdog self-fencing (have-watchdog, set by the controller when SBD runs)
@@ -1437,7 +1458,9 @@ fn unpack_lrm_resource(
         {
             let params = rsc.op_params(&op.operation, op.interval_ms, &nodes[ni].attrs, now);
             let check = crate::digest::check(&params, &op.element, &rsc.feature_set, false);
+            // (An unmanaged resource's clear is optional: never in the graph.)
             if matches!(check, DigestCheck::Restart | DigestCheck::All)
+                && rsc.managed
                 && !rsc.clear_failcount_on.contains(&ni)
             {
                 rsc.clear_failcount_on.push(ni);
@@ -1915,7 +1938,7 @@ impl Resource {
         node_attrs: &BTreeMap<String, String>,
         now: i64,
     ) -> OpParams {
-        op_params(
+        let mut op = op_params(
             &self.param_sets,
             &self.ops,
             &self.op_defaults_for(task, interval_ms),
@@ -1923,7 +1946,16 @@ impl Resource {
             (task, interval_ms),
             node_attrs,
             now,
-        )
+        );
+        // A bundle connection without an address of its own reaches its container's host
+        // (Pacemaker's REMOTE_CONTAINER_HACK, `pe__add_bundle_remote_name`): the node it runs
+        // on, as the connection is colocated with its container.
+        if self.kind == "remote" && op.params.get("addr").is_some_and(|a| a == "#uname") {
+            if let Some(host) = node_attrs.get("#uname") {
+                op.params.insert("addr".into(), host.clone());
+            }
+        }
+        op
     }
 }
 

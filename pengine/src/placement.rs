@@ -1443,9 +1443,21 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     let order = unit_order(&mut ctx);
     // Remote connections are assigned first; the remote nodes they make are online for the
     // rest only when their connection runs somewhere (see `crate::remote`).
-    let is_connection =
-        |u: &Unit| matches!(*u, Unit::Primitive(ri) if obs.resources[ri].remote_node.is_some());
-    for u in order.iter().filter(|u| is_connection(u)) {
+    // A bundle's containers, IPs and connections are placed together, after the other
+    // connections and before the rest (its inner clone needs its guest nodes; see
+    // `crate::bundles`).
+    let bundle_part = |u: &Unit| match *u {
+        Unit::Primitive(ri) => crate::bundles::is_replica_part(obs, ri),
+        Unit::Group(gi) => obs.bundles.iter().any(|b| b.containers == gi),
+    };
+    let is_connection = |u: &Unit| {
+        bundle_part(u)
+            || matches!(*u, Unit::Primitive(ri) if obs.resources[ri].remote_node.is_some())
+    };
+    for u in order.iter().filter(|u| is_connection(u) && !bundle_part(u)) {
+        assign_unit(&mut ctx, *u);
+    }
+    for u in order.iter().filter(|u| bundle_part(u)) {
         assign_unit(&mut ctx, *u);
     }
     let after_connections = crate::remote::any(obs).then(|| {

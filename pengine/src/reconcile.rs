@@ -186,7 +186,9 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         for (ni, n) in obs.nodes.iter().enumerate() {
             // A pending node (online, not yet a member) is probed too: the probe cannot run
             // there (see `actions`).
-            if !n.online || n.unclean || n.maintenance {
+            // (A bundle's guest node in maintenance, its bundle unmanaged, is probed.)
+            if !n.online || n.unclean || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
+            {
                 continue;
             }
             for (ri, r) in obs.resources.iter().enumerate() {
@@ -198,6 +200,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     || r.running_on.contains(&ni)
                     || crate::remote::never_probed(obs, ri, ni)
                     || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
+                    || crate::bundles::never_probed(obs, &desired.assigned, ri, ni)
                 {
                     continue;
                 }

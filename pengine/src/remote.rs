@@ -68,10 +68,20 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
         merge_sets(&mut node.attrs, &n.attrs, now, None);
         out.push(node);
     }
-    for r in &cib.resources {
-        let ResourceDef::Primitive(p) = r else {
-            continue;
-        };
+    let bundle_connections = cib.resources.iter().flat_map(|r| match r {
+        ResourceDef::Bundle(b) => b
+            .replicas
+            .iter()
+            .filter_map(|r| r.remote.as_ref())
+            .collect(),
+        _ => Vec::new(),
+    });
+    let bundle_names: Vec<&str> = bundle_connections.clone().map(|p| p.id.as_str()).collect();
+    let top = cib.resources.iter().filter_map(|r| match r {
+        ResourceDef::Primitive(p) => Some(p),
+        _ => None,
+    });
+    for p in top.chain(bundle_connections) {
         if !is_connection_agent(&p.class, p.provider.as_deref(), &p.kind) {
             continue;
         }
@@ -82,6 +92,13 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
             || out.iter().any(|n| n.uname == p.id);
         if !known {
             out.push(new_node(&p.id, &p.id));
+        }
+    }
+    // A bundle's guest node takes no resource but the replica's own (Pacemaker's -INFINITY
+    // node weight; see `crate::bundles`).
+    for n in &mut out {
+        if bundle_names.contains(&n.uname.as_str()) {
+            n.weight = crate::cib::INFINITY.saturating_neg();
         }
     }
     out.sort_by(|a, b| natural_cmp(&a.uname, &b.uname));

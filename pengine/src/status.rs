@@ -229,6 +229,13 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
     out.push_str("  * Full List of Resources:\n");
     let mut any = false;
     for t in &obs.top {
+        if let Some((bi, first)) = crate::bundles::bundle_of(obs, *t) {
+            if first {
+                any = true;
+                crate::bundles::render(obs, bi, show_pending, &mut out);
+            }
+            continue;
+        }
         match *t {
             Top::Primitive(ri) => {
                 let r = &obs.resources[ri];

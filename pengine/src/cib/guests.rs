@@ -100,7 +100,7 @@ pub fn connections(resources: &[ResourceDef]) -> Vec<Primitive> {
     let candidates = resources.iter().flat_map(|r| match r {
         ResourceDef::Primitive(p) => std::slice::from_ref(p).iter(),
         ResourceDef::Group(g) => g.members.iter(),
-        ResourceDef::Clone(_) => [].iter(),
+        ResourceDef::Clone(_) | ResourceDef::Bundle(_) => [].iter(),
     });
     for p in candidates {
         let Some(c) = connection_of(p) else {

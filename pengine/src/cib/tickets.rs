@@ -185,6 +185,8 @@ pub(super) fn check_references(
             super::ResourceDef::Primitive(p) => p.id == id,
             super::ResourceDef::Group(g) => g.id == id || g.members.iter().any(|m| m.id == id),
             super::ResourceDef::Clone(c) => c.id == id || c.child.id == id,
+            // Tickets on bundles are not supported.
+            super::ResourceDef::Bundle(_) => false,
         })
     };
     for dep in rsc_tickets.iter().filter(|d| !known(&d.rsc)) {

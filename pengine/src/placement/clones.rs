@@ -83,6 +83,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let Some(spec) = obs.groups[gi].clone.clone() else {
         return;
     };
+    if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
+        assign_bundle_child(ctx, gi, bi);
+        if let Some(p) = spec.promotable.as_ref() {
+            super::promotable::set_roles(ctx, gi, p);
+        }
+        return;
+    }
     // Each instance's resources; `members[k]` the one that speaks for instance `k` (its first).
     let units = crate::clone_groups::instances(obs, gi);
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
@@ -474,5 +481,44 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     }
     if let Some(p) = spec.promotable.as_ref() {
         super::promotable::set_roles(ctx, gi, p);
+    }
+}
+
+/// A bundle's inner clone (`pcmk__bundle_allocate`): instance N may only run on replica N's
+/// guest node (INFINITY there, -INFINITY elsewhere), and runs there when that node is up; the
+/// clone itself is allowed on the bundle's guest nodes only.
+fn assign_bundle_child(ctx: &mut Ctx, gi: usize, bi: usize) {
+    let obs = ctx.obs;
+    let members = obs.groups[gi].members.clone();
+    let guest_nodes: Vec<Option<usize>> = (0..members.len())
+        .map(|n| crate::bundles::replica_node(obs, bi, n))
+        .collect();
+    let mut clone_scores = BTreeMap::new();
+    for ni in 0..obs.nodes.len() {
+        let bundle_node = guest_nodes.contains(&Some(ni));
+        clone_scores.insert(ni, if bundle_node { 0 } else { -INFINITY });
+    }
+    ctx.desired.group_scores[gi] = clone_scores;
+    for (n, &ri) in members.iter().enumerate() {
+        let own = guest_nodes.get(n).copied().flatten();
+        let mut s = BTreeMap::new();
+        if let Some(g) = own {
+            s.insert(g, INFINITY);
+        }
+        ctx.desired.member_scores[ri] = s.clone();
+        ctx.desired.scores[ri] = s;
+        let r = &obs.resources[ri];
+        let placed = own.filter(|&g| {
+            if !r.managed {
+                r.running_on.contains(&g)
+            } else {
+                node_available(obs, g) && !target_stopped(obs, ri) && !r.orphan
+            }
+        });
+        if let Some(ni) = placed {
+            ctx.num_resources[ni] += 1;
+        }
+        ctx.desired.assigned[ri] = placed;
+        ctx.done[ri] = true;
     }
 }

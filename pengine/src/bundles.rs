@@ -1,0 +1,398 @@
+//! Pacemaker bundles as Pacemaker 2.1.5 has them (`lib/pengine/bundle.c`,
+//! `lib/pacemaker/pcmk_sched_bundle.c`): a `cib::bundles::BundleDef` becomes, in `observed`,
+//! the replicas' containers as the members of a globally unique clone named after the bundle
+//! (so the bundle's start/running/stop/stopped pseudo actions, its locations and colocations
+//! and the containers' distribution are a clone's: `pcmk__bundle_allocate` distributes the
+//! containers as `distribute_children` does), each replica's IP and connection as top-level
+//! primitives hidden from the status (the connection's `container` makes the replica's guest
+//! node), and the inner primitive as a clone (`<bundle>-clone` or `<bundle>-master`) whose
+//! instance N may only run on guest node N. `Bundle` keeps which resource is which, for the
+//! status block ("Container bundle set: ...", one line per replica) and the orderings Pacemaker
+//! adds between the bundle and its inner clone.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::cib::bundles::BundleDef;
+use crate::cib::{Cib, Colocation, INFINITY, Order, is_true};
+use crate::clones::CloneSpec;
+use crate::observed::{Group, Observed, Top, make_resource, merge_sets};
+
+/// One replica: positions in `Observed::resources`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replica {
+    pub container: usize,
+    pub ip: Option<usize>,
+    pub remote: Option<usize>,
+    /// The inner clone's instance N.
+    pub child: Option<usize>,
+    pub ipaddr: Option<String>,
+}
+
+/// A bundle in `Observed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bundle {
+    pub id: String,
+    pub image: String,
+    /// `replicas-per-host` above 1.
+    pub unique: bool,
+    /// The clone (in `Observed::groups`) whose members are the containers; named as the bundle.
+    pub containers: usize,
+    /// The inner primitive's clone, if there is one.
+    pub child: Option<usize>,
+    pub replicas: Vec<Replica>,
+}
+
+/// The name the containers' clone spec gives its (never used) cloned primitive.
+fn no_child(id: &str) -> String {
+    format!("{id}#containers")
+}
+
+/// Adds the bundle `b` to `obs` (see the module documentation).
+pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
+    let mut bmeta = BTreeMap::new();
+    merge_sets(&mut bmeta, &b.meta, now, None);
+    let gi = obs.groups.len();
+    let mut members = Vec::new();
+    let mut replicas = Vec::new();
+    for r in &b.replicas {
+        let mut c = make_resource(&r.container, cib, Some(&bmeta), now);
+        c.group = Some(gi);
+        members.push(obs.resources.len());
+        replicas.push(Replica {
+            container: obs.resources.len(),
+            ipaddr: r.ipaddr.clone(),
+            ..Default::default()
+        });
+        obs.resources.push(c);
+    }
+    let mut gmeta = bmeta.clone();
+    merge_sets(&mut gmeta, &cib.rsc_defaults, now, None);
+    obs.groups.push(Group {
+        id: b.id.clone(),
+        members,
+        meta: gmeta,
+        clone: Some(CloneSpec {
+            child: no_child(&b.id),
+            max: b.replicas.len(),
+            node_max: b.per_host,
+            unique: true,
+            ordered: false,
+            ..Default::default()
+        }),
+    });
+    obs.top.push(Top::Group(gi));
+    for (n, r) in b.replicas.iter().enumerate() {
+        if let Some(ip) = &r.ip {
+            replicas[n].ip = Some(obs.resources.len());
+            obs.top.push(Top::Primitive(obs.resources.len()));
+            obs.resources
+                .push(make_resource(ip, cib, Some(&bmeta), now));
+        }
+    }
+    for (n, r) in b.replicas.iter().enumerate() {
+        if let Some(remote) = &r.remote {
+            replicas[n].remote = Some(obs.resources.len());
+            obs.top.push(Top::Primitive(obs.resources.len()));
+            obs.resources
+                .push(make_resource(remote, cib, Some(&bmeta), now));
+        }
+    }
+    let mut child = None;
+    if let Some(c) = &b.child {
+        crate::clones::add_clone(obs, c, cib, now);
+        let ci = obs.groups.len() - 1;
+        child = Some(ci);
+        let instances = obs.groups[ci].members.clone();
+        for (n, ri) in instances.into_iter().enumerate() {
+            if let Some(rep) = replicas.get_mut(n) {
+                rep.child = Some(ri);
+                if let Some(a) = &rep.ipaddr {
+                    obs.resources[ri]
+                        .meta
+                        .entry("external-ip".into())
+                        .or_insert_with(|| a.clone());
+                }
+            }
+        }
+    }
+    // Each IP starts before its container and stops after it (`pcmk__bundle_internal_constraints`).
+    for r in &replicas {
+        if let Some(ip) = r.ip {
+            obs.orders.push(Order {
+                id: format!("{}-ip-before-container", b.id),
+                first: obs.resources[ip].id.clone(),
+                then: obs.resources[r.container].id.clone(),
+                first_action: "start".into(),
+                then_action: "start".into(),
+                kind: "mandatory".into(),
+                symmetrical: Some(true),
+                one_or_more: Default::default(),
+            });
+        }
+    }
+    // The inner clone notifies when its primitive asks to.
+    if let Some(ci) = child {
+        let notify = obs.groups[ci].members.first().is_some_and(|&ri| {
+            obs.resources[ri]
+                .meta
+                .get("notify")
+                .is_some_and(|v| is_true(v))
+        });
+        if let Some(spec) = obs.groups[ci].clone.as_mut() {
+            spec.notify |= notify;
+        }
+    }
+    obs.bundle_nodes_pending = obs
+        .bundle_nodes_pending
+        .saturating_sub(replicas.iter().filter(|r| r.remote.is_some()).count());
+    obs.bundles.push(Bundle {
+        id: b.id.clone(),
+        image: b.image.clone(),
+        unique: b.per_host > 1,
+        containers: gi,
+        child,
+        replicas,
+    });
+}
+
+/// The bundle a top-level entry belongs to, and whether it is the bundle's first entry (the
+/// containers' clone, where the status prints the bundle).
+pub fn bundle_of(obs: &Observed, t: Top) -> Option<(usize, bool)> {
+    obs.bundles.iter().enumerate().find_map(|(bi, b)| match t {
+        Top::Group(gi) if gi == b.containers => Some((bi, true)),
+        Top::Group(gi) if Some(gi) == b.child => Some((bi, false)),
+        Top::Primitive(ri)
+            if b.replicas
+                .iter()
+                .any(|r| r.ip == Some(ri) || r.remote == Some(ri)) =>
+        {
+            Some((bi, false))
+        }
+        _ => None,
+    })
+}
+
+/// The guest nodes of bundle replicas (their names: the connections' ids).
+pub fn is_bundle_node(obs: &Observed, ni: usize) -> bool {
+    let name = &obs.nodes[ni].uname;
+    obs.bundles.iter().any(|b| {
+        b.replicas
+            .iter()
+            .any(|r| r.remote.is_some_and(|ri| &obs.resources[ri].id == name))
+    })
+}
+
+/// The bundle's status block as `pe__bundle_text` prints it without implicit resources: a
+/// header, then per replica the inner resource (or the container) named by the connection (or
+/// the container) and the replica's address, on the container's node.
+pub fn render(obs: &Observed, bi: usize, show_pending: bool, out: &mut String) {
+    let b = &obs.bundles[bi];
+    let g = &obs.groups[b.containers];
+    let flag = |k: &str| g.meta.get(k).is_some_and(|v| is_true(v));
+    let managed = g.meta.get("is-managed").is_none_or(|v| is_true(v))
+        && !flag("maintenance")
+        && !obs.maintenance_mode;
+    let _ = writeln!(
+        out,
+        "    * Container bundle{}: {} [{}]{}{}:",
+        if b.replicas.len() > 1 { " set" } else { "" },
+        b.id,
+        b.image,
+        if b.unique { " (unique)" } else { "" },
+        if managed { "" } else { " (unmanaged)" }
+    );
+    for r in &b.replicas {
+        let shown = r.child.unwrap_or(r.container);
+        let mut name = obs.resources[r.remote.unwrap_or(r.container)].id.clone();
+        if let Some(a) = &r.ipaddr {
+            let _ = write!(name, " ({a})");
+        }
+        let mut rsc = obs.resources[shown].clone();
+        rsc.id = name;
+        rsc.running_on = obs.resources[r.container]
+            .running_on
+            .first()
+            .copied()
+            .into_iter()
+            .collect();
+        let _ = writeln!(
+            out,
+            "      * {}",
+            crate::status::primitive_line_with(obs, &rsc, show_pending)
+        );
+    }
+}
+
+/// The bundle replica a resource belongs to: (bundle, replica).
+pub fn replica_of(obs: &Observed, ri: usize) -> Option<(usize, usize)> {
+    obs.bundles.iter().enumerate().find_map(|(bi, b)| {
+        b.replicas
+            .iter()
+            .position(|r| {
+                r.container == ri || r.ip == Some(ri) || r.remote == Some(ri) || r.child == Some(ri)
+            })
+            .map(|n| (bi, n))
+    })
+}
+
+/// Probes `pcmk__bundle_create_probe` does not create: nothing on a bundle's guest node but
+/// that replica's inner instance (discovery "never" there), the inner instance nowhere else
+/// (discovery "exclusive"), and no connection probe while its container will not run (the
+/// probe waits for the container's start).
+pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: usize) -> bool {
+    if obs.bundles.is_empty() {
+        return false;
+    }
+    let replica = replica_of(obs, ri).map(|(bi, n)| &obs.bundles[bi].replicas[n]);
+    let node_replica = obs.bundles.iter().find_map(|b| {
+        b.replicas.iter().find(|r| {
+            r.remote
+                .is_some_and(|c| obs.resources[c].id == obs.nodes[ni].uname)
+        })
+    });
+    if let Some(nr) = node_replica {
+        return nr.child != Some(ri);
+    }
+    let Some(rep) = replica else {
+        return false;
+    };
+    if rep.child == Some(ri) {
+        return true;
+    }
+    if rep.remote == Some(ri) {
+        return assigned[rep.container].is_none() && !obs.resources[rep.container].managed;
+    }
+    false
+}
+
+/// Whether `ri` is a bundle connection whose probe cannot run: it waits for the container's
+/// start, and the container is not placed.
+pub fn probe_waits_unrunnable(obs: &Observed, assigned: &[Option<usize>], ri: usize) -> bool {
+    replica_of(obs, ri)
+        .map(|(bi, n)| &obs.bundles[bi].replicas[n])
+        .is_some_and(|rep| rep.remote == Some(ri) && assigned[rep.container].is_none())
+}
+
+/// Each replica's IP colocated with its container (`ip-with-docker`, INFINITY).
+pub fn ip_colocations(obs: &Observed) -> impl Iterator<Item = Colocation> + '_ {
+    obs.bundles.iter().flat_map(move |b| {
+        b.replicas.iter().filter_map(move |r| {
+            r.ip.map(|ip| Colocation {
+                id: "ip-with-docker".into(),
+                rsc: obs.resources[ip].id.clone(),
+                with_rsc: obs.resources[r.container].id.clone(),
+                score: INFINITY,
+                ..Default::default()
+            })
+        })
+    })
+}
+
+/// The bundle whose inner clone is group `gi`.
+pub fn bundle_of_child(obs: &Observed, gi: usize) -> Option<usize> {
+    obs.bundles.iter().position(|b| b.child == Some(gi))
+}
+
+/// Whether `ri` is a bundle's container, IP or connection (placed with the bundle, before the
+/// inner clone: `pcmk__bundle_allocate`).
+pub fn is_replica_part(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri)
+        .map(|(bi, n)| &obs.bundles[bi].replicas[n])
+        .is_some_and(|r| r.child != Some(ri))
+}
+
+/// The guest node of replica `n` of bundle `bi` (its connection's node).
+pub fn replica_node(obs: &Observed, bi: usize, n: usize) -> Option<usize> {
+    let ri = obs.bundles[bi].replicas.get(n)?.remote?;
+    obs.resources[ri].remote_node
+}
+
+/// The orderings `pcmk__bundle_internal_constraints` and `pcmk__bundle_create_probe` add
+/// between a bundle and its inner clone: the bundle's start before the clone's, the clone's
+/// running before the bundle's, the same for stops, the bundle's stop before each instance's;
+/// a connection's probes after its container's start.
+pub fn order_actions(
+    obs: &Observed,
+    plan: &mut crate::actions::Plan,
+    probe_ids: &[(usize, usize)],
+) {
+    use crate::actions::{Kind, Rel};
+    for b in &obs.bundles {
+        let own =
+            |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
+        if let Some(ci) = b.child {
+            let inner = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(ci, kind);
+            let pairs = [
+                (
+                    own(plan, &Kind::GroupStart),
+                    inner(plan, &Kind::GroupStart),
+                    Rel::Start,
+                ),
+                (
+                    inner(plan, &Kind::GroupRunning),
+                    own(plan, &Kind::GroupRunning),
+                    Rel::Start,
+                ),
+                (
+                    own(plan, &Kind::GroupStop),
+                    inner(plan, &Kind::GroupStop),
+                    Rel::GroupStop,
+                ),
+                (
+                    inner(plan, &Kind::GroupStopped),
+                    own(plan, &Kind::GroupStopped),
+                    Rel::GroupStop,
+                ),
+            ];
+            for (f, t, rel) in pairs {
+                if let (Some(f), Some(t)) = (f, t) {
+                    plan.edge_rel(f, t, rel);
+                }
+            }
+            if let Some(gs) = own(plan, &Kind::GroupStop) {
+                for r in &b.replicas {
+                    for st in r.child.map(|c| plan.stops(c)).unwrap_or_default() {
+                        plan.edge_rel(gs, st, Rel::GroupStop);
+                    }
+                }
+            }
+        }
+        // Container probes before the container's start and the inner clone's start.
+        let inner_start = b
+            .child
+            .and_then(|ci| plan.find_group_action(ci, &Kind::GroupStart));
+        for r in &b.replicas {
+            for &(pr, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
+                let _ = pr;
+                for start in plan.starts(r.container) {
+                    plan.edge_rel(pid, start, Rel::Plain);
+                }
+                if let Some(s) = inner_start {
+                    plan.edge_rel(pid, s, Rel::Plain);
+                }
+            }
+        }
+        for r in &b.replicas {
+            let Some(remote) = r.remote else { continue };
+            for start in plan.starts(r.container) {
+                for &(pr, pid) in probe_ids {
+                    if pr == remote {
+                        plan.edge_rel(start, pid, Rel::Plain);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether node `ni` is the guest node of another bundle than inner clone `gi`'s own (not
+/// among the nodes that clone is told are available).
+pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
+    let Some(own) = bundle_of_child(obs, gi) else {
+        return false;
+    };
+    (0..obs.bundles.len())
+        .filter(|&bi| bi != own)
+        .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
+}
