@@ -40,6 +40,10 @@ struct Coloc {
     score: i64,
     attr: Option<String>,
     influence: bool,
+    /// With a promotable clone's Promoted or Unpromoted role: the clone and the role.
+    primary_role: Option<(usize, crate::observed::Role)>,
+    /// The dependent's role named by the colocation (None: any).
+    dependent_role: Option<crate::observed::Role>,
 }
 
 fn named(ctx: &Ctx, id: &str) -> Option<Named> {
@@ -93,6 +97,8 @@ fn configured(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<Coloc> {
         score: c.score,
         attr: c.node_attribute.clone(),
         influence: c.influence.unwrap_or_else(|| critical(dependent)),
+        primary_role: super::promotable::primary_role_filter(ctx, c),
+        dependent_role: super::promotable::role_filter(c.rsc_role.as_deref()),
     })
 }
 
@@ -108,6 +114,8 @@ fn internal(ctx: &Ctx, dependent: usize, primary: usize) -> Coloc {
         score: INFINITY,
         attr: None,
         influence: critical,
+        primary_role: None,
+        dependent_role: None,
     }
 }
 
@@ -489,6 +497,40 @@ fn apply_colocations(
             },
         };
         super::assign_unit(ctx, primary);
+        // With one role of a promotable clone: the instances taking that role.
+        if let Some((g, role)) = c
+            .primary_role
+            .filter(|&(g, _)| ctx.obs.groups[g].members.iter().all(|&m| ctx.done[m]))
+        {
+            let mut work = scores.clone();
+            let rc = super::promotable::RoleColoc {
+                score: c.score,
+                attr: c.attr.as_deref(),
+                dependent_role: c.dependent_role,
+            };
+            super::promotable::dependent_with_promotable(ctx, g, role, rc, &mut work);
+            let revert = (c.dependent_role == Some(crate::observed::Role::Promoted)
+                || (c.score < 0 && c.score > -INFINITY))
+                && !any_usable(ctx, &work);
+            if !revert {
+                record_changes(steps, scores, &work, &|| {
+                    format!(
+                        "colocation {} ({} with the {} instances)",
+                        c.id,
+                        score_text(c.score),
+                        role.text()
+                    )
+                });
+                *scores = work;
+                ctx.working[ri] = Some(scores.clone());
+            }
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: usize::MAX,
+                delta: c.score,
+                why: format!("colocation {}", c.id),
+            });
+            continue;
+        }
         let Some(placed) = primary_node(ctx, &c) else {
             if explaining {
                 notes.push(format!(

@@ -275,3 +275,72 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         });
     }
 }
+
+/// The role a colocation's primary must have when that primary is a promotable clone already
+/// placed (its roles chosen): `with-rsc-role` Promoted or Unpromoted. None: the colocation is
+/// not role-specific (or the primary is no promotable clone), and counts as any other.
+pub(super) fn primary_role_filter(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<(usize, Role)> {
+    let obs = ctx.obs;
+    let super::Unit::Group(gi) = unit_of(obs, &c.with_rsc)? else {
+        return None;
+    };
+    let g = &obs.groups[gi];
+    if g.id != c.with_rsc || g.clone.as_ref()?.promotable.is_none() {
+        return None;
+    }
+    let role = role_filter(c.with_rsc_role.as_deref())?;
+    Some((gi, role))
+}
+
+/// What `dependent_with_promotable` needs of a colocation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RoleColoc<'a> {
+    pub score: i64,
+    pub attr: Option<&'a str>,
+    pub dependent_role: Option<Role>,
+}
+
+/// Applies a colocation of a dependent being placed with the instances of promotable clone
+/// `gi` that take `role` (`pcmk__update_dependent_with_promotable`): an optional score is added
+/// on the nodes alike to each such instance's; a mandatory one (unless both sides name the
+/// Promoted role) bans every other node and adds the instance's own score on its node.
+pub(super) fn dependent_with_promotable(
+    ctx: &Ctx,
+    gi: usize,
+    role: Role,
+    c: RoleColoc<'_>,
+    scores: &mut BTreeMap<usize, i64>,
+) {
+    let obs = ctx.obs;
+    let attr = c.attr;
+    // (node, the instance's score there), last instance first as Pacemaker prepends them.
+    let mut affected: Vec<(usize, i64)> = Vec::new();
+    for &m in &obs.groups[gi].members {
+        let Some(ni) = ctx.desired.assigned[m] else {
+            continue;
+        };
+        if ctx.desired.next_roles[m] != Some(role) {
+            continue;
+        }
+        if c.score < INFINITY {
+            for (&dn, v) in scores.iter_mut() {
+                if same_attribute(obs, attr, dn, ni) {
+                    *v = add_score(*v, c.score);
+                }
+            }
+        }
+        let w = ctx.desired.scores[m].get(&ni).copied().unwrap_or(0);
+        affected.insert(0, (ni, w));
+    }
+    if c.score >= INFINITY && (c.dependent_role != Some(Role::Promoted) || role != Role::Promoted) {
+        for (&dn, v) in scores.iter_mut() {
+            match affected.iter().find(|(ni, _)| *ni == dn) {
+                None => *v = -INFINITY,
+                Some(&(_, w)) => *v = add_score(*v, w),
+            }
+        }
+        for &(ni, _) in &affected {
+            scores.entry(ni).or_insert(-INFINITY);
+        }
+    }
+}
