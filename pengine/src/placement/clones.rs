@@ -147,8 +147,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .iter()
         .map(|&ri| super::base_scores(ctx, ri))
         .collect();
+    let mut priorities = vec![0i64; members.len()];
     if spec.promotable.is_some() {
-        super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        priorities = super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        priorities.resize(members.len(), 0);
     }
     for (unit, s) in units.iter().zip(base) {
         let ri = unit[0];
@@ -189,7 +191,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         scores.push(s);
     }
     // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
-    // active on a node its own scores (before colocations) forbid; active; its node available;
+    // active on a node its own scores (before colocations) forbid; the higher priority; active; its node available;
     // the clone allowed there; not failed; the higher score there once the clone's
     // colocations are added; the lower instance number. An instance of a clone of a group is
     // where any of its members is, failed when one is, and judged by its summed scores.
@@ -236,6 +238,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         let by_allowed = disallowed(a).cmp(&disallowed(b));
         if by_allowed.is_ne() {
             return by_allowed;
+        }
+        // The higher priority (a promotable instance's: its best promotion score) first.
+        let by_priority = priorities[b].cmp(&priorities[a]);
+        if by_priority.is_ne() {
+            return by_priority;
         }
         let (Some(x), Some(y)) = (here[a], here[b]) else {
             return here[b].is_some().cmp(&here[a].is_some()).then(a.cmp(&b));

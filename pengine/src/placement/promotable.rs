@@ -68,9 +68,21 @@ fn promotion_score(
 }
 
 /// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
-/// clone's k-th member) on available nodes, before the instances are placed.
-pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<usize, i64>]) {
+/// clone's k-th member) on available nodes, before the instances are placed. Returns each
+/// instance's priority for the order instances are placed in: the clone's priority, raised to
+/// the instance's highest promotion score on those nodes (`pcmk__add_promotion_scores`).
+pub(super) fn add_promotion_scores(
+    ctx: &Ctx,
+    gi: usize,
+    scores: &mut [BTreeMap<usize, i64>],
+) -> Vec<i64> {
     let obs = ctx.obs;
+    let clone_priority = obs.groups[gi]
+        .meta
+        .get("priority")
+        .and_then(|v| parse_score(v))
+        .unwrap_or(0);
+    let mut priorities = vec![clone_priority; obs.groups[gi].members.len()];
     for (k, &ri) in obs.groups[gi].members.iter().enumerate() {
         let Some(s) = scores.get(k).cloned() else {
             continue;
@@ -83,8 +95,10 @@ pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<
             if score > 0 {
                 scores[k].insert(ni, add_score(w, score));
             }
+            priorities[k] = priorities[k].max(score);
         }
     }
+    priorities
 }
 
 /// The next role the configuration gives instance `ri` before roles are chosen: Stopped or
