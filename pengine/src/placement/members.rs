@@ -949,6 +949,26 @@ pub(super) fn add_clone_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMa
     }
 }
 
+/// What promotable clone `gi`'s node weights take, when its roles are chosen, from the
+/// resources colocated with its Promoted role (that may influence it): their scores, scaled,
+/// never taking a node below zero (`apply_coloc_to_primary`).
+pub(super) fn add_promoted_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMap<usize, i64>) {
+    let flags = Merge {
+        nonnegative: true,
+        rollback: true,
+    };
+    for c in clone_colocations(ctx, gi, false) {
+        let promoted = matches!(c.primary_role, Some((_, crate::observed::Role::Promoted)));
+        if !promoted || !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(ctx, c.dependent, nodes, attr, factor, &mut merging, flags);
+    }
+}
+
 /// What an instance of clone `gi` adds while it is placed (`pcmk__primitive_assign` with the
 /// colocations its parent passed on): the scores of what is colocated with the clone, all of
 /// them when not every node gets an instance (`all`), else only negative ones.

@@ -192,6 +192,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         };
         let ids = [obs.resources[ri].id.as_str(), clone_id];
         priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
+        priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
         sort_index[k] = priority[k];
     }
     // The clone's node weights: its own scores, each placed instance's priority on its node,
@@ -221,6 +222,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             }
         }
     }
+    super::members::add_promoted_dependents(ctx, gi, &mut weights);
     if promotion_ticket_missing(ctx, clone_id) {
         for v in weights.values_mut() {
             *v = -INFINITY;
@@ -357,4 +359,123 @@ pub(super) fn dependent_with_promotable(
             scores.entry(ni).or_insert(-INFINITY);
         }
     }
+}
+
+/// An instance's promotion priority once the clone's colocations naming a role of the clone
+/// (the instance's, as its parent passes them on: all when not every node gets an instance,
+/// else mandatory and negative ones) are applied, the instance placed on `ni`
+/// (`set_instance_priority`: `pcmk__update_promotable_dependent_priority` with a role of a
+/// promotable primary, else `pcmk__apply_coloc_to_priority`).
+fn colocation_priority(ctx: &Ctx, gi: usize, ni: usize, mut priority: i64) -> i64 {
+    let obs = ctx.obs;
+    let g = &obs.groups[gi];
+    let Some(spec) = g.clone.as_ref() else {
+        return priority;
+    };
+    let available = ctx.desired.group_scores[gi]
+        .keys()
+        .filter(|&&n| node_available(obs, n))
+        .count();
+    let all_coloc = spec.max < available;
+    for c in ctx.cib.colocations.iter().filter(|c| c.rsc == g.id) {
+        if c.score == 0 || !(all_coloc || c.score < 0 || c.score == INFINITY) {
+            continue;
+        }
+        let dependent_role = role_filter(c.rsc_role.as_deref());
+        let primary_role = role_filter(c.with_rsc_role.as_deref());
+        let attr = c.node_attribute.as_deref();
+        // (primary node, primary next role) pairs the colocation is checked against.
+        let apply = |priority: i64, primary: Option<(usize, Option<Role>)>| -> i64 {
+            let Some((pn, next)) = primary else {
+                return priority;
+            };
+            if !same_attribute(obs, attr, ni, pn) {
+                if c.score == INFINITY && dependent_role == Some(Role::Promoted) {
+                    return -INFINITY;
+                }
+                return priority;
+            }
+            if primary_role.is_some() && primary_role != next {
+                return priority;
+            }
+            let score = if dependent_role == Some(Role::Unpromoted) {
+                -c.score
+            } else {
+                c.score
+            };
+            add_score(score, priority)
+        };
+        let Some(primary) = unit_of(obs, &c.with_rsc) else {
+            continue;
+        };
+        match primary {
+            super::Unit::Group(pg) if obs.groups[pg].clone.is_some() => {
+                let pspec = obs.groups[pg].clone.as_ref().expect("a clone");
+                let instances = &obs.groups[pg].members;
+                if !instances.iter().all(|&m| ctx.done[m]) {
+                    continue;
+                }
+                let placed = |m: usize| {
+                    (!obs.resources[m].blocked)
+                        .then_some(ctx.desired.assigned[m])
+                        .flatten()
+                };
+                if pspec.promotable.is_some()
+                    && primary_role.is_some()
+                    && dependent_role == Some(Role::Promoted)
+                {
+                    let found = instances.iter().any(|&m| {
+                        placed(m) == Some(ni) && ctx.desired.next_roles[m] == primary_role
+                    });
+                    if found {
+                        priority = add_score(priority, c.score);
+                    } else if c.score >= INFINITY {
+                        priority = -INFINITY;
+                    }
+                    continue;
+                }
+                if !matches!(dependent_role, Some(Role::Promoted | Role::Unpromoted)) {
+                    continue;
+                }
+                let next = |m: usize| ctx.desired.next_roles[m].or(Some(Role::Started));
+                if spec.interleave && spec.node_max == pspec.node_max {
+                    if let Some(&m) = instances.iter().find(|&&m| placed(m) == Some(ni)) {
+                        priority = apply(priority, Some((ni, next(m))));
+                    }
+                } else if c.score < INFINITY {
+                    for &m in instances {
+                        if let Some(pn) = ctx.desired.assigned[m] {
+                            priority = apply(priority, Some((pn, next(m))));
+                        }
+                    }
+                }
+            }
+            _ => {
+                if !matches!(dependent_role, Some(Role::Promoted | Role::Unpromoted)) {
+                    continue;
+                }
+                let key = match primary {
+                    super::Unit::Group(pg) => {
+                        let members = &obs.groups[pg].members;
+                        let m = if c.score >= INFINITY {
+                            members.last()
+                        } else {
+                            members.first()
+                        };
+                        match m {
+                            Some(&m) => m,
+                            None => continue,
+                        }
+                    }
+                    super::Unit::Primitive(p) => p,
+                };
+                if !ctx.done[key] {
+                    continue;
+                }
+                let pn = ctx.desired.assigned[key];
+                priority = apply(priority, pn.map(|n| (n, Some(Role::Started))));
+            }
+        }
+    }
+    priority
 }
