@@ -134,7 +134,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
         // A positive colocation of one role counts when roles are chosen (`promotable.rs`).
         .filter(|(_, c)| {
-            c.score < 0 || super::promotable::role_filter(c.rsc_role.as_deref()).is_none()
+            c.score < 0
+                || super::promotable::role_filter(c.rsc_role.as_deref()).is_none()
+                || super::promotable::primary_role_filter(ctx, c).is_some()
         })
         .filter_map(|(i, c)| {
             let w = unit_of(obs, &c.with_rsc).filter(|w| *w != super::Unit::Group(gi))?;
@@ -166,6 +168,31 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
+            // With one role of a promotable clone: the instances taking that role.
+            if let Some((pg, role)) = super::promotable::primary_role_filter(ctx, c) {
+                let dependent_role = super::promotable::role_filter(c.rsc_role.as_deref());
+                let rc = super::promotable::RoleColoc {
+                    score: c.score,
+                    attr: c.node_attribute.as_deref(),
+                    dependent_role,
+                };
+                let mut work = s.clone();
+                super::promotable::dependent_with_promotable(ctx, pg, role, rc, &mut work);
+                let revertible = dependent_role == Some(super::super::observed::Role::Promoted)
+                    || (c.score < 0 && c.score > -INFINITY);
+                let usable = work
+                    .iter()
+                    .any(|(&ni, &v)| v >= 0 && node_available(obs, ni));
+                if !revertible || usable {
+                    s = work;
+                }
+                ctx.desired.trace[ri].push(ScoreNote {
+                    node: usize::MAX,
+                    delta: c.score,
+                    why: format!("colocation {}", c.id),
+                });
+                continue;
+            }
             let attr = c.node_attribute.as_deref();
             let alike = |ni: usize| placed.iter().any(|&p| same_attribute(obs, attr, ni, p));
             for ni in 0..obs.nodes.len() {
