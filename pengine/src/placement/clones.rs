@@ -145,6 +145,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         })
         .collect();
     let mut scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
+    // Per instance: its scores before a colocation with a promotable clone's role that is
+    // rolled back when, once the clone's limits apply, it leaves no node (the last one
+    // applied; None when another colocation came after it).
+    let mut revert_to: Vec<Option<BTreeMap<usize, i64>>> = Vec::with_capacity(members.len());
     let mut base: Vec<BTreeMap<usize, i64>> = members
         .iter()
         .map(|&ri| super::base_scores(ctx, ri))
@@ -166,8 +170,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
             }
         }
+        let mut revert: Option<BTreeMap<usize, i64>> = None;
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
+            revert = None;
             // With one role of a promotable clone: the instances taking that role.
             if let Some((pg, role)) = super::promotable::primary_role_filter(ctx, c) {
                 let dependent_role = super::promotable::role_filter(c.rsc_role.as_deref());
@@ -184,6 +190,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     .iter()
                     .any(|(&ni, &v)| v >= 0 && node_available(obs, ni));
                 if !revertible || usable {
+                    if revertible {
+                        revert = Some(s.clone());
+                    }
                     s = work;
                 }
                 ctx.desired.trace[ri].push(ScoreNote {
@@ -216,6 +225,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             });
         }
         scores.push(s);
+        revert_to.push(revert);
     }
     // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
     // active on a node its own scores (before colocations) forbid; the higher priority; active; its node available;
@@ -294,13 +304,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // members' scores take them too.
     let mut bans: Vec<Vec<(usize, i64)>> = vec![Vec::new(); members.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
-    let allocate = |ctx: &mut Ctx,
-                    k: usize,
-                    prefer: Option<usize>,
-                    scores: &mut Vec<BTreeMap<usize, i64>>,
-                    count: &mut BTreeMap<usize, usize>,
-                    appended: &mut Vec<usize>,
-                    bans: &mut Vec<Vec<(usize, i64)>>|
+    let mut allocate = |ctx: &mut Ctx,
+                        k: usize,
+                        prefer: Option<usize>,
+                        scores: &mut Vec<BTreeMap<usize, i64>>,
+                        count: &mut BTreeMap<usize, usize>,
+                        appended: &mut Vec<usize>,
+                        bans: &mut Vec<Vec<(usize, i64)>>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
@@ -335,6 +345,29 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         cur.min(b)
                     },
                 );
+            }
+        }
+        // A Promoted-role (or finite negative) colocation with a promotable clone's role that
+        // now leaves no node is rolled back (`apply_this_with`).
+        if let Some(mut before) = revert_to[k].take() {
+            let usable = |m: &BTreeMap<usize, i64>| {
+                m.iter().any(|(&ni, &v)| v >= 0 && node_available(obs, ni))
+            };
+            if !usable(&scores[k]) {
+                for &(ni, b) in &bans[k] {
+                    let cur = before.get(&ni).copied().unwrap_or(0);
+                    before.insert(
+                        ni,
+                        if b <= -INFINITY {
+                            -INFINITY
+                        } else {
+                            cur.min(b)
+                        },
+                    );
+                }
+                if usable(&before) {
+                    scores[k] = before;
+                }
             }
         }
         let backup = scores[k].clone();
@@ -374,6 +407,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
         if target_stopped(obs, ri) {
+            // (banned from every node once its colocations are applied)
+            for (&ni, v) in scores[k].iter_mut() {
+                *v = -INFINITY;
+                bans[k].push((ni, -INFINITY));
+            }
             return None;
         }
         let running = unit
