@@ -949,6 +949,25 @@ pub(super) fn add_clone_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMa
     }
 }
 
+/// What promotable clone `gi`'s node weights take, when its roles are chosen, from what its
+/// Promoted role is colocated with: their scores, scaled (an optional colocation rolled back
+/// when it leaves no usable node; `apply_coloc_to_dependent`).
+pub(super) fn add_promoted_primaries(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMap<usize, i64>) {
+    for c in clone_colocations(ctx, gi, true) {
+        if c.dependent_role != Some(crate::observed::Role::Promoted) {
+            continue;
+        }
+        let flags = Merge {
+            nonnegative: false,
+            rollback: c.score < INFINITY,
+        };
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(ctx, c.primary, nodes, attr, factor, &mut merging, flags);
+    }
+}
+
 /// What promotable clone `gi`'s node weights take, when its roles are chosen, from the
 /// resources colocated with its Promoted role (that may influence it): their scores, scaled,
 /// never taking a node below zero (`apply_coloc_to_primary`).

@@ -204,24 +204,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             weights.insert(ni, add_score(w, sort_index[k]));
         }
     }
-    for c in ctx.cib.colocations.iter().filter(|c| c.rsc == clone_id) {
-        if role_filter(c.rsc_role.as_deref()) != Some(Role::Promoted) {
-            continue;
-        }
-        let Some(w) = unit_of(obs, &c.with_rsc) else {
-            continue;
-        };
-        let placed = super::clones::placed_nodes(ctx, w);
-        let attr = c.node_attribute.as_deref();
-        for (&ni, v) in weights.iter_mut() {
-            let alike = placed.iter().any(|&p| same_attribute(obs, attr, ni, p));
-            if (c.score >= INFINITY && !alike) || (c.score <= -INFINITY && alike) {
-                *v = -INFINITY;
-            } else if alike {
-                *v = add_score(*v, c.score);
-            }
-        }
-    }
+    super::members::add_promoted_primaries(ctx, gi, &mut weights);
     super::members::add_promoted_dependents(ctx, gi, &mut weights);
     if promotion_ticket_missing(ctx, clone_id) {
         for v in weights.values_mut() {
