@@ -336,7 +336,9 @@ fn add_colocated_as(
         // not its instances' (Pacemaker merges a clone as a primitive).
         Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
             let done = ctx.obs.groups[gi].members.iter().all(|&m| ctx.done[m]);
-            let theirs = if done {
+            let theirs = if let Some(w) = ctx.role_weights[gi].clone().filter(|_| done) {
+                w
+            } else if done {
                 ctx.desired.group_scores[gi].clone()
             } else {
                 location_scores(ctx, gi)

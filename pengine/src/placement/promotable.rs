@@ -211,6 +211,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             *v = -INFINITY;
         }
     }
+    ctx.role_weights[gi] = Some(weights.clone());
     for (k, &ri) in members.iter().enumerate() {
         let r = &obs.resources[ri];
         if !r.managed && r.role == Role::Promoted {
