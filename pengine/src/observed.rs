@@ -314,6 +314,9 @@ pub struct Observed {
     /// the graph's `recheck-by`, the earliest such time after `now` (see `update_recheck_by`).
     pub recheck_by: Option<i64>,
     pub orders: Vec<crate::cib::Order>,
+    /// The mandatory (INFINITY) colocations, as `pcmk__block_colocation_dependents` reads
+    /// them: (dependent, primary, the dependent's role, the primary's role; None: any).
+    pub mandatory_colocations: Vec<(String, String, Option<Role>, Option<Role>)>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
 }
@@ -820,6 +823,24 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .unwrap_or(0) as i64,
         recheck_by: None,
         orders: cib.orders.clone(),
+        mandatory_colocations: cib
+            .colocations
+            .iter()
+            .filter(|c| c.score >= INFINITY)
+            .map(|c| {
+                let role = |r: &Option<String>| {
+                    r.as_deref()
+                        .and_then(Role::parse)
+                        .filter(|r| *r != Role::Started)
+                };
+                (
+                    c.rsc.clone(),
+                    c.with_rsc.clone(),
+                    role(&c.rsc_role),
+                    role(&c.with_rsc_role),
+                )
+            })
+            .collect(),
         index: IdIndex::default(),
     };
     // A mandatory anti-colocation (-INFINITY) also orders what makes each side lose its role
