@@ -1623,6 +1623,13 @@ fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
         let thens = actions_for(obs, plan, then, &ta, false);
         for &f in &firsts {
             for &t in &thens {
+                let other_node = matches!(
+                    (plan.actions[f].node, plan.actions[t].node),
+                    (Some(x), Some(y)) if x != y
+                );
+                if o.anti_colocation && other_node {
+                    continue;
+                }
                 plan.edge_rel(f, t, rel(&fa, &ta));
             }
         }

@@ -66,6 +66,9 @@ pub struct TransitionGraph {
     /// Why a resource's action became unrunnable along an ordering from another resource's
     /// action ("unrunnable FIRST TASK"), for actions the plan gave no reason.
     pub unrunnable_reasons: std::collections::BTreeMap<usize, String>,
+    /// Start and promote actions made unrunnable because what they are colocated with cannot
+    /// start or be promoted ("colocation with RSC"; `pcmk__block_colocation_dependents`).
+    pub colocation_blocked: std::collections::BTreeMap<usize, String>,
 }
 
 /// Whether resource `rsc`'s recurring monitor of `interval_ms` is configured for the Promoted role.
@@ -607,7 +610,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 changed = true;
             }
         }
-        if !changed {
+        if !changed && !block_colocation_dependents(obs, &mut g) {
             break;
         }
     }
@@ -955,6 +958,72 @@ pub fn render_summary(
     out
 }
 
+/// The resources a colocation naming `id` concerns: a primitive's own index, or a group's or
+/// clone's members (its instances); with whether `id` is a group or clone.
+fn colocation_resources(obs: &Observed, id: &str) -> Option<(Vec<usize>, Option<usize>)> {
+    if let Some(gi) = obs.group_index(id) {
+        return Some((obs.groups[gi].members.clone(), Some(gi)));
+    }
+    let ri = obs.rsc_index(id)?;
+    // (a member of a group or an instance of a clone is not a primary of its own here)
+    (obs.resources[ri].group.is_none()).then(|| (vec![ri], None))
+}
+
+/// Marks unrunnable the starts (promotes, for a Promoted dependent role) of what is colocated
+/// (INFINITY) with a resource none of whose parts can start (or, for a colocation with its
+/// Promoted role, be promoted), as `pcmk__block_colocation_dependents` does. Whether anything
+/// changed.
+fn block_colocation_dependents(obs: &Observed, g: &mut TransitionGraph) -> bool {
+    let mut changed = false;
+    for (dependent, primary, dependent_role, primary_role) in &obs.mandatory_colocations {
+        let Some((parts, _)) = colocation_resources(obs, primary) else {
+            continue;
+        };
+        let Some((dep_parts, dep_group)) = colocation_resources(obs, dependent) else {
+            continue;
+        };
+        for task in ["start", "promote"] {
+            if task == "promote" && *primary_role != Some(crate::observed::Role::Promoted) {
+                continue;
+            }
+            // Every part has the action and none can run.
+            let first_of = |ri: usize| {
+                g.actions
+                    .iter()
+                    .position(|a| a.rsc == Some(ri) && a.task == task)
+            };
+            let firsts: Vec<Option<usize>> = parts.iter().map(|&ri| first_of(ri)).collect();
+            if firsts.is_empty()
+                || firsts
+                    .iter()
+                    .any(|f| f.is_none_or(|i| g.actions[i].runnable))
+            {
+                continue;
+            }
+            let cause = obs.resources[parts[0]].id.clone();
+            let blocked_task = if *dependent_role == Some(crate::observed::Role::Promoted) {
+                "promote"
+            } else {
+                "start"
+            };
+            for i in 0..g.actions.len() {
+                let a = &g.actions[i];
+                let ours = match a.rsc {
+                    Some(ri) => dep_parts.contains(&ri),
+                    None => a.group.is_some() && a.group == dep_group,
+                };
+                if ours && a.runnable && a.task == blocked_task {
+                    g.actions[i].runnable = false;
+                    g.colocation_blocked
+                        .insert(i, format!("colocation with {cause}"));
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed
+}
+
 /// The "Transition Summary" resource lines (after the fencing lines), in placement order.
 pub fn summary_lines(
     obs: &Observed,
@@ -1121,7 +1190,20 @@ pub fn summary_lines(
                 ));
             }
         }
+        let promote_blocked = g
+            .actions
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.rsc == Some(ri) && a.task == "promote")
+            .and_then(|(i, _)| g.colocation_blocked.get(&i).cloned());
         crate::promotable::role_summary(obs, plan, rec, ri, &mut lines, first_line);
+        if let Some(why) = promote_blocked {
+            for l in &mut lines[first_line..] {
+                if l.verb == "Promote" {
+                    l.reason = format!("due to {why} (blocked)");
+                }
+            }
+        }
     }
     lines
 }

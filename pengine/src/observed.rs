@@ -319,6 +319,9 @@ pub struct Observed {
     /// While resources are unpacked: the guest nodes of bundles not unpacked yet (Pacemaker
     /// creates a bundle's nodes when it unpacks the bundle; see `unpacked_nodes`).
     pub(crate) bundle_nodes_pending: usize,
+    /// The mandatory (INFINITY) colocations, as `pcmk__block_colocation_dependents` reads
+    /// them: (dependent, primary, the dependent's role, the primary's role; None: any).
+    pub mandatory_colocations: Vec<(String, String, Option<Role>, Option<Role>)>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
 }
@@ -840,30 +843,68 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 _ => 0,
             })
             .sum(),
+        mandatory_colocations: cib
+            .colocations
+            .iter()
+            .filter(|c| c.score >= INFINITY)
+            .map(|c| {
+                let role = |r: &Option<String>| {
+                    r.as_deref()
+                        .and_then(Role::parse)
+                        .filter(|r| *r != Role::Started)
+                };
+                (
+                    c.rsc.clone(),
+                    c.with_rsc.clone(),
+                    role(&c.rsc_role),
+                    role(&c.with_rsc_role),
+                )
+            })
+            .collect(),
         index: IdIndex::default(),
     };
-    // A mandatory anti-colocation (-INFINITY, no roles) also orders each side's stop before the
-    // other side's start (optional orderings: one stops before the other takes its place).
+    // A mandatory anti-colocation (-INFINITY) also orders what makes each side lose its role
+    // (Promoted: demote; else stop, and promote for Unpromoted) before what makes the other
+    // side take its own (Promoted: promote; else start, and demote for Unpromoted), kept only
+    // between actions on the same node (Pacemaker's `anti_colocation_order`).
     for c in &cib.colocations {
-        let roleless = |role: &Option<String>| {
-            role.as_deref()
-                .and_then(Role::parse)
-                .is_none_or(|r| r == Role::Started)
-        };
-        if c.score > -INFINITY || !roleless(&c.rsc_role) || !roleless(&c.with_rsc_role) {
+        if c.score > -INFINITY {
             continue;
         }
-        for (first, then) in [(&c.rsc, &c.with_rsc), (&c.with_rsc, &c.rsc)] {
-            obs.orders.push(crate::cib::Order {
-                id: format!("{}-anti-colocation", c.id),
-                first: first.clone(),
-                then: then.clone(),
-                first_action: "stop".into(),
-                then_action: "start".into(),
-                kind: "anti-colocation".into(),
-                symmetrical: Some(false),
-                one_or_more: Default::default(),
-            });
+        let role = |role: &Option<String>| {
+            role.as_deref()
+                .and_then(Role::parse)
+                .filter(|r| *r != Role::Started)
+        };
+        let (rsc_role, with_role) = (role(&c.rsc_role), role(&c.with_rsc_role));
+        let lose = |r: Option<Role>| match r {
+            Some(Role::Promoted) => vec!["demote"],
+            Some(Role::Unpromoted) => vec!["stop", "promote"],
+            _ => vec!["stop"],
+        };
+        let gain = |r: Option<Role>| match r {
+            Some(Role::Promoted) => vec!["promote"],
+            Some(Role::Unpromoted) => vec!["start", "demote"],
+            _ => vec!["start"],
+        };
+        for (first, fr, then, tr) in [
+            (&c.rsc, rsc_role, &c.with_rsc, with_role),
+            (&c.with_rsc, with_role, &c.rsc, rsc_role),
+        ] {
+            for fa in lose(fr) {
+                for ta in gain(tr) {
+                    obs.orders.push(crate::cib::Order {
+                        id: format!("{}-anti-colocation", c.id),
+                        first: first.clone(),
+                        then: then.clone(),
+                        first_action: fa.into(),
+                        then_action: ta.into(),
+                        kind: "anti-colocation".into(),
+                        symmetrical: Some(false),
+                        one_or_more: Default::default(),
+                    });
+                }
+            }
         }
     }
 

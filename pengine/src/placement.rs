@@ -420,6 +420,10 @@ struct Ctx<'a> {
     /// A primitive being placed: its scores so far, its colocations applied one by one; what
     /// is placed meanwhile (its primaries) sees these, as Pacemaker's allowed-node table.
     working: Vec<Option<BTreeMap<usize, i64>>>,
+    /// Per group: a promotable clone's node weights once its roles are chosen (Pacemaker
+    /// changes the clone's allowed-node table then); what is merged with the clone later
+    /// sees these.
+    role_weights: Vec<Option<BTreeMap<usize, i64>>>,
     /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
     /// each resource looks only at its own constraints.
     locations_by_rsc: HashMap<&'a str, Vec<usize>>,
@@ -1433,6 +1437,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         done: vec![false; n],
         in_progress: vec![false; n],
         working: vec![None; n],
+        role_weights: vec![None; obs.groups.len()],
         locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
         colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
         colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),

@@ -141,7 +141,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .filter(|(_, c)| all_coloc || c.score < 0 || c.score >= INFINITY)
         // A positive colocation of one role counts when roles are chosen (`promotable.rs`).
         .filter(|(_, c)| {
-            c.score < 0 || super::promotable::role_filter(c.rsc_role.as_deref()).is_none()
+            c.score < 0
+                || super::promotable::role_filter(c.rsc_role.as_deref()).is_none()
+                || super::promotable::primary_role_filter(ctx, c).is_some()
         })
         .filter_map(|(i, c)| {
             let w = unit_of(obs, &c.with_rsc).filter(|w| *w != super::Unit::Group(gi))?;
@@ -150,12 +152,18 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         })
         .collect();
     let mut scores: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
+    // Per instance: its scores before a colocation with a promotable clone's role that is
+    // rolled back when, once the clone's limits apply, it leaves no node (the last one
+    // applied; None when another colocation came after it).
+    let mut revert_to: Vec<Option<BTreeMap<usize, i64>>> = Vec::with_capacity(members.len());
     let mut base: Vec<BTreeMap<usize, i64>> = members
         .iter()
         .map(|&ri| super::base_scores(ctx, ri))
         .collect();
+    let mut priorities = vec![0i64; members.len()];
     if spec.promotable.is_some() {
-        super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        priorities = super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        priorities.resize(members.len(), 0);
     }
     for (unit, s) in units.iter().zip(base) {
         let ri = unit[0];
@@ -169,8 +177,38 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
             }
         }
+        let mut revert: Option<BTreeMap<usize, i64>> = None;
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
+            revert = None;
+            // With one role of a promotable clone: the instances taking that role.
+            if let Some((pg, role)) = super::promotable::primary_role_filter(ctx, c) {
+                let dependent_role = super::promotable::role_filter(c.rsc_role.as_deref());
+                let rc = super::promotable::RoleColoc {
+                    score: c.score,
+                    attr: c.node_attribute.as_deref(),
+                    dependent_role,
+                };
+                let mut work = s.clone();
+                super::promotable::dependent_with_promotable(ctx, pg, role, rc, &mut work);
+                let revertible = dependent_role == Some(super::super::observed::Role::Promoted)
+                    || (c.score < 0 && c.score > -INFINITY);
+                let usable = work
+                    .iter()
+                    .any(|(&ni, &v)| v >= 0 && node_available(obs, ni));
+                if !revertible || usable {
+                    if revertible {
+                        revert = Some(s.clone());
+                    }
+                    s = work;
+                }
+                ctx.desired.trace[ri].push(ScoreNote {
+                    node: usize::MAX,
+                    delta: c.score,
+                    why: format!("colocation {}", c.id),
+                });
+                continue;
+            }
             let attr = c.node_attribute.as_deref();
             let alike = |ni: usize| placed.iter().any(|&p| same_attribute(obs, attr, ni, p));
             for ni in 0..obs.nodes.len() {
@@ -194,9 +232,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             });
         }
         scores.push(s);
+        revert_to.push(revert);
     }
     // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
-    // active on a node its own scores (before colocations) forbid; active; its node available;
+    // active on a node its own scores (before colocations) forbid; the higher priority; active; its node available;
     // the clone allowed there; not failed; the higher score there once the clone's
     // colocations are added; the lower instance number. An instance of a clone of a group is
     // where any of its members is, failed when one is, and judged by its summed scores.
@@ -244,6 +283,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if by_allowed.is_ne() {
             return by_allowed;
         }
+        // The higher priority (a promotable instance's: its best promotion score) first.
+        let by_priority = priorities[b].cmp(&priorities[a]);
+        if by_priority.is_ne() {
+            return by_priority;
+        }
         let (Some(x), Some(y)) = (here[a], here[b]) else {
             return here[b].is_some().cmp(&here[a].is_some()).then(a.cmp(&b));
         };
@@ -267,13 +311,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // members' scores take them too.
     let mut bans: Vec<Vec<(usize, i64)>> = vec![Vec::new(); members.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
-    let allocate = |ctx: &mut Ctx,
-                    k: usize,
-                    prefer: Option<usize>,
-                    scores: &mut Vec<BTreeMap<usize, i64>>,
-                    count: &mut BTreeMap<usize, usize>,
-                    appended: &mut Vec<usize>,
-                    bans: &mut Vec<Vec<(usize, i64)>>|
+    let mut allocate = |ctx: &mut Ctx,
+                        k: usize,
+                        prefer: Option<usize>,
+                        scores: &mut Vec<BTreeMap<usize, i64>>,
+                        count: &mut BTreeMap<usize, usize>,
+                        appended: &mut Vec<usize>,
+                        bans: &mut Vec<Vec<(usize, i64)>>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
@@ -308,6 +352,29 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         cur.min(b)
                     },
                 );
+            }
+        }
+        // A Promoted-role (or finite negative) colocation with a promotable clone's role that
+        // now leaves no node is rolled back (`apply_this_with`).
+        if let Some(mut before) = revert_to[k].take() {
+            let usable = |m: &BTreeMap<usize, i64>| {
+                m.iter().any(|(&ni, &v)| v >= 0 && node_available(obs, ni))
+            };
+            if !usable(&scores[k]) {
+                for &(ni, b) in &bans[k] {
+                    let cur = before.get(&ni).copied().unwrap_or(0);
+                    before.insert(
+                        ni,
+                        if b <= -INFINITY {
+                            -INFINITY
+                        } else {
+                            cur.min(b)
+                        },
+                    );
+                }
+                if usable(&before) {
+                    scores[k] = before;
+                }
             }
         }
         let backup = scores[k].clone();
@@ -347,6 +414,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
         if target_stopped(obs, ri) {
+            // (banned from every node once its colocations are applied)
+            for (&ni, v) in scores[k].iter_mut() {
+                *v = -INFINITY;
+                bans[k].push((ni, -INFINITY));
+            }
             return None;
         }
         let running = unit

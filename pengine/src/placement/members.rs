@@ -40,6 +40,10 @@ struct Coloc {
     score: i64,
     attr: Option<String>,
     influence: bool,
+    /// With a promotable clone's Promoted or Unpromoted role: the clone and the role.
+    primary_role: Option<(usize, crate::observed::Role)>,
+    /// The dependent's role named by the colocation (None: any).
+    dependent_role: Option<crate::observed::Role>,
 }
 
 fn named(ctx: &Ctx, id: &str) -> Option<Named> {
@@ -93,6 +97,8 @@ fn configured(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<Coloc> {
         score: c.score,
         attr: c.node_attribute.clone(),
         influence: c.influence.unwrap_or_else(|| critical(dependent)),
+        primary_role: super::promotable::primary_role_filter(ctx, c),
+        dependent_role: super::promotable::role_filter(c.rsc_role.as_deref()),
     })
 }
 
@@ -108,6 +114,8 @@ fn internal(ctx: &Ctx, dependent: usize, primary: usize) -> Coloc {
         score: INFINITY,
         attr: None,
         influence: critical,
+        primary_role: None,
+        dependent_role: None,
     }
 }
 
@@ -328,7 +336,9 @@ fn add_colocated_as(
         // not its instances' (Pacemaker merges a clone as a primitive).
         Named::Group(gi) if ctx.obs.groups[gi].clone.is_some() => {
             let done = ctx.obs.groups[gi].members.iter().all(|&m| ctx.done[m]);
-            let theirs = if done {
+            let theirs = if let Some(w) = ctx.role_weights[gi].clone().filter(|_| done) {
+                w
+            } else if done {
                 ctx.desired.group_scores[gi].clone()
             } else {
                 location_scores(ctx, gi)
@@ -489,6 +499,40 @@ fn apply_colocations(
             },
         };
         super::assign_unit(ctx, primary);
+        // With one role of a promotable clone: the instances taking that role.
+        if let Some((g, role)) = c
+            .primary_role
+            .filter(|&(g, _)| ctx.obs.groups[g].members.iter().all(|&m| ctx.done[m]))
+        {
+            let mut work = scores.clone();
+            let rc = super::promotable::RoleColoc {
+                score: c.score,
+                attr: c.attr.as_deref(),
+                dependent_role: c.dependent_role,
+            };
+            super::promotable::dependent_with_promotable(ctx, g, role, rc, &mut work);
+            let revert = (c.dependent_role == Some(crate::observed::Role::Promoted)
+                || (c.score < 0 && c.score > -INFINITY))
+                && !any_usable(ctx, &work);
+            if !revert {
+                record_changes(steps, scores, &work, &|| {
+                    format!(
+                        "colocation {} ({} with the {} instances)",
+                        c.id,
+                        score_text(c.score),
+                        role.text()
+                    )
+                });
+                *scores = work;
+                ctx.working[ri] = Some(scores.clone());
+            }
+            ctx.desired.trace[ri].push(ScoreNote {
+                node: usize::MAX,
+                delta: c.score,
+                why: format!("colocation {}", c.id),
+            });
+            continue;
+        }
         let Some(placed) = primary_node(ctx, &c) else {
             if explaining {
                 notes.push(format!(
@@ -898,6 +942,45 @@ pub(super) fn add_clone_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMa
     };
     for c in clone_colocations(ctx, gi, false) {
         if !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(ctx, c.dependent, nodes, attr, factor, &mut merging, flags);
+    }
+}
+
+/// What promotable clone `gi`'s node weights take, when its roles are chosen, from what its
+/// Promoted role is colocated with: their scores, scaled (an optional colocation rolled back
+/// when it leaves no usable node; `apply_coloc_to_dependent`).
+pub(super) fn add_promoted_primaries(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMap<usize, i64>) {
+    for c in clone_colocations(ctx, gi, true) {
+        if c.dependent_role != Some(crate::observed::Role::Promoted) {
+            continue;
+        }
+        let flags = Merge {
+            nonnegative: false,
+            rollback: c.score < INFINITY,
+        };
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![Named::Group(gi)];
+        let attr = c.attr.as_deref();
+        add_colocated_as(ctx, c.primary, nodes, attr, factor, &mut merging, flags);
+    }
+}
+
+/// What promotable clone `gi`'s node weights take, when its roles are chosen, from the
+/// resources colocated with its Promoted role (that may influence it): their scores, scaled,
+/// never taking a node below zero (`apply_coloc_to_primary`).
+pub(super) fn add_promoted_dependents(ctx: &mut Ctx, gi: usize, nodes: &mut BTreeMap<usize, i64>) {
+    let flags = Merge {
+        nonnegative: true,
+        rollback: true,
+    };
+    for c in clone_colocations(ctx, gi, false) {
+        let promoted = matches!(c.primary_role, Some((_, crate::observed::Role::Promoted)));
+        if !promoted || !has_influence(ctx, &c) {
             continue;
         }
         let factor = c.score as f32 / INFINITY as f32;

@@ -68,9 +68,21 @@ fn promotion_score(
 }
 
 /// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
-/// clone's k-th member) on available nodes, before the instances are placed.
-pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<usize, i64>]) {
+/// clone's k-th member) on available nodes, before the instances are placed. Returns each
+/// instance's priority for the order instances are placed in: the clone's priority, raised to
+/// the instance's highest promotion score on those nodes (`pcmk__add_promotion_scores`).
+pub(super) fn add_promotion_scores(
+    ctx: &Ctx,
+    gi: usize,
+    scores: &mut [BTreeMap<usize, i64>],
+) -> Vec<i64> {
     let obs = ctx.obs;
+    let clone_priority = obs.groups[gi]
+        .meta
+        .get("priority")
+        .and_then(|v| parse_score(v))
+        .unwrap_or(0);
+    let mut priorities = vec![clone_priority; obs.groups[gi].members.len()];
     for (k, &ri) in obs.groups[gi].members.iter().enumerate() {
         let Some(s) = scores.get(k).cloned() else {
             continue;
@@ -83,8 +95,10 @@ pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<
             if score > 0 {
                 scores[k].insert(ni, add_score(w, score));
             }
+            priorities[k] = priorities[k].max(score);
         }
     }
+    priorities
 }
 
 /// The next role the configuration gives instance `ri` before roles are chosen: Stopped or
@@ -178,6 +192,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         };
         let ids = [obs.resources[ri].id.as_str(), clone_id];
         priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
+        priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
         sort_index[k] = priority[k];
     }
     // The clone's node weights: its own scores, each placed instance's priority on its node,
@@ -189,29 +204,14 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             weights.insert(ni, add_score(w, sort_index[k]));
         }
     }
-    for c in ctx.cib.colocations.iter().filter(|c| c.rsc == clone_id) {
-        if role_filter(c.rsc_role.as_deref()) != Some(Role::Promoted) {
-            continue;
-        }
-        let Some(w) = unit_of(obs, &c.with_rsc) else {
-            continue;
-        };
-        let placed = super::clones::placed_nodes(ctx, w);
-        let attr = c.node_attribute.as_deref();
-        for (&ni, v) in weights.iter_mut() {
-            let alike = placed.iter().any(|&p| same_attribute(obs, attr, ni, p));
-            if (c.score >= INFINITY && !alike) || (c.score <= -INFINITY && alike) {
-                *v = -INFINITY;
-            } else if alike {
-                *v = add_score(*v, c.score);
-            }
-        }
-    }
+    super::members::add_promoted_primaries(ctx, gi, &mut weights);
+    super::members::add_promoted_dependents(ctx, gi, &mut weights);
     if promotion_ticket_missing(ctx, clone_id) {
         for v in weights.values_mut() {
             *v = -INFINITY;
         }
     }
+    ctx.role_weights[gi] = Some(weights.clone());
     for (k, &ri) in members.iter().enumerate() {
         let r = &obs.resources[ri];
         if !r.managed && r.role == Role::Promoted {
@@ -274,4 +274,192 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             (None, None) => Role::Stopped,
         });
     }
+}
+
+/// The role a colocation's primary must have when that primary is a promotable clone already
+/// placed (its roles chosen): `with-rsc-role` Promoted or Unpromoted. None: the colocation is
+/// not role-specific (or the primary is no promotable clone), and counts as any other.
+pub(super) fn primary_role_filter(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<(usize, Role)> {
+    let obs = ctx.obs;
+    let super::Unit::Group(gi) = unit_of(obs, &c.with_rsc)? else {
+        return None;
+    };
+    let g = &obs.groups[gi];
+    if g.id != c.with_rsc || g.clone.as_ref()?.promotable.is_none() {
+        return None;
+    }
+    let role = role_filter(c.with_rsc_role.as_deref())?;
+    Some((gi, role))
+}
+
+/// What `dependent_with_promotable` needs of a colocation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RoleColoc<'a> {
+    pub score: i64,
+    pub attr: Option<&'a str>,
+    pub dependent_role: Option<Role>,
+}
+
+/// Applies a colocation of a dependent being placed with the instances of promotable clone
+/// `gi` that take `role` (`pcmk__update_dependent_with_promotable`): an optional score is added
+/// on the nodes alike to each such instance's; a mandatory one (unless both sides name the
+/// Promoted role) bans every other node and adds the instance's own score on its node.
+pub(super) fn dependent_with_promotable(
+    ctx: &Ctx,
+    gi: usize,
+    role: Role,
+    c: RoleColoc<'_>,
+    scores: &mut BTreeMap<usize, i64>,
+) {
+    let obs = ctx.obs;
+    let attr = c.attr;
+    // (node, the instance's score there), last instance first as Pacemaker prepends them.
+    let mut affected: Vec<(usize, i64)> = Vec::new();
+    for &m in &obs.groups[gi].members {
+        let Some(ni) = ctx.desired.assigned[m] else {
+            continue;
+        };
+        if ctx.desired.next_roles[m] != Some(role) {
+            continue;
+        }
+        if c.score < INFINITY {
+            for (&dn, v) in scores.iter_mut() {
+                if same_attribute(obs, attr, dn, ni) {
+                    *v = add_score(*v, c.score);
+                }
+            }
+        }
+        let w = ctx.desired.scores[m].get(&ni).copied().unwrap_or(0);
+        affected.insert(0, (ni, w));
+    }
+    if c.score >= INFINITY && (c.dependent_role != Some(Role::Promoted) || role != Role::Promoted) {
+        for (&dn, v) in scores.iter_mut() {
+            match affected.iter().find(|(ni, _)| *ni == dn) {
+                None => *v = -INFINITY,
+                Some(&(_, w)) => *v = add_score(*v, w),
+            }
+        }
+        for &(ni, _) in &affected {
+            scores.entry(ni).or_insert(-INFINITY);
+        }
+    }
+}
+
+/// An instance's promotion priority once the clone's colocations naming a role of the clone
+/// (the instance's, as its parent passes them on: all when not every node gets an instance,
+/// else mandatory and negative ones) are applied, the instance placed on `ni`
+/// (`set_instance_priority`: `pcmk__update_promotable_dependent_priority` with a role of a
+/// promotable primary, else `pcmk__apply_coloc_to_priority`).
+fn colocation_priority(ctx: &Ctx, gi: usize, ni: usize, mut priority: i64) -> i64 {
+    let obs = ctx.obs;
+    let g = &obs.groups[gi];
+    let Some(spec) = g.clone.as_ref() else {
+        return priority;
+    };
+    let available = ctx.desired.group_scores[gi]
+        .keys()
+        .filter(|&&n| node_available(obs, n))
+        .count();
+    let all_coloc = spec.max < available;
+    for c in ctx.cib.colocations.iter().filter(|c| c.rsc == g.id) {
+        if c.score == 0 || !(all_coloc || c.score < 0 || c.score == INFINITY) {
+            continue;
+        }
+        let dependent_role = role_filter(c.rsc_role.as_deref());
+        let primary_role = role_filter(c.with_rsc_role.as_deref());
+        let attr = c.node_attribute.as_deref();
+        // (primary node, primary next role) pairs the colocation is checked against.
+        let apply = |priority: i64, primary: Option<(usize, Option<Role>)>| -> i64 {
+            let Some((pn, next)) = primary else {
+                return priority;
+            };
+            if !same_attribute(obs, attr, ni, pn) {
+                if c.score == INFINITY && dependent_role == Some(Role::Promoted) {
+                    return -INFINITY;
+                }
+                return priority;
+            }
+            if primary_role.is_some() && primary_role != next {
+                return priority;
+            }
+            let score = if dependent_role == Some(Role::Unpromoted) {
+                -c.score
+            } else {
+                c.score
+            };
+            add_score(score, priority)
+        };
+        let Some(primary) = unit_of(obs, &c.with_rsc) else {
+            continue;
+        };
+        match primary {
+            super::Unit::Group(pg) if obs.groups[pg].clone.is_some() => {
+                let pspec = obs.groups[pg].clone.as_ref().expect("a clone");
+                let instances = &obs.groups[pg].members;
+                if !instances.iter().all(|&m| ctx.done[m]) {
+                    continue;
+                }
+                let placed = |m: usize| {
+                    (!obs.resources[m].blocked)
+                        .then_some(ctx.desired.assigned[m])
+                        .flatten()
+                };
+                if pspec.promotable.is_some()
+                    && primary_role.is_some()
+                    && dependent_role == Some(Role::Promoted)
+                {
+                    let found = instances.iter().any(|&m| {
+                        placed(m) == Some(ni) && ctx.desired.next_roles[m] == primary_role
+                    });
+                    if found {
+                        priority = add_score(priority, c.score);
+                    } else if c.score >= INFINITY {
+                        priority = -INFINITY;
+                    }
+                    continue;
+                }
+                if !matches!(dependent_role, Some(Role::Promoted | Role::Unpromoted)) {
+                    continue;
+                }
+                let next = |m: usize| ctx.desired.next_roles[m].or(Some(Role::Started));
+                if spec.interleave && spec.node_max == pspec.node_max {
+                    if let Some(&m) = instances.iter().find(|&&m| placed(m) == Some(ni)) {
+                        priority = apply(priority, Some((ni, next(m))));
+                    }
+                } else if c.score < INFINITY {
+                    for &m in instances {
+                        if let Some(pn) = ctx.desired.assigned[m] {
+                            priority = apply(priority, Some((pn, next(m))));
+                        }
+                    }
+                }
+            }
+            _ => {
+                if !matches!(dependent_role, Some(Role::Promoted | Role::Unpromoted)) {
+                    continue;
+                }
+                let key = match primary {
+                    super::Unit::Group(pg) => {
+                        let members = &obs.groups[pg].members;
+                        let m = if c.score >= INFINITY {
+                            members.last()
+                        } else {
+                            members.first()
+                        };
+                        match m {
+                            Some(&m) => m,
+                            None => continue,
+                        }
+                    }
+                    super::Unit::Primitive(p) => p,
+                };
+                if !ctx.done[key] {
+                    continue;
+                }
+                let pn = ctx.desired.assigned[key];
+                priority = apply(priority, pn.map(|n| (n, Some(Role::Started))));
+            }
+        }
+    }
+    priority
 }
