@@ -585,6 +585,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         _ => desired.assigned[ri],
     };
     for (ri, r) in obs.resources.iter().enumerate() {
+        // A failure with on-fail=demote: the demote there (`promotable::add_role_actions`
+        // orders it) is created while the history is unpacked.
+        if crate::reconcile::recovers_by_demotion(r) && !desired.unmanaged[ri] {
+            for &ni in &r.unpack_demotes {
+                plan.add(act(Kind::Demote, Some(ri), Some(ni)));
+            }
+        }
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
                 let n = &obs.nodes[ni];

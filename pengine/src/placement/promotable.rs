@@ -264,11 +264,21 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         {
             node = None;
         }
+        // no-quorum-policy=demote: an active instance keeps running but is not promoted
+        // (once its actions are created; it still takes its promotion slot).
+        let demoted_without_quorum = !obs.have_quorum
+            && obs.no_quorum_policy == NoQuorum::Demote
+            && matches!(r.role, Role::Promoted | Role::Unpromoted)
+            && r.meta.get("requires").is_none_or(|v| v != "nothing");
         ctx.desired.next_roles[ri] = Some(match (node, chosen[k]) {
             (Some(ni), _) => {
                 *per_node.entry(ni).or_insert(0) += 1;
                 promoted += 1;
-                Role::Promoted
+                if demoted_without_quorum {
+                    Role::Unpromoted
+                } else {
+                    Role::Promoted
+                }
             }
             (None, Some(_)) => Role::Unpromoted,
             (None, None) => Role::Stopped,
