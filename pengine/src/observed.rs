@@ -2430,11 +2430,17 @@ fn unpack_failure<'a>(
     } else if task == "promote" {
         *role = Role::Promoted;
     } else if task == "demote" {
-        *role = if rc == 7 {
-            Role::Stopped
+        if action_on_fail == OnFail::Block {
+            // a blocked failed demote leaves it promoted, to be stopped once unblocked
+            *role = Role::Promoted;
+            rsc.next_role = Some(Role::Stopped);
         } else {
-            Role::Unpromoted
-        };
+            *role = if rc == 7 {
+                Role::Stopped
+            } else {
+                Role::Unpromoted
+            };
+        }
     }
     if is_probe(op) && rc == 5 {
         *role = Role::Stopped;

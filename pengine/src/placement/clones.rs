@@ -88,6 +88,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = super::members::location_scores(ctx, gi);
+    // An anonymous clone's instance that reached its migration-threshold bans the whole clone
+    // there (`pcmk__threshold_reached`).
+    if !spec.unique {
+        for &m in &obs.groups[gi].members {
+            for (ni, _) in super::fail_limits(obs, m) {
+                if let Some(v) = clone_scores.get_mut(&ni) {
+                    *v = -INFINITY;
+                }
+            }
+        }
+    }
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
     let available: Vec<usize> = clone_scores
@@ -339,7 +350,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
-        if target_stopped(obs, ri) {
+        // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
+        // that to its current role)
+        if target_stopped(obs, ri) && r.managed {
             return None;
         }
         let running = unit
