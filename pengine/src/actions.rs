@@ -270,7 +270,10 @@ fn monitors_for(obs: &Observed, desired: &Desired, ri: usize) -> Vec<u64> {
     let current = (r.running_on.len() == 1).then(|| r.running_on[0]);
     let target = desired.assigned.get(ri).copied().flatten();
     let promoted_now = r.role == Role::Promoted;
-    if (next == Role::Promoted) != promoted_now || (next == Role::Promoted && current != target) {
+    // (a promoted instance that moves and is not promoted again starts with its Unpromoted
+    // monitors)
+    let demoted_here = next == Role::Unpromoted && promoted_now && current == target;
+    if (next == Role::Promoted && (!promoted_now || current != target)) || demoted_here {
         return Vec::new();
     }
     obs.resources[ri]

@@ -245,6 +245,15 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     if stops_here.is_empty() && next == Role::Unpromoted {
                         monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d);
                     }
+                    // (the monitors of a role other than Promoted follow the demote, wherever
+                    // they are)
+                    if next != Role::Promoted {
+                        for iv in role_monitors(obs, ri, Role::Unpromoted) {
+                            for m in plan.find(ri, &Kind::Monitor { interval_ms: iv }) {
+                                plan.edge_rel(d, m, Rel::Plain);
+                            }
+                        }
+                    }
                     demotes.push(d);
                     demote = Some(d);
                 }
