@@ -221,7 +221,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         }
     }
     // Highest promotion priority first, then the higher current role, then active instances,
-    // then by instance number.
+    // then those not failed (`pcmk__cmp_instance`), then by instance number.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&k| {
         let r = &obs.resources[members[k]];
@@ -229,6 +229,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             std::cmp::Reverse(sort_index[k]),
             std::cmp::Reverse(r.role),
             r.running_on.is_empty(),
+            !r.running_on.is_empty() && r.failed,
             k,
         )
     });
