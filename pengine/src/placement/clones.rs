@@ -158,8 +158,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .iter()
         .map(|&ri| super::base_scores(ctx, ri))
         .collect();
+    // Instance priorities (promotable: raised to the best promotion score).
+    let mut priorities = vec![0; members.len()];
     if spec.promotable.is_some() {
-        super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        priorities = super::promotable::add_promotion_scores(ctx, gi, &mut base);
     }
     for (unit, s) in units.iter().zip(base) {
         let ri = unit[0];
@@ -200,7 +202,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         scores.push(s);
     }
     // Instance order (`pcmk__cmp_instance`): the less multiply active of two active ones; not
-    // active on a node its own scores (before colocations) forbid; active; its node available;
+    // active on a node its own scores (before colocations) forbid; the higher priority; active; its node available;
     // the clone allowed there; not failed; the higher score there once the clone's
     // colocations are added; the lower instance number. An instance of a clone of a group is
     // where any of its members is, failed when one is, and judged by its summed scores.
@@ -244,7 +246,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             return na.cmp(&nb);
         }
         let disallowed = |k: usize| current(k).is_some() && here[k].is_none();
-        let by_allowed = disallowed(a).cmp(&disallowed(b));
+        let by_allowed = disallowed(a).cmp(&disallowed(b)).then_with(|| {
+            let p = |k: usize| priorities.get(k).copied().unwrap_or(0);
+            p(b).cmp(&p(a))
+        });
         if by_allowed.is_ne() {
             return by_allowed;
         }
@@ -486,6 +491,6 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
     }
     if let Some(p) = spec.promotable.as_ref() {
-        super::promotable::set_roles(ctx, gi, p);
+        super::promotable::set_roles(ctx, gi, p, &order);
     }
 }

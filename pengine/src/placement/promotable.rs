@@ -68,11 +68,24 @@ fn promotion_score(
 }
 
 /// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
-/// clone's k-th member) on available nodes, before the instances are placed.
-pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<usize, i64>]) {
+/// clone's k-th member) on available nodes, before the instances are placed; returns each
+/// instance's priority then (its `priority`, raised to its best promotion score), which
+/// orders the instances for placement.
+pub(super) fn add_promotion_scores(
+    ctx: &Ctx,
+    gi: usize,
+    scores: &mut [BTreeMap<usize, i64>],
+) -> Vec<i64> {
     let obs = ctx.obs;
+    let mut priorities = Vec::new();
     for (k, &ri) in obs.groups[gi].members.iter().enumerate() {
+        let mut priority = obs.resources[ri]
+            .meta
+            .get("priority")
+            .and_then(|v| parse_score(v))
+            .unwrap_or(0);
         let Some(s) = scores.get(k).cloned() else {
+            priorities.push(priority);
             continue;
         };
         for (&ni, &w) in &s {
@@ -83,8 +96,11 @@ pub(super) fn add_promotion_scores(ctx: &Ctx, gi: usize, scores: &mut [BTreeMap<
             if score > 0 {
                 scores[k].insert(ni, add_score(w, score));
             }
+            priority = priority.max(score);
         }
+        priorities.push(priority);
     }
+    priorities
 }
 
 /// The next role the configuration gives instance `ri` before roles are chosen: Stopped or
@@ -157,7 +173,8 @@ fn promotion_ticket_missing(ctx: &Ctx, clone_id: &str) -> bool {
 
 /// Chooses the roles of clone group `gi`'s placed instances (`pcmk__set_instance_roles`):
 /// records each instance's next role (`Desired::next_roles`) and promotion score line.
-pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
+/// (`placed_order`: the instances in the order they were placed, which breaks ties.)
+pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_order: &[usize]) {
     let obs = ctx.obs;
     let g = &obs.groups[gi];
     let members = g.members.clone();
@@ -221,8 +238,9 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         }
     }
     // Highest promotion priority first, then the higher current role, then active instances,
-    // then those not failed (`pcmk__cmp_instance`), then by instance number.
-    let mut order: Vec<usize> = (0..n).collect();
+    // then those not failed (`pcmk__cmp_instance`), then in the order they were placed.
+    let mut order: Vec<usize> = placed_order.to_vec();
+    order.extend((0..n).filter(|k| !placed_order.contains(k)));
     order.sort_by_key(|&k| {
         let r = &obs.resources[members[k]];
         (
@@ -230,7 +248,6 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
             std::cmp::Reverse(r.role),
             r.running_on.is_empty(),
             !r.running_on.is_empty() && r.failed,
-            k,
         )
     });
     let clone_managed = g
