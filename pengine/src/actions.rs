@@ -955,10 +955,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
                 if runnable {
                     for iv in monitors_for(obs, desired, ri) {
+                        // (a recurring entry the history unpacks as active, whatever its
+                        // status, other than pending)
                         let active = r
                             .recurring
                             .iter()
-                            .any(|a| a.node == ni && a.interval_ms == iv);
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            || r.unpacked_recurring.contains(&(ni, iv));
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
                         let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
                         if (start_id.is_none() || optional_start) && active && !forced {
