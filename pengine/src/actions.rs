@@ -314,8 +314,18 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
     };
     let in_history = |ni: usize, iv: u64| r.unpacked_recurring.contains(&(ni, iv));
     if let Some(ni) = current {
-        if r.role == crate::observed::Role::Started && !obs.nodes[ni].maintenance {
-            for iv in recurring_monitors(obs, ri) {
+        // (a promotable instance: its current role's monitors)
+        let monitors = match r.role {
+            crate::observed::Role::Started => recurring_monitors(obs, ri),
+            role @ (crate::observed::Role::Promoted | crate::observed::Role::Unpromoted)
+                if crate::promotable::is_instance(obs, ri) =>
+            {
+                crate::promotable::role_monitors(obs, ri, role)
+            }
+            _ => Vec::new(),
+        };
+        if !obs.nodes[ni].maintenance {
+            for iv in monitors {
                 if !in_history(ni, iv) {
                     let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                     a.runnable = clean(ni);
@@ -955,13 +965,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
                 if runnable {
                     for iv in monitors_for(obs, desired, ri) {
-                        // (a recurring entry the history unpacks as active, whatever its
-                        // status, other than pending)
+                        // (a promotable instance's recurring entry the history unpacks as
+                        // active, whatever its status other than pending: promoted-6)
                         let active = r
                             .recurring
                             .iter()
                             .any(|a| a.node == ni && a.interval_ms == iv)
-                            || r.unpacked_recurring.contains(&(ni, iv));
+                            || (crate::promotable::is_instance(obs, ri)
+                                && r.unpacked_recurring.contains(&(ni, iv)));
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
                         let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
                         if (start_id.is_none() || optional_start) && active && !forced {

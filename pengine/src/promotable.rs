@@ -76,7 +76,7 @@ pub fn started_label(g: &crate::observed::Group) -> &'static str {
 /// The intervals of the resource's enabled recurring monitors for `role` (written as its
 /// current or legacy name); two monitors with the same interval are duplicates Pacemaker
 /// schedules neither of.
-fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
+pub(crate) fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
     let ops = &obs.resources[ri].ops;
     let duplicated = |iv: u64| {
         ops.iter()
