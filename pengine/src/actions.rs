@@ -270,7 +270,10 @@ fn monitors_for(obs: &Observed, desired: &Desired, ri: usize) -> Vec<u64> {
     let current = (r.running_on.len() == 1).then(|| r.running_on[0]);
     let target = desired.assigned.get(ri).copied().flatten();
     let promoted_now = r.role == Role::Promoted;
-    if (next == Role::Promoted) != promoted_now || (next == Role::Promoted && current != target) {
+    // (a promoted instance that moves and is not promoted again starts with its Unpromoted
+    // monitors)
+    let demoted_here = next == Role::Unpromoted && promoted_now && current == target;
+    if (next == Role::Promoted && (!promoted_now || current != target)) || demoted_here {
         return Vec::new();
     }
     obs.resources[ri]
@@ -311,8 +314,18 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
     };
     let in_history = |ni: usize, iv: u64| r.unpacked_recurring.contains(&(ni, iv));
     if let Some(ni) = current {
-        if r.role == crate::observed::Role::Started && !obs.nodes[ni].maintenance {
-            for iv in recurring_monitors(obs, ri) {
+        // (a promotable instance: its current role's monitors)
+        let monitors = match r.role {
+            crate::observed::Role::Started => recurring_monitors(obs, ri),
+            role @ (crate::observed::Role::Promoted | crate::observed::Role::Unpromoted)
+                if crate::promotable::is_instance(obs, ri) =>
+            {
+                crate::promotable::role_monitors(obs, ri, role)
+            }
+            _ => Vec::new(),
+        };
+        if !obs.nodes[ni].maintenance {
+            for iv in monitors {
                 if !in_history(ni, iv) {
                     let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                     a.runnable = clean(ni);
@@ -585,6 +598,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         _ => desired.assigned[ri],
     };
     for (ri, r) in obs.resources.iter().enumerate() {
+        // A failure with on-fail=demote: the demote there (`promotable::add_role_actions`
+        // orders it) is created while the history is unpacked.
+        if crate::reconcile::recovers_by_demotion(r) && !desired.unmanaged[ri] {
+            for &ni in &r.unpack_demotes {
+                plan.add(act(Kind::Demote, Some(ri), Some(ni)));
+            }
+        }
         for &ni in &r.unpack_stops {
             if stops_on(ri, ni) && !fenced(ni) && !unpack_stops.contains_key(&(ri, ni)) {
                 let n = &obs.nodes[ni];
@@ -950,10 +970,14 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
                 if runnable {
                     for iv in monitors_for(obs, desired, ri) {
+                        // (a promotable instance's recurring entry the history unpacks as
+                        // active, whatever its status other than pending: promoted-6)
                         let active = r
                             .recurring
                             .iter()
-                            .any(|a| a.node == ni && a.interval_ms == iv);
+                            .any(|a| a.node == ni && a.interval_ms == iv)
+                            || (crate::promotable::is_instance(obs, ri)
+                                && r.unpacked_recurring.contains(&(ni, iv)));
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
                         let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
                         if (start_id.is_none() || optional_start) && active && !forced {

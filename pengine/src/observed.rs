@@ -182,6 +182,9 @@ pub struct Resource {
     /// Nodes where a failure to recover from (on-fail=restart) on an active copy makes
     /// Pacemaker create the stop while it unpacks the history, before any probe.
     pub unpack_stops: Vec<usize>,
+    /// Nodes where a failure with on-fail=demote makes Pacemaker create a required demote while
+    /// it unpacks the history (the instance stays active: recovery by demotion, no stop).
+    pub unpack_demotes: Vec<usize>,
     /// The configured instance attribute sets (evaluated per node for operation digests).
     pub param_sets: Vec<NvSet>,
     /// The CIB's feature set (for digests of entries that record none).
@@ -575,10 +578,43 @@ impl Resource {
                     .get("on-fail")
                     .cloned()
             });
-        if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
-            if v == OnFail::Demote {
-                return OnFail::Recover;
+        // A demote without its own on-fail takes that of an enabled recurring Promoted-role
+        // monitor (other than demote).
+        let configured = configured.or_else(|| {
+            (task == "demote")
+                .then(|| {
+                    self.ops.iter().find_map(|o| {
+                        let v = o.attrs.get("on-fail")?;
+                        (o.name == "monitor"
+                            && o.enabled
+                            && o.interval_ms > 0
+                            && o.role.as_deref().and_then(Role::parse) == Some(Role::Promoted)
+                            && !v.eq_ignore_ascii_case("demote"))
+                        .then(|| v.clone())
+                    })
+                })
+                .flatten()
+        });
+        // Pacemaker resets a stop's on-fail of standby, demote or stop to the default, and
+        // on-fail=demote of anything but a promote or a recurring Promoted-role monitor.
+        let configured = configured.filter(|v| {
+            let v = v.to_ascii_lowercase();
+            if task == "stop" {
+                return !matches!(v.as_str(), "standby" | "demote" | "stop");
             }
+            v != "demote"
+                || task == "promote"
+                || (task == "monitor"
+                    && interval_ms > 0
+                    && self
+                        .ops
+                        .iter()
+                        .find(|o| o.name == task && o.interval_ms == interval_ms)
+                        .and_then(|o| o.role.as_deref())
+                        .and_then(Role::parse)
+                        == Some(Role::Promoted))
+        });
+        if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
             return v;
         }
         // A remote node's connection (Pacemaker 2.1.5: no on-fail configured, or unmanaged):
@@ -1776,7 +1812,12 @@ fn unpack_lrm_resource(
     }
     match eff_on_fail {
         OnFail::Ignore => {}
-        OnFail::Demote => rsc.failed = true,
+        OnFail::Demote => {
+            rsc.failed = true;
+            if !rsc.unpack_demotes.contains(&ni) {
+                rsc.unpack_demotes.push(ni);
+            }
+        }
         OnFail::Fence => {
             if rsc.fence_on.is_none() {
                 rsc.fence_on = Some(ni);
@@ -2118,6 +2159,8 @@ fn update_state(
         *role = Role::Promoted;
         clear = true;
     } else if task == "demote" {
+        // a demote clears an earlier failure only under on-fail=demote
+        clear = *on_fail == OnFail::Demote;
         *role = Role::Unpromoted;
     } else if task == "migrate_to" {
         migrate_to_success(rsc, ni, op, role, nodes, hist);
@@ -2460,11 +2503,17 @@ fn unpack_failure<'a>(
     } else if task == "promote" {
         *role = Role::Promoted;
     } else if task == "demote" {
-        *role = if rc == 7 {
-            Role::Stopped
+        if action_on_fail == OnFail::Block {
+            // a blocked failed demote leaves it promoted, to be stopped once unblocked
+            *role = Role::Promoted;
+            rsc.next_role = Some(Role::Stopped);
         } else {
-            Role::Unpromoted
-        };
+            *role = if rc == 7 {
+                Role::Stopped
+            } else {
+                Role::Unpromoted
+            };
+        }
     }
     if is_probe(op) && rc == 5 {
         *role = Role::Stopped;

@@ -704,35 +704,17 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         }
     }
     // Failures: migration-threshold.
-    let threshold = r
-        .meta
-        .get("migration-threshold")
-        .and_then(|v| parse_score(v))
-        .unwrap_or(INFINITY);
-    if threshold > 0 {
-        // Unexpired failures only; a container's count includes its fillers' (see `container`).
-        let failed_on: std::collections::BTreeSet<usize> = std::iter::once(ri)
-            .chain(r.fillers.iter().copied())
-            .flat_map(|fi| obs.resources[fi].fail_count.keys().copied())
-            .collect();
-        // A fail count cleared in this transition (found while unpacking) bans nothing.
-        for ni in failed_on
-            .into_iter()
-            .filter(|ni| !r.clear_failcount_on.contains(ni))
-        {
-            let count = crate::container::failcount_with_fillers(obs, ri, ni);
-            if count >= threshold {
-                scores.insert(ni, -INFINITY);
-                record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
-                    format!("fail count {count} reached migration-threshold={threshold}")
-                });
-                notes.push(ScoreNote {
-                    node: ni,
-                    delta: -INFINITY,
-                    why: "__fail_limit__ (migration-threshold)".into(),
-                });
-            }
-        }
+    let threshold = migration_threshold(r);
+    for (ni, count) in fail_limits(obs, ri) {
+        scores.insert(ni, -INFINITY);
+        record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+            format!("fail count {count} reached migration-threshold={threshold}")
+        });
+        notes.push(ScoreNote {
+            node: ni,
+            delta: -INFINITY,
+            why: "__fail_limit__ (migration-threshold)".into(),
+        });
     }
     // Stickiness on the single current node.
     let stickiness = r
@@ -838,6 +820,34 @@ fn target_stopped(obs: &Observed, ri: usize) -> bool {
         || r.next_role == Some(Role::Stopped)
         || r.orphan
         || obs.stop_all
+}
+
+fn migration_threshold(r: &crate::observed::Resource) -> i64 {
+    r.meta
+        .get("migration-threshold")
+        .and_then(|v| parse_score(v))
+        .unwrap_or(INFINITY)
+}
+
+/// The nodes (with the fail count) where resource `ri` reached its migration-threshold: unexpired
+/// failures only, a container's count including its fillers' (see `container`), none where the
+/// fail count is cleared in this transition (found while unpacking).
+pub(crate) fn fail_limits(obs: &Observed, ri: usize) -> Vec<(usize, i64)> {
+    let r = &obs.resources[ri];
+    let threshold = migration_threshold(r);
+    if threshold <= 0 {
+        return Vec::new();
+    }
+    let failed_on: std::collections::BTreeSet<usize> = std::iter::once(ri)
+        .chain(r.fillers.iter().copied())
+        .flat_map(|fi| obs.resources[fi].fail_count.keys().copied())
+        .collect();
+    failed_on
+        .into_iter()
+        .filter(|ni| !r.clear_failcount_on.contains(ni))
+        .map(|ni| (ni, crate::container::failcount_with_fillers(obs, ri, ni)))
+        .filter(|&(_, count)| count >= threshold)
+        .collect()
 }
 
 /// Whether the resource's next role is Stopped: target-role, or a failure with on-fail=stop.

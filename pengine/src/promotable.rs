@@ -76,7 +76,7 @@ pub fn started_label(g: &crate::observed::Group) -> &'static str {
 /// The intervals of the resource's enabled recurring monitors for `role` (written as its
 /// current or legacy name); two monitors with the same interval are duplicates Pacemaker
 /// schedules neither of.
-fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
+pub(crate) fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
     let ops = &obs.resources[ri].ops;
     let duplicated = |iv: u64| {
         ops.iter()
@@ -147,7 +147,16 @@ fn monitors_for_role(
             plan.edge_rel(cancel, after, Rel::Plain);
         }
     }
+    let starts_here = plan
+        .starts(ri)
+        .into_iter()
+        .any(|s| plan.actions[s].node == Some(ni));
     for iv in role_monitors(obs, ri, to) {
+        // An active monitor stays optional (not in the graph) while the resource does not
+        // start there (a re-promote after on-fail=demote).
+        if !starts_here && r.unpacked_recurring.contains(&(ni, iv)) {
+            continue;
+        }
         // (a monitor the start already scheduled is ordered after the promote too)
         let existing = plan
             .find(ri, &Kind::Monitor { interval_ms: iv })
@@ -203,16 +212,47 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 .filter(|&s| plan.actions[s].node == target)
                 .collect();
             let mut demote = None;
+            // (a failure with on-fail=demote required one while the history was unpacked)
+            let unpacked = current.and_then(|c| {
+                plan.find(ri, &Kind::Demote)
+                    .into_iter()
+                    .find(|&d| plan.actions[d].node == Some(c))
+            });
             if let Some(c) = current.filter(|_| r.role == Role::Promoted && r.managed) {
-                if !stops_here.is_empty() || next != Role::Promoted || target != Some(c) {
-                    let mut a = act(Kind::Demote, Some(ri), Some(c));
-                    a.pseudo = stops_here.iter().any(|&s| plan.actions[s].pseudo);
-                    let d = add(plan, a);
+                if !stops_here.is_empty()
+                    || next != Role::Promoted
+                    || target != Some(c)
+                    || unpacked.is_some()
+                {
+                    // A demote on a node being fenced is implied by the fencing (after it, when
+                    // the resource needs fencing).
+                    let fencing = (0..plan.actions.len()).find(|&f| {
+                        plan.actions[f].kind == Kind::Fence && plan.actions[f].node == Some(c)
+                    });
+                    let pseudo =
+                        fencing.is_some() || stops_here.iter().any(|&s| plan.actions[s].pseudo);
+                    let d = match unpacked {
+                        Some(d) => d,
+                        None => add(plan, act(Kind::Demote, Some(ri), Some(c))),
+                    };
+                    plan.actions[d].pseudo = pseudo;
+                    if let Some(f) = fencing.filter(|_| crate::reconcile::needs_fencing(obs, r)) {
+                        plan.edge_rel(f, d, Rel::Plain);
+                    }
                     for &s in &stops_here {
                         plan.edge_rel(d, s, Rel::Plain);
                     }
                     if stops_here.is_empty() && next == Role::Unpromoted {
                         monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d);
+                    }
+                    // (the monitors of a role other than Promoted follow the demote, wherever
+                    // they are)
+                    if next != Role::Promoted {
+                        for iv in role_monitors(obs, ri, Role::Unpromoted) {
+                            for m in plan.find(ri, &Kind::Monitor { interval_ms: iv }) {
+                                plan.edge_rel(d, m, Rel::Plain);
+                            }
+                        }
                     }
                     demotes.push(d);
                     demote = Some(d);
@@ -222,7 +262,8 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 let kept = r.role == Role::Promoted
                     && current == Some(t)
                     && stops_here.is_empty()
-                    && starts_there.is_empty();
+                    && starts_there.is_empty()
+                    && demote.is_none();
                 if !kept {
                     let p = add(plan, act(Kind::Promote, Some(ri), Some(t)));
                     for &s in &starts_there {
@@ -330,7 +371,18 @@ pub fn role_summary(
                 .and_then(|&i| plan.actions[i].node)
                 .map(|ni| obs.nodes[ni].uname.clone())
         };
-        let line = if current == Role::Promoted {
+        let line = if current == Role::Promoted && next == Role::Promoted {
+            // demoted and promoted again where it is (on-fail=demote)
+            if let Some(n) = node_of(Kind::Demote) {
+                lines.push(SummaryLine {
+                    verb: "Re-promote".into(),
+                    rsc: r.id.clone(),
+                    details: format!("{} {n}", current.text()),
+                    reason: String::new(),
+                });
+            }
+            return;
+        } else if current == Role::Promoted {
             node_of(Kind::Demote).map(|n| ("Demote", n))
         } else if next == Role::Promoted {
             node_of(Kind::Promote).map(|n| ("Promote", n))

@@ -118,6 +118,12 @@ pub(crate) fn quorum_block(obs: &Observed, ri: usize) -> Option<String> {
                 None
             }
         }
+        // An active promotable instance is demoted instead (`placement::promotable`).
+        crate::observed::NoQuorum::Demote
+            if matches!(r.role, Role::Promoted | Role::Unpromoted) =>
+        {
+            None
+        }
         _ => Some("no quorum".into()),
     }
 }
@@ -287,7 +293,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                             target: t,
                             stops: vec![],
                         }
-                    } else if r.failed {
+                    } else if r.failed && !recovers_by_demotion(r) {
                         Change::Recover {
                             source: s,
                             target: t,
@@ -910,4 +916,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             other => other,
         };
     }
+}
+
+/// Whether failed resource `r` recovers by demotion only (on-fail=demote: Pacemaker's failed
+/// flag without its stop flag, a demote required where it failed, no restart).
+pub fn recovers_by_demotion(r: &crate::observed::Resource) -> bool {
+    r.failed && !r.stop_flag && !r.unpack_demotes.is_empty()
 }

@@ -86,7 +86,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
         assign_bundle_child(ctx, gi, bi);
         if let Some(p) = spec.promotable.as_ref() {
-            super::promotable::set_roles(ctx, gi, p);
+            super::promotable::set_roles(ctx, gi, p, &[]);
         }
         return;
     }
@@ -95,6 +95,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = super::members::location_scores(ctx, gi);
+    // An anonymous clone's instance that reached its migration-threshold bans the whole clone
+    // there (`pcmk__threshold_reached`).
+    if !spec.unique {
+        for &m in &obs.groups[gi].members {
+            for (ni, _) in super::fail_limits(obs, m) {
+                if let Some(v) = clone_scores.get_mut(&ni) {
+                    *v = -INFINITY;
+                }
+            }
+        }
+    }
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
     let available: Vec<usize> = clone_scores
@@ -279,7 +290,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             return na.cmp(&nb);
         }
         let disallowed = |k: usize| current(k).is_some() && here[k].is_none();
-        let by_allowed = disallowed(a).cmp(&disallowed(b));
+        let by_allowed = disallowed(a).cmp(&disallowed(b)).then_with(|| {
+            let p = |k: usize| priorities.get(k).copied().unwrap_or(0);
+            p(b).cmp(&p(a))
+        });
         if by_allowed.is_ne() {
             return by_allowed;
         }
@@ -413,7 +427,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
-        if target_stopped(obs, ri) {
+        // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
+        // that to its current role)
+        if target_stopped(obs, ri) && r.managed {
             // (banned from every node once its colocations are applied)
             for (&ni, v) in scores[k].iter_mut() {
                 *v = -INFINITY;
@@ -552,7 +568,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
     }
     if let Some(p) = spec.promotable.as_ref() {
-        super::promotable::set_roles(ctx, gi, p);
+        super::promotable::set_roles(ctx, gi, p, &order);
     }
 }
 

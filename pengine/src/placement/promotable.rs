@@ -171,7 +171,8 @@ fn promotion_ticket_missing(ctx: &Ctx, clone_id: &str) -> bool {
 
 /// Chooses the roles of clone group `gi`'s placed instances (`pcmk__set_instance_roles`):
 /// records each instance's next role (`Desired::next_roles`) and promotion score line.
-pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
+/// (`placed_order`: the instances in the order they were placed, which breaks ties.)
+pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_order: &[usize]) {
     let obs = ctx.obs;
     let g = &obs.groups[gi];
     let members = g.members.clone();
@@ -221,15 +222,16 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         }
     }
     // Highest promotion priority first, then the higher current role, then active instances,
-    // then by instance number.
-    let mut order: Vec<usize> = (0..n).collect();
+    // then those not failed (`pcmk__cmp_instance`), then in the order they were placed.
+    let mut order: Vec<usize> = placed_order.to_vec();
+    order.extend((0..n).filter(|k| !placed_order.contains(k)));
     order.sort_by_key(|&k| {
         let r = &obs.resources[members[k]];
         (
             std::cmp::Reverse(sort_index[k]),
             std::cmp::Reverse(r.role),
             r.running_on.is_empty(),
-            k,
+            !r.running_on.is_empty() && r.failed,
         )
     });
     let clone_managed = g
@@ -264,11 +266,21 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec) {
         {
             node = None;
         }
+        // no-quorum-policy=demote: an active instance keeps running but is not promoted
+        // (once its actions are created; it still takes its promotion slot).
+        let demoted_without_quorum = !obs.have_quorum
+            && obs.no_quorum_policy == NoQuorum::Demote
+            && matches!(r.role, Role::Promoted | Role::Unpromoted)
+            && r.meta.get("requires").is_none_or(|v| v != "nothing");
         ctx.desired.next_roles[ri] = Some(match (node, chosen[k]) {
             (Some(ni), _) => {
                 *per_node.entry(ni).or_insert(0) += 1;
                 promoted += 1;
-                Role::Promoted
+                if demoted_without_quorum {
+                    Role::Unpromoted
+                } else {
+                    Role::Promoted
+                }
             }
             (None, Some(_)) => Role::Unpromoted,
             (None, None) => Role::Stopped,
