@@ -1368,6 +1368,11 @@ fn group_actions(
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
+                // A group's start that already exists (the group restarts around a disabled
+                // member) keeps its own runnable flag: Pacemaker makes a group action
+                // unrunnable for an unrunnable member action of another task only
+                // (running, not start; group11).
+                Some(_) if is_group && slot == 0 => continue,
                 Some(id) => id,
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
