@@ -864,15 +864,22 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         && r.meta
                             .get("multiple-active")
                             .is_some_and(|v| v.eq_ignore_ascii_case("stop_unexpected"));
+                    // A start found pending in the history is created before anything
+                    // else of the resource (Pacemaker's create_pending_start; 735).
+                    let mut start = act(Kind::Start, Some(ri), Some(*target));
+                    start.pseudo = expected;
+                    if r.start_pending() {
+                        start_id = Some(plan.add(start.clone()));
+                    }
                     for &s in stops {
                         if expected && s == *target {
                             continue;
                         }
                         stop_ids.push(stop_on(&mut plan, s, None));
                     }
-                    let mut start = act(Kind::Start, Some(ri), Some(*target));
-                    start.pseudo = expected;
-                    start_id = Some(plan.add(start));
+                    if start_id.is_none() {
+                        start_id = Some(plan.add(start));
+                    }
                     target_node = Some(*target);
                 }
                 Change::Restart { node, reason } => {
