@@ -1580,12 +1580,15 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
 /// Renders the allocation scores as `crm_simulate -s` prints them.
 pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> String {
     let mut lines = Vec::new();
-    for (ri, r) in obs.resources.iter().enumerate() {
+    let abandoned = desired.abandoned_scores.iter().map(|(ri, s)| (*ri, s));
+    let last = (0..obs.resources.len()).map(|ri| (ri, &desired.scores[ri]));
+    for (ri, scores) in abandoned.chain(last) {
+        let r = &obs.resources[ri];
         if r.orphan {
             continue;
         }
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
-        for (&ni, &v) in &desired.scores[ri] {
+        for (&ni, &v) in scores {
             let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
                 "INFINITY".to_string()

@@ -2124,7 +2124,10 @@ pub(crate) fn history_cmp(a: &RscOp, b: &RscOp) -> std::cmp::Ordering {
         return Greater;
     }
     if ca >= 0 && cb >= 0 && (!same || ca == cb) {
-        let (la, lb) = (a.last_rc_change.unwrap_or(-1), b.last_rc_change.unwrap_or(-1));
+        let (la, lb) = (
+            a.last_rc_change.unwrap_or(-1),
+            b.last_rc_change.unwrap_or(-1),
+        );
         if la >= 0 && la < lb {
             return Less;
         }

@@ -93,7 +93,11 @@ pub fn primitive_line_with(obs: &Observed, r: &Resource, show_pending: bool) -> 
         r.running_on
             .first()
             .copied()
-            .or(r.pending_task.as_ref().filter(|_| show_pending).map(|p| p.1))
+            .or(r
+                .pending_task
+                .as_ref()
+                .filter(|_| show_pending)
+                .map(|p| p.1))
             .or(r.lock_node)
     };
     let display_role = if r.role == Role::Unknown {
