@@ -677,6 +677,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for u in &rec.unfence {
         let mut a = act(Kind::Unfence, None, Some(u.node));
         a.reason = u.reason.clone();
+        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
+        // unclean nodes: older than every fencing (the graph lists it after them).
+        a.created_at = Some(0);
         unfence_ids.push((u.node, plan.add(a)));
     }
     // An orphan's fail counts are cleared on every online node (before its stop).
