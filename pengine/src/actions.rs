@@ -1438,6 +1438,11 @@ fn group_actions(
             }
             if !s.is_empty() && chained {
                 prev = e.clone();
+            } else if !is_group {
+                // An ordered clone's instance that does not start orders nothing across it:
+                // its start, created optional for the chain, is not in the graph
+                // (unfence-definition).
+                prev.clear();
             }
         }
     }
