@@ -1226,6 +1226,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 // `long-id`.
                 // (An orphaned instance known by another name: that name, its own as long-id.)
                 let (id, long_id) = match (&r.clone_base, &r.clone_name) {
+                    _ if r.unique_in_graph => (r.id.as_str(), ""),
                     (Some(_), Some(name)) if r.orphan => (name.as_str(), r.id.as_str()),
                     (Some(_), _) => (r.history_id(), crate::clones::long_id(r)),
                     (None, _) => (r.history_id(), ""),

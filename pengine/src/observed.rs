@@ -156,6 +156,9 @@ pub struct Resource {
     /// pending. A monitor the plan needs there is that action (see `actions::Action::created_at`).
     pub unpacked_recurring: Vec<(usize, u64)>,
     pub pending_task: Option<(String, usize)>,
+    /// A member of a clone of a group forced anonymous that Pacemaker still unpacks globally
+    /// unique (see `clone_groups::add_instances`): the graph names it by its own id.
+    pub unique_in_graph: bool,
     /// Targets whose copy must stop: a migrate_to is pending on a lost, unclean source.
     pub stops_forced: Vec<usize>,
     /// Pending migrate_tos on a source that is down: (source, target), resolved into
