@@ -702,6 +702,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for u in &rec.unfence {
         let mut a = act(Kind::Unfence, None, Some(u.node));
         a.reason = u.reason.clone();
+        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
+        // unclean nodes: older than every fencing (the graph lists it after them).
+        a.created_at = Some(0);
         unfence_ids.push((u.node, plan.add(a)));
     }
     // An orphan's fail counts are cleared on every online node (before its stop).
@@ -889,15 +892,22 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                         && r.meta
                             .get("multiple-active")
                             .is_some_and(|v| v.eq_ignore_ascii_case("stop_unexpected"));
+                    // A start found pending in the history is created before anything
+                    // else of the resource (Pacemaker's create_pending_start; 735).
+                    let mut start = act(Kind::Start, Some(ri), Some(*target));
+                    start.pseudo = expected;
+                    if r.start_pending() {
+                        start_id = Some(plan.add(start.clone()));
+                    }
                     for &s in stops {
                         if expected && s == *target {
                             continue;
                         }
                         stop_ids.push(stop_on(&mut plan, s, None));
                     }
-                    let mut start = act(Kind::Start, Some(ri), Some(*target));
-                    start.pseudo = expected;
-                    start_id = Some(plan.add(start));
+                    if start_id.is_none() {
+                        start_id = Some(plan.add(start));
+                    }
                     target_node = Some(*target);
                 }
                 Change::Restart { node, reason } => {
@@ -1401,6 +1411,11 @@ fn group_actions(
     let starts = if !any_start && dot_starts.iter().any(|s| !s.is_empty()) {
         for (slot, kind) in [(0, Kind::GroupStart), (1, Kind::GroupRunning)] {
             let id = match ids[slot] {
+                // A group's start that already exists (the group restarts around a disabled
+                // member) keeps its own runnable flag: Pacemaker makes a group action
+                // unrunnable for an unrunnable member action of another task only
+                // (running, not start; group11).
+                Some(_) if is_group && slot == 0 => continue,
                 Some(id) => id,
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
@@ -1460,6 +1475,11 @@ fn group_actions(
             }
             if !s.is_empty() && chained {
                 prev = e.clone();
+            } else if !is_group {
+                // An ordered clone's instance that does not start orders nothing across it:
+                // its start, created optional for the chain, is not in the graph
+                // (unfence-definition).
+                prev.clear();
             }
         }
     }

@@ -266,6 +266,22 @@ pub struct Group {
     pub line: usize,
 }
 
+/// A member's parameters include its parent's instance attributes, which count only where the
+/// member's own sets leave a name unset (Pacemaker unpacks the member's sets, then the parent's
+/// without overwriting): the parent's sets go after the member's, ranked below them.
+fn inherit_params(p: &mut Primitive, inherited: &[NvSet]) {
+    if inherited.is_empty() {
+        return;
+    }
+    let floor = p.params.iter().map(|s| s.score).min();
+    let top = inherited.iter().map(|s| s.score).max().unwrap_or(0);
+    let shift = floor.map_or(0, |f| f.saturating_sub(top).min(0));
+    p.params.extend(inherited.iter().map(|s| NvSet {
+        score: s.score.saturating_add(shift),
+        ..s.clone()
+    }));
+}
+
 /// A top-level resource entry.
 #[derive(Debug, Clone)]
 pub enum ResourceDef {
@@ -755,10 +771,15 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                             }
                         }
                         "group" => {
+                            let inherited = ctx.sets(r, "instance_attributes");
                             let members = r
                                 .children_named("primitive")
                                 .filter_map(|p| {
                                     templated_primitive(&ctx, p, &templates, &mut config_errors)
+                                })
+                                .map(|mut p| {
+                                    inherit_params(&mut p, &inherited);
+                                    p
                                 })
                                 .collect();
                             cib.resources.push(ResourceDef::Group(Group {

@@ -30,17 +30,31 @@ pub fn add_instances(
         gmeta.entry(k.clone()).or_insert_with(|| v.clone());
     }
     spec.child = g.id.clone();
+    // A globally unique clone forced anonymous by a member's standard (`pe__force_anon`):
+    // Pacemaker clears the flag on the clone and what it has unpacked so far when it unpacks
+    // that member, so the members before it in the last instance stay unique
+    // (force-anon-clone-max).
+    let forced_at = clone_meta
+        .get("globally-unique")
+        .filter(|v| crate::cib::is_true(v) && !spec.unique)
+        .and_then(|_| {
+            g.members
+                .iter()
+                .position(|m| !crate::cib::clones::supports_unique(&m.class))
+        });
+    let last = spec.max.max(1) - 1;
     let mut all_members = Vec::new();
     for n in 0..spec.max.max(1) {
         let gi = obs.groups.len();
         let mut members = Vec::new();
-        for p in &g.members {
+        for (k, p) in g.members.iter().enumerate() {
             let mut rsc = make_resource(p, cib, Some(&gmeta), now);
             rsc.id = format!("{}:{n}", p.id);
             rsc.group = Some(gi);
             // A unique instance's members are known by their own ids only.
             rsc.clone_base = (!spec.unique).then(|| p.id.clone());
             rsc.orphan = n >= spec.max;
+            rsc.unique_in_graph = n == last && n < spec.max && forced_at.is_some_and(|f| k < f);
             members.push(obs.resources.len());
             obs.resources.push(rsc);
         }

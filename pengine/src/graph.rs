@@ -1356,6 +1356,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 // `long-id`.
                 // (An orphaned instance known by another name: that name, its own as long-id.)
                 let (id, long_id) = match (&r.clone_base, &r.clone_name) {
+                    _ if r.unique_in_graph => (r.id.as_str(), ""),
                     (Some(_), Some(name)) if r.orphan => (name.as_str(), r.id.as_str()),
                     (Some(_), _) => (r.history_id(), crate::clones::long_id(r)),
                     (None, _) => (r.history_id(), ""),
@@ -1714,12 +1715,15 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
 /// Renders the allocation scores as `crm_simulate -s` prints them.
 pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> String {
     let mut lines = Vec::new();
-    for (ri, r) in obs.resources.iter().enumerate() {
+    let abandoned = desired.abandoned_scores.iter().map(|(ri, s)| (*ri, s));
+    let last = (0..obs.resources.len()).map(|ri| (ri, &desired.scores[ri]));
+    for (ri, scores) in abandoned.chain(last) {
+        let r = &obs.resources[ri];
         if r.orphan {
             continue;
         }
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
-        for (&ni, &v) in &desired.scores[ri] {
+        for (&ni, &v) in scores {
             let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
                 "INFINITY".to_string()

@@ -156,6 +156,9 @@ pub struct Resource {
     /// pending. A monitor the plan needs there is that action (see `actions::Action::created_at`).
     pub unpacked_recurring: Vec<(usize, u64)>,
     pub pending_task: Option<(String, usize)>,
+    /// A member of a clone of a group forced anonymous that Pacemaker still unpacks globally
+    /// unique (see `clone_groups::add_instances`): the graph names it by its own id.
+    pub unique_in_graph: bool,
     /// Targets whose copy must stop: a migrate_to is pending on a lost, unclean source.
     pub stops_forced: Vec<usize>,
     /// Pending migrate_tos on a source that is down: (source, target), resolved into
@@ -1469,16 +1472,9 @@ fn unpack_lrm_resource(
     now: i64,
     hist: Hist,
 ) {
-    let mut sorted: Vec<&RscOp> = ops.iter().collect();
-    // By call id, pending entries last; two entries with the same call id (an operation and its
-    // last_failure record) by last-rc-change, as Pacemaker orders a resource's history.
-    sorted.sort_by_key(|op| {
-        if op.call_id < 0 {
-            (i64::MAX, 0)
-        } else {
-            (op.call_id, op.last_rc_change.unwrap_or(-1))
-        }
-    });
+    // As Pacemaker orders a resource's history: the entries in reverse document order (it
+    // prepends each to its list), then GLib's merge sort with `history_cmp`.
+    let sorted: Vec<&RscOp> = glib_sort(ops.iter().rev().collect(), &|a, b| history_cmp(a, b));
     let saved_role = rsc.role;
     let mut role = Role::Unknown;
     let mut on_fail = OnFail::Ignore;
@@ -2219,6 +2215,113 @@ fn is_newer(a: &RscOp, b: &RscOp, same_node: bool) -> bool {
         return false;
     }
     ca == -1
+}
+
+/// Pacemaker's `pe__is_newer_op` as a comparison of two entries of one node's history (entries
+/// naming no node are taken to be on the same node): by call id; equal call ids (an operation
+/// and its last_failure record) by last-rc-change; a pending entry (call id -1) against a
+/// finished one by the transition numbers of their transition-magic (a different transition
+/// UUID or the same number: the pending one is newer). Not a total order: only `glib_sort`
+/// reproduces what Pacemaker makes of it.
+pub(crate) fn history_cmp(a: &RscOp, b: &RscOp) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    let same = match (a.element.attr("on_node"), b.element.attr("on_node")) {
+        (Some(x), Some(y)) => x.eq_ignore_ascii_case(y),
+        _ => true,
+    };
+    if same && !a.id.is_empty() && a.id == b.id {
+        return Equal;
+    }
+    let (ca, cb) = (a.call_id, b.call_id);
+    if ca == -1 && cb == -1 {
+        return Equal;
+    }
+    if same && ca >= 0 && ca < cb {
+        return Less;
+    }
+    if same && cb >= 0 && ca > cb {
+        return Greater;
+    }
+    if ca >= 0 && cb >= 0 && (!same || ca == cb) {
+        let (la, lb) = (
+            a.last_rc_change.unwrap_or(-1),
+            b.last_rc_change.unwrap_or(-1),
+        );
+        if la >= 0 && la < lb {
+            return Less;
+        }
+        if lb >= 0 && la > lb {
+            return Greater;
+        }
+        return Equal;
+    }
+    // "op_status:rc;action:transition:target_rc:uuid" -> (uuid, transition).
+    // (An entry our simulation wrote or overwrote: the magic it writes for it.)
+    let magic = |op: &RscOp| -> Option<(String, i64)> {
+        let own = op.element.attr("call-id") == Some(op.call_id.to_string().as_str());
+        let written = op
+            .transition_key
+            .as_ref()
+            .map(|k| format!("{}:{};{k}", op.op_status, op.rc_code));
+        let m = match op.element.attr("transition-magic") {
+            Some(m) if own => m.to_string(),
+            _ => written?,
+        };
+        let (status_rc, key) = m.split_once(';')?;
+        let (status, rc) = status_rc.split_once(':')?;
+        status.trim().parse::<i64>().ok()?;
+        rc.trim().parse::<i64>().ok()?;
+        let mut parts = key.splitn(4, ':');
+        parts.next()?.trim().parse::<i64>().ok()?;
+        let transition = parts.next()?.trim().parse::<i64>().ok()?;
+        parts.next()?.trim().parse::<i64>().ok()?;
+        Some((parts.next()?.to_string(), transition))
+    };
+    let (Some((ua, ia)), Some((ub, ib))) = (magic(a), magic(b)) else {
+        return Equal;
+    };
+    if !ua.eq_ignore_ascii_case(&ub) || ia == ib {
+        if cb == -1 {
+            return Less;
+        }
+        if ca == -1 {
+            return Greater;
+        }
+    } else if (ia >= 0 && ia < ib) || ib == -1 {
+        return Less;
+    } else if (ib >= 0 && ia > ib) || ia == -1 {
+        return Greater;
+    }
+    Equal
+}
+
+/// GLib's `g_list_sort`: a top-down merge sort (the first half `len / 2` long) that takes from
+/// the first list while the comparison says less or equal. With a comparison that is not a
+/// total order (`history_cmp`) only this exact procedure gives Pacemaker's order.
+pub(crate) fn glib_sort<T: Copy>(
+    items: Vec<T>,
+    cmp: &dyn Fn(T, T) -> std::cmp::Ordering,
+) -> Vec<T> {
+    if items.len() < 2 {
+        return items;
+    }
+    let mut left = items;
+    let right = left.split_off(left.len() / 2);
+    let (left, right) = (glib_sort(left, cmp), glib_sort(right, cmp));
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() && j < right.len() {
+        if cmp(left[i], right[j]) != std::cmp::Ordering::Greater {
+            out.push(left[i]);
+            i += 1;
+        } else {
+            out.push(right[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&left[i..]);
+    out.extend_from_slice(&right[j..]);
+    out
 }
 
 /// A start, stop, migrate_to or migrate_from on the node newer than `reference`.

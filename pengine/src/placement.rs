@@ -46,6 +46,9 @@ pub struct Desired {
     /// Per member of an instance of a clone of a group: its scores once the clone's limits for
     /// that instance apply (`pcmk__group_assign`; see `placement/clones.rs`).
     pub instance_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
+    /// Scores of a clone instance's assignment to its current node given up because another
+    /// node is better: Pacemaker shows them too, before the instance is assigned again.
+    pub abandoned_scores: Vec<(usize, BTreeMap<usize, i64>)>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1436,6 +1439,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             next_roles: vec![None; n],
             promotion_scores: Vec::new(),
             instance_scores: BTreeMap::new(),
+            abandoned_scores: Vec::new(),
             unmanaged: obs
                 .resources
                 .iter()

@@ -73,11 +73,16 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         {
             continue;
         }
-        if !has_start(plan, ri) {
-            continue;
-        }
-        let mut seen = BTreeSet::from([Step::Start(ri)]);
-        let mut todo = vec![Step::Start(ri)];
+        // (An instance's probe comes before its clone's start, which the walk reaches through
+        // the clone's running whether or not the instance starts: bug-n-387749.)
+        let clone_of_instance = r.group.filter(|&g| primitive_clone(g));
+        let first = match clone_of_instance {
+            Some(g) if !has_start(plan, ri) => Step::GroupRunning(g),
+            _ if !has_start(plan, ri) => continue,
+            _ => Step::Start(ri),
+        };
+        let mut seen = BTreeSet::from([first]);
+        let mut todo = vec![first];
         let mut implied = BTreeSet::new();
         while let Some(step) = todo.pop() {
             let mut next = Vec::new();

@@ -85,11 +85,20 @@ pub fn primitive_line_with(obs: &Observed, r: &Resource, show_pending: bool) -> 
         s.push_str(" ORPHANED");
     }
     let multiple = r.running_on.len() > 1;
-    // A stopped resource shutdown-locked to a node is shown on that node.
+    // A stopped resource is shown on the node of its pending operation, else on the node it
+    // is shutdown-locked to.
     let node = if multiple {
         None
     } else {
-        r.running_on.first().copied().or(r.lock_node)
+        r.running_on
+            .first()
+            .copied()
+            .or(r
+                .pending_task
+                .as_ref()
+                .filter(|_| show_pending)
+                .map(|p| p.1))
+            .or(r.lock_node)
     };
     let display_role = if r.role == Role::Unknown {
         Role::Stopped

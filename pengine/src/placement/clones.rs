@@ -455,6 +455,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
         };
         if prefer.is_some() && chosen.is_none() {
+            // (Shown when Pacemaker's assignment chose another node; when it found none the
+            // instance stays unassigned, shown once.)
+            let elsewhere = best_node(ctx, &scores[k], running, spec.unique).is_some_and(|b| {
+                node_available(obs, b) && scores[k].get(&b).is_some_and(|&v| v >= 0)
+            });
+            if !group_instances && r.managed && elsewhere {
+                ctx.desired.abandoned_scores.push((ri, scores[k].clone()));
+            }
             scores[k] = backup;
         }
         if let Some(ni) = chosen {
