@@ -1888,7 +1888,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
             rsc.reload_on.push(ni);
         }
     }
-    let (count, _) = node_failcount(&node.attrs, &rsc.id);
+    // (an anonymous clone instance's fail count is its primitive's, under any instance name)
+    let count = match &rsc.clone_base {
+        Some(base) => node
+            .attrs
+            .iter()
+            .filter_map(|(k, v)| {
+                let rid = k.strip_prefix("fail-count-")?.split('#').next()?;
+                (crate::clones::strip_instance(rid) == base).then(|| parse_score(v).unwrap_or(0))
+            })
+            .fold(0, crate::placement::add_score),
+        None => node_failcount(&node.attrs, &rsc.id).0,
+    };
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
         rsc.clear_failcount_changed.push(ni);
     }

@@ -46,6 +46,10 @@ pub struct Desired {
     /// Per member of an instance of a clone of a group: its scores once the clone's limits for
     /// that instance apply (`pcmk__group_assign`; see `placement/clones.rs`).
     pub instance_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
+    /// Per clone of groups: its own scores before what is colocated with it is added (its
+    /// locations), which each instance group starts from (`pcmk__clone_allocate`'s lines for
+    /// the instances).
+    pub clone_base_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1416,6 +1420,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             next_roles: vec![None; n],
             promotion_scores: Vec::new(),
             instance_scores: BTreeMap::new(),
+            clone_base_scores: BTreeMap::new(),
             unmanaged: obs
                 .resources
                 .iter()
