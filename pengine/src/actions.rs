@@ -1296,8 +1296,9 @@ fn group_actions(
     asymmetric_blocked: bool,
 ) {
     let members = obs.groups[gi].members.clone();
-    // A group's members are chained; a clone's instances only when it is `ordered`.
-    let chained = obs.groups[gi].clone.as_ref().is_none_or(|c| c.ordered);
+    // A group's members are chained (unless `ordered` is false); a clone's instances only
+    // when it is `ordered`.
+    let chained = obs.groups[gi].chained();
     let is_group = obs.groups[gi].clone.is_none();
     let mut starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let mut stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
@@ -1333,10 +1334,13 @@ fn group_actions(
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
     // A group that stops but keeps members placed restarts: its start pseudo action follows.
-    // (an unmanaged member's start is optional: it keeps nothing)
-    let keeps_members = members
-        .iter()
-        .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
+    // (an unmanaged member's start is optional: it keeps nothing; a clone of groups and its
+    // instances do not restart so: bug-lf-2422)
+    let keeps_members = is_group
+        && !crate::clone_groups::is_instance(obs, gi)
+        && members
+            .iter()
+            .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
         && members
             .iter()
             .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));

@@ -355,11 +355,15 @@ pub fn probed_instance(
         let r = &obs.resources[m];
         r.known_on.contains(&ni) || r.running_on.contains(&ni)
     });
+    // (an instance group is placed where any of its members is)
     let placed = || {
-        members
-            .iter()
-            .copied()
-            .find(|&m| assigned.get(m).copied().flatten() == Some(ni))
+        crate::clone_groups::instances(obs, gi)
+            .into_iter()
+            .find(|unit| {
+                unit.iter()
+                    .any(|&m| assigned.get(m).copied().flatten() == Some(ni))
+            })
+            .and_then(|unit| unit.into_iter().find(|m| members.contains(m)))
     };
     known.or_else(placed).or(members.first().copied())
 }

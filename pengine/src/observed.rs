@@ -270,6 +270,20 @@ pub struct Group {
     pub clone: Option<crate::clones::CloneSpec>,
 }
 
+impl Group {
+    /// Whether a group's members start one after the other (its `ordered` meta-attribute,
+    /// true unless set false); a clone's instances only when the clone is `ordered`.
+    pub fn chained(&self) -> bool {
+        match &self.clone {
+            Some(c) => c.ordered,
+            None => self
+                .meta
+                .get("ordered")
+                .is_none_or(|v| crate::cib::is_true(v)),
+        }
+    }
+}
+
 /// A top-level entry of the resource section, in CIB order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Top {

@@ -745,7 +745,9 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
-    for g in (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none()) {
+    for g in
+        (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none() && obs.groups[g].chained())
+    {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
             rels.push((End::Start(w[0]), End::Start(w[1]), Mode::Symmetric));

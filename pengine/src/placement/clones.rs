@@ -360,7 +360,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
+        // (target-role Stopped bans every node, as `pcmk__primitive_assign` shows it)
         if target_stopped(obs, ri) {
+            for v in scores[k].values_mut() {
+                *v = -INFINITY;
+            }
             return None;
         }
         let running = unit
