@@ -120,6 +120,9 @@ pub struct Plan {
     /// Start orderings with an unrunnable start that is only drawn (`Action::dot_only`) on
     /// either side: they order nothing, DOT draws them dashed.
     pub dot_orderings: Vec<(usize, usize)>,
+    /// Per clone (group index) in an asymmetric cluster: the nodes it is allowed on (those its
+    /// instances have a score for), Pacemaker's `notify_available_uname`.
+    pub clone_allowed: BTreeMap<usize, Vec<usize>>,
 }
 
 impl Plan {
@@ -366,6 +369,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         order: desired.order.clone(),
         ..Default::default()
     };
+    if !obs.symmetric {
+        for (gi, g) in obs.groups.iter().enumerate() {
+            if g.clone.is_none() || crate::clone_groups::is_instance(obs, gi) {
+                continue;
+            }
+            let mut nodes: Vec<usize> = g
+                .members
+                .iter()
+                .flat_map(|&m| desired.scores[m].keys().copied())
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            plan.clone_allowed.insert(gi, nodes);
+        }
+    }
     for &ri in rec.move_reasons.keys() {
         if let Change::Move { source, target, .. } = rec.changes[ri] {
             plan.abandoned_migrations.push((ri, source, target));
@@ -1165,7 +1183,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             };
             let migrates = matches!(a.kind, Kind::Migrate { .. });
             let r = &obs.resources[ri];
+            // (an anonymous clone's primitive instance is known where any instance is)
+            let sibling_known = r.clone_base.is_some()
+                && r.group.is_some_and(|g| {
+                    obs.groups[g].clone.is_some()
+                        && obs.groups[g]
+                            .members
+                            .iter()
+                            .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
+                });
             let unknown_there = !r.known_on.contains(&fenced_node)
+                && !sibling_known
                 && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
             let needs_fencing = crate::reconcile::needs_fencing(obs, r);
             // (A start that requires nothing waits for no fencing.)
@@ -1208,7 +1236,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // Ordering constraints.
     for oc in &obs_orders(obs) {
-        apply_order(obs, &mut plan, oc, &rec.inhibited);
+        apply_order(obs, &mut plan, oc, &rec.inhibited, &desired.assigned);
     }
     crate::guest::probes_skipped_orderings(obs, desired, rec, &mut plan);
     one_or_more_actions(obs, rec, &mut plan);
@@ -1311,8 +1339,9 @@ fn group_actions(
     asymmetric_blocked: bool,
 ) {
     let members = obs.groups[gi].members.clone();
-    // A group's members are chained; a clone's instances only when it is `ordered`.
-    let chained = obs.groups[gi].clone.as_ref().is_none_or(|c| c.ordered);
+    // A group's members are chained (unless `ordered` is false); a clone's instances only
+    // when it is `ordered`.
+    let chained = obs.groups[gi].chained();
     let is_group = obs.groups[gi].clone.is_none();
     let mut starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.starts(m)).collect();
     let mut stops: Vec<Vec<usize>> = members.iter().map(|&m| plan.stops(m)).collect();
@@ -1348,10 +1377,13 @@ fn group_actions(
     let any_stop = stops.iter().any(|s| !s.is_empty());
     let mut ids = [None; 4];
     // A group that stops but keeps members placed restarts: its start pseudo action follows.
-    // (an unmanaged member's start is optional: it keeps nothing)
-    let keeps_members = members
-        .iter()
-        .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
+    // (an unmanaged member's start is optional: it keeps nothing; a clone of groups and its
+    // instances do not restart so: bug-lf-2422)
+    let keeps_members = is_group
+        && !crate::clone_groups::is_instance(obs, gi)
+        && members
+            .iter()
+            .any(|&m| desired.assigned[m].is_some() && !desired.unmanaged[m])
         && members
             .iter()
             .any(|&m| obs.resources[m].target_role == Some(crate::observed::Role::Stopped));
@@ -1433,8 +1465,8 @@ fn group_actions(
     // An asymmetrical mandatory ordering whose first cannot run makes the group's start
     // required and unrunnable even when no member starts (Pacemaker 2.1.5 exempts only a
     // then already active where it starts, and a group's start has no node): drawn only
-    // (bug-5014-GROUP-A-stopped-B-started).
-    if is_group && asymmetric_blocked && ids[0].is_none() {
+    // (bug-5014-GROUP-A-stopped-B-started; a clone's likewise: bug-5014-CLONE-A-stop-B-started).
+    if asymmetric_blocked && ids[0].is_none() {
         ids[0] = Some(plan.add(drawn_group_pseudo(Kind::GroupStart, gi)));
     }
     // An active member frozen by a failure (on-fail=block) has a stop that cannot run: the
@@ -1466,7 +1498,7 @@ fn group_actions(
             }
             for &x in e {
                 // (an instance start that cannot run leaves a clone's running runnable)
-                let rel = if !is_group && plan.actions[x].dot_only {
+                let rel = if !is_group && (plan.actions[x].dot_only || !plan.actions[x].runnable) {
                     Rel::Optional
                 } else {
                     Rel::Start
@@ -1685,6 +1717,7 @@ fn apply_order(
     plan: &mut Plan,
     o: &OrderRef,
     inhibited: &std::collections::BTreeSet<usize>,
+    assigned: &[Option<usize>],
 ) {
     let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
     let thens = actions_for(obs, plan, &o.then, &o.then_action, false);
@@ -1749,6 +1782,7 @@ fn apply_order(
             &o.then,
             &o.then_action,
             inhibited,
+            assigned,
         );
         // A mandatory start ordering implies the then instance's start, so the first
         // instance's probes come before the then instance's stops (a restart), as Pacemaker
@@ -1808,6 +1842,7 @@ fn apply_order(
             &o.first,
             &inv(&o.first_action),
             inhibited,
+            assigned,
         );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
@@ -1862,6 +1897,7 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
 /// instance's start or stop after that of the first instance on the same node (drawn-only
 /// actions too: Pacemaker orders the instances' actions whether or not they can run). Returns
 /// the ordered (first, then) action pairs.
+#[allow(clippy::too_many_arguments)] // the ordering's ends, plus what pairs instances
 fn interleave_instances(
     obs: &Observed,
     plan: &mut Plan,
@@ -1870,7 +1906,9 @@ fn interleave_instances(
     then: &str,
     then_action: &str,
     inhibited: &std::collections::BTreeSet<usize>,
+    assigned: &[Option<usize>],
 ) -> Vec<(usize, usize)> {
+    use crate::clones::Instance;
     let kind = |task: &str| match task {
         "start" => Some(Kind::Start),
         "stop" => Some(Kind::Stop),
@@ -1882,42 +1920,59 @@ fn interleave_instances(
     let Some((fg, tg)) = crate::clones::interleaved(obs, first, then, then_action) else {
         return vec![];
     };
-    let mut pairs = Vec::new();
     let rel = match (first_action, then_action) {
         ("start", "start") => Rel::Start,
         ("stop", "stop") => Rel::Stop,
         ("stop", "start") => Rel::StopStart,
         _ => Rel::Plain,
     };
-    let of = |plan: &Plan, gi: usize, kind: &Kind| -> Vec<usize> {
-        (0..plan.actions.len())
-            .filter(|&i| {
-                let a = &plan.actions[i];
-                a.rsc.is_some_and(|ri| obs.groups[gi].members.contains(&ri)) && &a.kind == kind
-            })
-            .collect()
-    };
-    let firsts: Vec<usize> = of(plan, fg, &fk)
-        .into_iter()
-        .filter(|&f| {
-            !plan.actions[f]
-                .rsc
-                .is_some_and(|ri| inhibited.contains(&ri))
-        })
-        .collect();
-    for t in of(plan, tg, &tk) {
-        if plan.actions[t]
-            .rsc
-            .is_some_and(|ri| inhibited.contains(&ri))
-        {
-            continue;
+    // (an unassigned instance's start pairs with nothing; its stop, where it is active, does)
+    let out = |ri: usize, kind: &Kind| *kind == Kind::Start && inhibited.contains(&ri);
+    // An instance's actions for the task with their nodes: a primitive's own; an instance
+    // group's running or stopped as a first, its start or stop as a then (on the node the
+    // instance is placed on, or for a stop active on).
+    let of = |plan: &Plan, u: Instance, kind: &Kind, as_first: bool| -> Vec<(usize, usize)> {
+        match u {
+            Instance::Rsc(ri) => (0..plan.actions.len())
+                .filter(|&i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(ri) && &a.kind == kind && !out(ri, kind)
+                })
+                .filter_map(|i| plan.actions[i].node.map(|n| (i, n)))
+                .collect(),
+            Instance::Group(ig) => {
+                let members = &obs.groups[ig].members;
+                let node = if *kind == Kind::Stop {
+                    crate::clone_groups::instance_location(obs, members)
+                } else if members.iter().any(|&m| out(m, kind)) {
+                    None
+                } else {
+                    members.first().and_then(|&m| assigned[m])
+                };
+                let pseudo = match (kind, as_first) {
+                    (Kind::Start, true) => Kind::GroupRunning,
+                    (Kind::Start, false) => Kind::GroupStart,
+                    (_, true) => Kind::GroupStopped,
+                    (_, false) => Kind::GroupStop,
+                };
+                match (node, plan.find_group(ig, &pseudo)) {
+                    (Some(n), Some(i)) => vec![(i, n)],
+                    _ => vec![],
+                }
+            }
         }
-        let Some(n) = plan.actions[t].node else {
-            continue;
-        };
-        if let Some(&f) = firsts.iter().find(|&&f| plan.actions[f].node == Some(n)) {
-            plan.edge_rel(f, t, rel);
-            pairs.push((f, t));
+    };
+    let firsts: Vec<(usize, usize)> = crate::clones::instance_units(obs, fg)
+        .into_iter()
+        .flat_map(|u| of(plan, u, &fk, true))
+        .collect();
+    let mut pairs = Vec::new();
+    for u in crate::clones::instance_units(obs, tg) {
+        for (t, n) in of(plan, u, &tk, false) {
+            if let Some(&(f, _)) = firsts.iter().find(|&&(_, m)| m == n) {
+                plan.edge_rel(f, t, rel);
+                pairs.push((f, t));
+            }
         }
     }
     pairs

@@ -363,11 +363,15 @@ pub fn probed_instance(
         let r = &obs.resources[m];
         r.known_on.contains(&ni) || r.running_on.contains(&ni)
     });
+    // (an instance group is placed where any of its members is)
     let placed = || {
-        members
-            .iter()
-            .copied()
-            .find(|&m| assigned.get(m).copied().flatten() == Some(ni))
+        crate::clone_groups::instances(obs, gi)
+            .into_iter()
+            .find(|unit| {
+                unit.iter()
+                    .any(|&m| assigned.get(m).copied().flatten() == Some(ni))
+            })
+            .and_then(|unit| unit.into_iter().find(|m| members.contains(m)))
     };
     known.or_else(placed).or(members.first().copied())
 }
@@ -596,15 +600,75 @@ pub fn interleaved(
         obs.groups[fg].clone.as_ref()?,
         obs.groups[tg].clone.as_ref()?,
     );
-    if !fc.instances.is_empty() || !tc.instances.is_empty() {
-        return None;
-    }
     let consumer = if matches!(then_action, "stop" | "demote") {
         fc
     } else {
         tc
     };
     consumer.interleave.then_some((fg, tg))
+}
+
+/// One instance of a clone as an interleaved ordering pairs it: a primitive instance, or an
+/// instance group of a clone of groups (whose running/stopped it follows, or whose start/stop
+/// follows, as Pacemaker's `clone_child_action` maps the clone's action for a group child).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instance {
+    Rsc(usize),
+    Group(usize),
+}
+
+impl Instance {
+    /// The primitives the instance is made of.
+    pub fn members(self, obs: &Observed) -> Vec<usize> {
+        match self {
+            Instance::Rsc(ri) => vec![ri],
+            Instance::Group(ig) => obs.groups[ig].members.clone(),
+        }
+    }
+}
+
+/// The instances of clone `gi` (its instance groups for a clone of groups).
+pub fn instance_units(obs: &Observed, gi: usize) -> Vec<Instance> {
+    match obs.groups[gi].clone.as_ref() {
+        Some(c) if !c.instances.is_empty() => {
+            c.instances.iter().map(|&ig| Instance::Group(ig)).collect()
+        }
+        _ => obs.groups[gi]
+            .members
+            .iter()
+            .map(|&m| Instance::Rsc(m))
+            .collect(),
+    }
+}
+
+/// Interleaved instance pairs (first instance, then instance) of clones `fg` and `tg`: each then
+/// instance with the first instance on its node (`current`: where they are active; else where
+/// they are placed; an instance group where its members are), as `find_compatible_child`
+/// pairs them.
+pub fn unit_pairs(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    fg: usize,
+    tg: usize,
+    current: bool,
+) -> Vec<(Instance, Instance)> {
+    let node = |u: Instance| match u {
+        Instance::Rsc(ri) if current => obs.resources[ri].running_on.first().copied(),
+        Instance::Rsc(ri) => assigned[ri],
+        Instance::Group(ig) if current => {
+            crate::clone_groups::instance_location(obs, &obs.groups[ig].members)
+        }
+        Instance::Group(ig) => obs.groups[ig].members.first().and_then(|&m| assigned[m]),
+    };
+    let firsts = instance_units(obs, fg);
+    let mut out = Vec::new();
+    for t in instance_units(obs, tg) {
+        let Some(n) = node(t) else { continue };
+        if let Some(&f) = firsts.iter().find(|&&f| node(f) == Some(n)) {
+            out.push((f, t));
+        }
+    }
+    out
 }
 
 /// Interleaved instance pairs (first instance, then instance) of clones `fg` and `tg`: each then

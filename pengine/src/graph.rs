@@ -616,7 +616,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
     }
     // Clone notifications, created as Pacemaker adds the clone to the graph.
-    let notes = crate::notifications::add(obs, &mut g);
+    let notes = crate::notifications::add(obs, &mut g, &plan.clone_allowed);
     let with_notes = |v: Vec<usize>| -> Vec<usize> {
         let mut out = Vec::with_capacity(v.len());
         for a in v {
@@ -882,7 +882,9 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
                     let _ = writeln!(
                         out,
                         "  * Cluster action:  {} for {} on {}",
-                        ga.task, obs.resources[r].id, node
+                        ga.task,
+                        obs.resources[r].history_id(),
+                        node
                     );
                 }
                 None => {
@@ -1778,7 +1780,13 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             .iter()
             .flat_map(|c| c.instances.iter())
             .filter(|&&ig| !orphaned(ig))
-            .map(|&ig| (obs.groups[ig].id.as_str(), &desired.group_scores[gi]));
+            .map(|&ig| {
+                let scores = desired
+                    .clone_base_scores
+                    .get(&gi)
+                    .unwrap_or(&desired.group_scores[gi]);
+                (obs.groups[ig].id.as_str(), scores)
+            });
         let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi]))
             .chain(instance_rows)
             .chain(member_rows);

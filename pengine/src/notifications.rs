@@ -97,7 +97,13 @@ fn entry_strings(obs: &Observed, mut list: Vec<(usize, Option<usize>)>) -> (Stri
 }
 
 /// Adds the notifications of every clone with `notify=true` to `g`.
-pub fn add(obs: &Observed, g: &mut TransitionGraph) -> Placement {
+/// `allowed`: per clone, the nodes it is allowed on in an asymmetric cluster (see
+/// `actions::Plan::clone_allowed`).
+pub fn add(
+    obs: &Observed,
+    g: &mut TransitionGraph,
+    allowed: &BTreeMap<usize, Vec<usize>>,
+) -> Placement {
     let mut out = Placement::default();
     for gi in 0..obs.groups.len() {
         let Some(spec) = obs.groups[gi].clone.as_ref() else {
@@ -106,7 +112,7 @@ pub fn add(obs: &Observed, g: &mut TransitionGraph) -> Placement {
         if !spec.notify || crate::clone_groups::is_instance(obs, gi) {
             continue;
         }
-        add_clone(obs, g, gi, &mut out);
+        add_clone(obs, g, gi, allowed.get(&gi), &mut out);
     }
     out
 }
@@ -117,7 +123,13 @@ fn clone_pseudo(g: &TransitionGraph, gi: usize, task: &str) -> Option<usize> {
     })
 }
 
-fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Placement) {
+fn add_clone(
+    obs: &Observed,
+    g: &mut TransitionGraph,
+    gi: usize,
+    allowed: Option<&Vec<usize>>,
+    out: &mut Placement,
+) {
     let group = &obs.groups[gi];
     let clone_id = group.id.clone();
     let instances: Vec<usize> = group.members.clone();
@@ -274,13 +286,16 @@ fn add_clone(obs: &Observed, g: &mut TransitionGraph, gi: usize, out: &mut Place
         inactive.into_iter().map(|(ri, _)| (ri, None)).collect(),
     );
     push("notify_inactive_resource", r);
-    // (A bundle's inner clone knows only the nodes there were when it was unpacked.)
-    let mut available: Vec<String> = obs
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(ni, _)| !crate::bundles::node_unknown_to(obs, gi, *ni))
-        .map(|(_, n)| n.uname.clone())
+    // (the clone's allowed nodes: every node in a symmetric cluster; a bundle's inner clone
+    // knows only the nodes there were when it was unpacked)
+    let known: Vec<usize> = match allowed {
+        Some(nodes) => nodes.iter().copied().collect(),
+        None => (0..obs.nodes.len()).collect(),
+    };
+    let mut available: Vec<String> = known
+        .into_iter()
+        .filter(|&ni| !crate::bundles::node_unknown_to(obs, gi, ni))
+        .map(|ni| obs.nodes[ni].uname.clone())
         .collect();
     available.sort();
     push("notify_available_uname", words(&available));

@@ -276,6 +276,20 @@ pub struct Group {
     pub clone: Option<crate::clones::CloneSpec>,
 }
 
+impl Group {
+    /// Whether a group's members start one after the other (its `ordered` meta-attribute,
+    /// true unless set false); a clone's instances only when the clone is `ordered`.
+    pub fn chained(&self) -> bool {
+        match &self.clone {
+            Some(c) => c.ordered,
+            None => self
+                .meta
+                .get("ordered")
+                .is_none_or(|v| crate::cib::is_true(v)),
+        }
+    }
+}
+
 /// A top-level entry of the resource section, in CIB order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Top {
@@ -1989,7 +2003,18 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
             rsc.reload_on.push(ni);
         }
     }
-    let (count, _) = node_failcount(&node.attrs, &rsc.id);
+    // (an anonymous clone instance's fail count is its primitive's, under any instance name)
+    let count = match &rsc.clone_base {
+        Some(base) => node
+            .attrs
+            .iter()
+            .filter_map(|(k, v)| {
+                let rid = k.strip_prefix("fail-count-")?.split('#').next()?;
+                (crate::clones::strip_instance(rid) == base).then(|| parse_score(v).unwrap_or(0))
+            })
+            .fold(0, crate::placement::add_score),
+        None => node_failcount(&node.attrs, &rsc.id).0,
+    };
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
         rsc.clear_failcount_changed.push(ni);
     }

@@ -49,6 +49,10 @@ pub struct Desired {
     /// Scores of a clone instance's assignment to its current node given up because another
     /// node is better: Pacemaker shows them too, before the instance is assigned again.
     pub abandoned_scores: Vec<(usize, BTreeMap<usize, i64>)>,
+    /// Per clone of groups: its own scores before what is colocated with it is added (its
+    /// locations), which each instance group starts from (`pcmk__clone_allocate`'s lines for
+    /// the instances).
+    pub clone_base_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1440,6 +1444,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             promotion_scores: Vec::new(),
             instance_scores: BTreeMap::new(),
             abandoned_scores: Vec::new(),
+            clone_base_scores: BTreeMap::new(),
             unmanaged: obs
                 .resources
                 .iter()

@@ -425,6 +425,14 @@ enum End {
     OneOrMore(usize),
 }
 
+/// An interleaved instance's stop as an ordering end.
+fn stop_end(u: crate::clones::Instance) -> End {
+    match u {
+        crate::clones::Instance::Rsc(r) => End::Stop(r),
+        crate::clones::Instance::Group(g) => End::GroupStop(g),
+    }
+}
+
 /// Whether a resource's stop is required: it is active and stops (its change, or a start an
 /// ordering made unrunnable or required).
 fn stop_required(obs: &Observed, st: &[StartState], ri: usize) -> bool {
@@ -455,15 +463,32 @@ fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bo
         ),
         End::GroupRunning(gi) | End::GroupStart(gi) => {
             let m = &obs.groups[gi].members;
-            // A clone runs when one instance does; a group when every member can.
-            let runnable = if obs.groups[gi].clone.is_some() {
-                m.iter().any(|&ri| {
-                    (st[ri].runnable && st[ri].exists) || !obs.resources[ri].running_on.is_empty()
-                })
+            // A clone runs when one instance's start can (Pacemaker sums its instances'
+            // flags) and is required when one instance's start is, runnable or not; a group
+            // runs when every member can.
+            let instances = obs.groups[gi]
+                .clone
+                .as_ref()
+                .map(|c| c.instances.clone())
+                .unwrap_or_default();
+            let (runnable, required) = if !instances.is_empty() {
+                // (a clone of groups: one instance group that can run)
+                let of = |ig: usize| first_state(obs, rx, st, End::GroupRunning(ig));
+                (
+                    instances.iter().any(|&ig| of(ig).0),
+                    instances.iter().any(|&ig| of(ig).1),
+                )
+            } else if obs.groups[gi].clone.is_some() {
+                (
+                    m.iter().any(|&ri| st[ri].runnable && st[ri].exists),
+                    m.iter().any(|&ri| st[ri].required && st[ri].exists),
+                )
             } else {
-                m.iter().all(|&ri| st[ri].runnable || !st[ri].exists)
+                (
+                    m.iter().all(|&ri| st[ri].runnable || !st[ri].exists),
+                    m.iter().any(|&ri| st[ri].required && st[ri].runnable),
+                )
             };
-            let required = m.iter().any(|&ri| st[ri].required && st[ri].runnable);
             (runnable, required, format!("{} running", obs.groups[gi].id))
         }
         End::Stop(ri) => (
@@ -526,6 +551,28 @@ fn apply_ordering(
     mode: Mode,
 ) -> bool {
     let (f_runnable, f_required, desc) = first_state(obs, rx, st, f);
+    // A clone's running as the first of a primitive's start is required only where that start
+    // is: Pacemaker sums the instances' flags for the then's node (a group's or clone's start
+    // has none).
+    let f_required = match f {
+        End::GroupRunning(gi)
+            if f_required
+                && obs.groups[gi].clone.is_some()
+                && obs.resources[ri].group.is_none() =>
+        {
+            let node_of = |m: usize| {
+                desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied())
+            };
+            match node_of(ri) {
+                Some(n) => obs.groups[gi]
+                    .members
+                    .iter()
+                    .any(|&m| st[m].exists && st[m].required && node_of(m) == Some(n)),
+                None => true,
+            }
+        }
+        _ => f_required,
+    };
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
@@ -536,6 +583,14 @@ fn apply_ordering(
             Some(c)
                 if matches!(f, End::Start(m) | End::Stop(m)
                     if crate::clones::interleaved_instance(obs, m, c)) =>
+            {
+                true
+            }
+            // (likewise an instance group of another clone of groups)
+            Some(c)
+                if matches!(f, End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g)
+                    if crate::clone_groups::is_instance(obs, g)
+                        && obs.groups[g].members.first().and_then(|&m| crate::clone_groups::clone_of(obs, m)) != Some(c)) =>
             {
                 true
             }
@@ -648,8 +703,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         }
     }
     // Interleaved then instances with no first instance placed on their node are unassigned
-    // (only ones not active: Pacemaker's summary of an active one is not modelled); this
-    // cascades along interleaved orderings.
+    // (an active one stops, without a reason); this cascades along interleaved orderings.
     let mut assigned = desired.assigned.clone();
     loop {
         let mut changed = false;
@@ -664,21 +718,33 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") else {
                 continue;
             };
-            let paired: Vec<usize> = crate::clones::instance_pairs(obs, &assigned, fg, tg, false)
-                .into_iter()
-                .map(|(_, t)| t)
-                .collect();
-            for &t in &obs.groups[tg].members {
-                if assigned[t].is_some()
-                    && !paired.contains(&t)
-                    && obs.resources[t].running_on.is_empty()
-                    && !desired.unmanaged[t]
-                {
+            let paired: Vec<crate::clones::Instance> =
+                crate::clones::unit_pairs(obs, &assigned, fg, tg, false)
+                    .into_iter()
+                    .map(|(_, t)| t)
+                    .collect();
+            for unit in crate::clones::instance_units(obs, tg) {
+                let members = unit.members(obs);
+                let Some(&lead) = members.first() else {
+                    continue;
+                };
+                if assigned[lead].is_none() || paired.contains(&unit) || desired.unmanaged[lead] {
+                    continue;
+                }
+                for t in members {
+                    if assigned[t].is_none() && obs.resources[t].running_on.is_empty() {
+                        continue;
+                    }
                     assigned[t] = None;
                     rec.inhibited.insert(t);
                     st[t].runnable = false;
-                    changed = true;
+                    // (an active one stops: its required stop requires its start, which
+                    // cannot run)
+                    if !obs.resources[t].running_on.is_empty() {
+                        st[t].required = true;
+                    }
                 }
+                changed = true;
             }
         }
         if !changed {
@@ -688,7 +754,9 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
-    for g in (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none()) {
+    for g in
+        (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none() && obs.groups[g].chained())
+    {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
             rels.push((End::Start(w[0]), End::Start(w[1]), Mode::Symmetric));
@@ -718,10 +786,8 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             };
             if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
                 if implies_then {
-                    for (f, t) in
-                        crate::clones::instance_pairs(obs, &desired.assigned, fg, tg, true)
-                    {
-                        rels.push((End::Stop(f), End::Stop(t), Mode::Stop));
+                    for (f, t) in crate::clones::unit_pairs(obs, &desired.assigned, fg, tg, true) {
+                        rels.push((stop_end(f), stop_end(t), Mode::Stop));
                     }
                 }
                 continue;
@@ -745,8 +811,16 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         };
         // Interleaved clones: each then instance after the first instance placed on its node.
         if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") {
-            for (f, t) in crate::clones::instance_pairs(obs, &assigned, fg, tg, false) {
-                rels.push((End::Start(f), End::Start(t), mode));
+            for (f, t) in crate::clones::unit_pairs(obs, &assigned, fg, tg, false) {
+                let first = match f {
+                    crate::clones::Instance::Rsc(r) => End::Start(r),
+                    crate::clones::Instance::Group(g) => End::GroupRunning(g),
+                };
+                let then = match t {
+                    crate::clones::Instance::Rsc(r) => End::Start(r),
+                    crate::clones::Instance::Group(g) => End::GroupStart(g),
+                };
+                rels.push((first, then, mode));
             }
             continue;
         }

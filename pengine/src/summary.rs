@@ -186,9 +186,12 @@ pub fn executed_actions(
                     EventKind::Cluster => "cluster",
                 },
                 task: ga.task.clone(),
-                rsc: ga
-                    .rsc
-                    .map(|ri| crate::clones::simulated_name(obs, ri).to_string()),
+                // (a cluster action names an anonymous clone instance by its primitive, as
+                // the text does)
+                rsc: ga.rsc.map(|ri| match ga.event {
+                    EventKind::Cluster => obs.resources[ri].history_id().to_string(),
+                    _ => crate::clones::simulated_name(obs, ri).to_string(),
+                }),
                 node: ga.node.map(|ni| obs.nodes[ni].uname.clone()),
                 interval_ms: ga.interval_ms,
                 key: ga.key.clone(),

@@ -106,6 +106,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
         }
     }
+    let location_scores = clone_scores.clone();
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
     let available: Vec<usize> = clone_scores
@@ -401,20 +402,40 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 b.1.cmp(&a.1)
                     .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
             });
-            let placed: Vec<usize> = crate::clone_groups::instances(obs, w)
+            let others = crate::clone_groups::instances(obs, w);
+            let placed: Vec<Option<usize>> = others
                 .iter()
-                .filter_map(|u| ctx.desired.assigned.get(u[0]).copied().flatten())
+                .map(|u| ctx.desired.assigned.get(u[0]).copied().flatten())
                 .collect();
-            let pair = nodes.iter().map(|n| n.0).find(|n| placed.contains(n));
+            let pair = nodes
+                .iter()
+                .map(|n| n.0)
+                .find(|n| placed.contains(&Some(*n)));
+            // The paired instance of a clone of groups counts as its last member for a
+            // mandatory colocation, as its first for an optional one (`colocate_with_group`);
+            // a member not placed takes the score off every node (none for a negative one).
+            let with_node = pair.map(|p| {
+                let u = &others[placed.iter().position(|&n| n == Some(p)).unwrap_or(0)];
+                let m = if c.score >= INFINITY {
+                    u[u.len() - 1]
+                } else {
+                    u[0]
+                };
+                ctx.desired.assigned.get(m).copied().flatten()
+            });
             for (&ni, v) in scores[k].iter_mut() {
-                if pair == Some(ni) {
-                    if c.score.abs() < INFINITY {
-                        *v = add_score(*v, c.score);
-                    } else if c.score <= -INFINITY {
-                        *v = -INFINITY;
+                match with_node {
+                    Some(None) if c.score >= 0 => *v = add_score(*v, -c.score),
+                    Some(None) => {}
+                    Some(Some(n)) if n == ni => {
+                        if c.score.abs() < INFINITY {
+                            *v = add_score(*v, c.score);
+                        } else if c.score <= -INFINITY {
+                            *v = -INFINITY;
+                        }
                     }
-                } else if c.score >= INFINITY {
-                    *v = -INFINITY;
+                    _ if c.score >= INFINITY => *v = -INFINITY,
+                    _ => {}
                 }
             }
             ctx.desired.trace[ri].push(ScoreNote {
@@ -527,6 +548,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
     }
     let instance_groups = spec.instances.clone();
+    if !instance_groups.is_empty() {
+        ctx.desired
+            .clone_base_scores
+            .insert(gi, location_scores.clone());
+    }
     for (k, unit) in units.iter().enumerate() {
         let node = assigned[k];
         let instance_scores = std::mem::take(&mut scores[k]);
@@ -542,8 +568,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
             s
         };
+        // (an instance group starts from the clone's locations, not what is colocated with
+        // the clone)
         if let Some(&ig) = instance_groups.get(k) {
-            ctx.desired.group_scores[ig] = banned(clone_scores.clone());
+            ctx.desired.group_scores[ig] = banned(location_scores.clone());
         }
         // A group instance's members follow its first, up to one that cannot run there;
         // each later member may only go where the one before it went.

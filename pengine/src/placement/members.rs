@@ -156,6 +156,17 @@ fn this_with(ctx: &Ctx, gi: usize, k: usize) -> Vec<Coloc> {
 /// once the group is being placed, and a member's include the next member's internal one.
 fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
     let obs = ctx.obs;
+    // (a clone of groups: what is colocated with the clone itself; its members belong to
+    // its instance groups)
+    if let Named::Group(gi) = n {
+        if obs.groups[gi]
+            .clone
+            .as_ref()
+            .is_some_and(|c| !c.instances.is_empty())
+        {
+            return clone_colocations(ctx, gi, false);
+        }
+    }
     let ri = match n {
         Named::Group(gi) => match obs.groups[gi].members.last() {
             Some(&last) => last,
