@@ -43,6 +43,10 @@ pub enum Kind {
     GroupDemote,
     GroupDemoted,
     Fence,
+    /// The pseudo fencing of a guest node (see `crate::guest::GuestFence`).
+    GuestFence {
+        off: bool,
+    },
     /// Unfencing of the node (fencing action "on"; see `unfencing`).
     Unfence,
     Shutdown,
@@ -123,7 +127,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn add(&mut self, a: Action) -> usize {
+    pub(crate) fn add(&mut self, a: Action) -> usize {
         // One clear_failcount per resource and node: Pacemaker finds the one already created.
         if a.kind == Kind::ClearFailcount {
             if let Some(i) = self
@@ -175,7 +179,7 @@ impl Plan {
             })
             .collect()
     }
-    fn edge(&mut self, a: usize, b: usize) {
+    pub(crate) fn edge(&mut self, a: usize, b: usize) {
         self.edge_rel(a, b, Rel::Plain);
     }
     pub(crate) fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
@@ -408,7 +412,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
         }
     }
-    let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    let fenced = |ni: usize| {
+        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
+    };
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
     // Created first (crm_simulate numbers them before the history's stops and fail-count
     // clears): maintenance cancels the recurring operations of an active resource: the resource's own
@@ -1115,31 +1121,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // where the fenced node may run them and their state there is unknown (they may be active
     // there).
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
-        for s in 0..plan.actions.len() {
-            let a = &plan.actions[s];
-            let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
-                continue;
-            };
-            let migrates = matches!(a.kind, Kind::Migrate { .. });
-            let r = &obs.resources[ri];
-            let unknown_there = !r.known_on.contains(&fenced_node)
-                && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
-            let needs_fencing = crate::reconcile::needs_fencing(obs, r);
-            // (A start that requires nothing waits for no fencing.)
-            let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);
-            if migrates {
-                // A migration's (pseudo) start waits as a start would; its migrate_to (or the
-                // migrate_from continuing it) needs what the start needs.
-                if needs_fencing || unknown_there {
-                    plan.edge_rel(fence_ids[fi], s, Rel::StopStart);
-                }
-                if needs_fencing {
-                    plan.edge(fence_ids[fi], s);
-                }
-            } else if needs_fencing || unknown_there {
-                plan.edge(fence_ids[fi], s);
-            }
-        }
+        starts_after_fencing(obs, desired, &mut plan, fence_ids[fi], fenced_node);
     }
     // Unfencing before the probes and starts there of what it concerns, after the stops there
     // of what requires it.
@@ -1256,7 +1238,45 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         apply_role_order(obs, &mut plan, oc);
     }
     crate::probe_restarts::order(obs, desired, &mut plan);
+    crate::guest::fencing_actions(obs, desired, rec, &mut plan);
     plan
+}
+
+/// Orders the starts after fencing `fence` of `fenced_node` (Pacemaker's
+/// `order_start_vs_fencing`): those of resources that need fencing, and the others' where the
+/// fenced node may run them and their state there is unknown (they may be active there).
+pub(crate) fn starts_after_fencing(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    fence: usize,
+    fenced_node: usize,
+) {
+    for s in 0..plan.actions.len() {
+        let a = &plan.actions[s];
+        let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
+            continue;
+        };
+        let migrates = matches!(a.kind, Kind::Migrate { .. });
+        let r = &obs.resources[ri];
+        let unknown_there = !r.known_on.contains(&fenced_node)
+            && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+        let needs_fencing = crate::reconcile::needs_fencing(obs, r);
+        // (A start that requires nothing waits for no fencing.)
+        let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);
+        if migrates {
+            // A migration's (pseudo) start waits as a start would; its migrate_to (or the
+            // migrate_from continuing it) needs what the start needs.
+            if needs_fencing || unknown_there {
+                plan.edge_rel(fence, s, Rel::StopStart);
+            }
+            if needs_fencing {
+                plan.edge(fence, s);
+            }
+        } else if needs_fencing || unknown_there {
+            plan.edge(fence, s);
+        }
+    }
 }
 
 fn group_actions(

@@ -45,6 +45,9 @@ pub struct Reconciliation {
     pub probes: Vec<(usize, usize)>,
     /// Nodes to fence, in creation order, with the reason.
     pub fence: Vec<(usize, String)>,
+    /// Guest nodes "fenced" by recovering their container, in creation order (see
+    /// `guest::fencing`).
+    pub guest_fence: Vec<crate::guest::GuestFence>,
     /// Required unfencings, in creation order (see `unfencing`).
     pub unfence: Vec<crate::unfencing::Unfence>,
     /// Nodes to shut down cleanly.
@@ -166,6 +169,10 @@ pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resour
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
     for (ni, n) in obs.nodes.iter().enumerate() {
+        // (A guest node is "fenced" by its container's recovery: see the end.)
+        if crate::guest::is_guest(obs, ni) {
+            continue;
+        }
         if n.unclean && obs.can_fence(ni) {
             rec.fence.push((
                 ni,
@@ -373,6 +380,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         };
         rec.changes.push(change);
     }
+    rec.guest_fence = crate::guest::fencing(obs, &rec.changes);
     rec
 }
 

@@ -83,7 +83,8 @@ pub struct SimulationSummary {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceLine {
     pub node: String,
-    /// The fencing action: "reboot", or "on" for an unfencing.
+    /// The fencing action: "reboot" ("off" for a guest whose container stays stopped), or
+    /// "on" for an unfencing.
     pub action: String,
     /// Empty when the line gives none.
     pub reason: String,
@@ -180,7 +181,7 @@ pub fn executed_actions(
             ExecutedAction {
                 kind: match ga.event {
                     EventKind::RscOp => "resource",
-                    EventKind::Pseudo => "pseudo",
+                    EventKind::Pseudo | EventKind::GuestFence { .. } => "pseudo",
                     EventKind::Fence => "fence",
                     EventKind::Unfence => "unfence",
                     EventKind::Cluster => "cluster",
@@ -291,11 +292,17 @@ pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> 
         action: action.into(),
         reason: reason.cloned().unwrap_or_default(),
     };
+    let guests = rec.guest_fence.iter().rev().map(|gf| FenceLine {
+        node: obs.nodes[gf.node].uname.clone(),
+        action: if gf.off { "off" } else { "reboot" }.into(),
+        reason: "guest is unclean".into(),
+    });
     let fencing = rec
         .fence
         .iter()
         .rev()
         .map(|(ni, reason)| line(*ni, "reboot", Some(reason)));
+    let fencing = guests.chain(fencing);
     let unfencing = rec
         .unfence
         .iter()
