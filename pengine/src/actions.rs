@@ -1233,6 +1233,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
+        demotes_after_fencing(obs, &mut plan, fence_ids[fi], fenced_node, false);
+    }
     // Orderings naming a promote or demote, now that those exist.
     for oc in &obs_orders(obs) {
         apply_role_order(obs, &mut plan, oc);
@@ -1240,6 +1243,32 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
     plan
+}
+
+/// The demotes on a fenced node that is offline or unclean (or of a failed resource) are
+/// implied by the fencing (Pacemaker's `order_stop_vs_fencing`): pseudo actions, after the
+/// fencing when the resource needs fencing or the node is a guest.
+pub(crate) fn demotes_after_fencing(
+    obs: &Observed,
+    plan: &mut Plan,
+    fence: usize,
+    fenced_node: usize,
+    guest: bool,
+) {
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        let (Kind::Demote, Some(ri), Some(ni)) = (&a.kind, a.rsc, a.node) else {
+            continue;
+        };
+        let (r, n) = (&obs.resources[ri], &obs.nodes[ni]);
+        if ni != fenced_node || !r.managed || !(!n.online || n.unclean || r.failed) {
+            continue;
+        }
+        plan.actions[i].pseudo = true;
+        if guest || crate::reconcile::needs_fencing(obs, r) {
+            plan.edge_rel(fence, i, Rel::Optional);
+        }
+    }
 }
 
 /// Orders the starts after fencing `fence` of `fenced_node` (Pacemaker's

@@ -179,8 +179,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                     _ => "delete",
                 };
                 let r = rname.clone().unwrap_or_default();
-                // Only a start or stop stands for something done elsewhere (a pseudo action).
-                let ev = if a.pseudo && matches!(a.kind, Kind::Start | Kind::Stop) {
+                // Only a start, stop or demote stands for something done elsewhere (a pseudo
+                // action; a demote implied by fencing).
+                let ev = if a.pseudo && matches!(a.kind, Kind::Start | Kind::Stop | Kind::Demote) {
                     EventKind::Pseudo
                 } else {
                     EventKind::RscOp

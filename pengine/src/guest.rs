@@ -476,15 +476,9 @@ pub fn fencing_actions(
                         plan.edge(f, gs);
                     }
                 }
-                Kind::Demote => {
-                    let n = &obs.nodes[ni];
-                    if !n.online || n.unclean || obs.resources[ri].failed {
-                        plan.actions[i].pseudo = true;
-                        plan.edge_rel(f, i, Rel::Optional);
-                    }
-                }
                 _ => {}
             }
         }
+        crate::actions::demotes_after_fencing(obs, plan, f, gf.node, true);
     }
 }
