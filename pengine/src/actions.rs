@@ -1540,6 +1540,16 @@ fn block_after_blocked_stop(
     }
 }
 
+/// Whether an ordering's first `ri` runs inside its then, whose action is a stop: its probes
+/// are not ordered before that stop (Pacemaker's `order_first_probes`: the probe would come
+/// after the container starts again).
+fn inside_stopping_container(obs: &Observed, ri: usize, then: &str, then_action: &str) -> bool {
+    then_action == "stop"
+        && obs.resources[ri]
+            .container
+            .is_some_and(|k| Some(k) == obs.rsc_index(then))
+}
+
 /// Orders every probe of `rsc` before each of `thens` (Pacemaker does so for each ordering
 /// whose first action is a stop of `rsc`: the "then" side must not act on a stale picture).
 fn probes_before(plan: &mut Plan, rsc: usize, thens: &[usize]) {
@@ -1751,7 +1761,8 @@ fn apply_order(
     }
     if o.first_action == "stop" && o.first != o.then {
         if let Some(ri) = obs.rsc_index(&o.first) {
-            if o.anti_colocation {
+            if inside_stopping_container(obs, ri, &o.then, &o.then_action) {
+            } else if o.anti_colocation {
                 for p in plan.find(ri, &Kind::Probe) {
                     for &t in &thens {
                         if same_node(plan, p, t) && !matches!(plan.actions[t].kind, Kind::Shutdown)
@@ -1793,6 +1804,15 @@ fn apply_order(
         );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
+                // (a container that migrates still gets them before its migrate_to)
+                let thens: Vec<usize> = thens
+                    .iter()
+                    .copied()
+                    .filter(|&t| {
+                        matches!(plan.actions[t].kind, Kind::Migrate { .. })
+                            || !inside_stopping_container(obs, ri, &o.first, &inv(&o.first_action))
+                    })
+                    .collect();
                 probes_before(plan, ri, &thens);
             }
             if o.mandatory {

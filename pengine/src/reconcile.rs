@@ -157,8 +157,10 @@ pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resour
     {
         Some("nothing") => true,
         Some("quorum" | "fencing" | "unfencing") => false,
+        // (a remote connection requires quorum by default)
         _ => {
             !r.is_stonith()
+                && !crate::remote::is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
                 && !obs.stonith_enabled
                 && obs.no_quorum_policy == crate::observed::NoQuorum::Ignore
         }
