@@ -173,6 +173,19 @@ pub fn fencing(obs: &Observed, changes: &[crate::reconcile::Change]) -> Vec<Gues
         .collect()
 }
 
+/// (container, resource) for every resource placed on a guest node (Pacemaker's
+/// `apply_container_ordering`: the container's start implies the start, or promote, of what
+/// runs on its guest, so a container that must start restarts them: "due to required
+/// CONTAINER start").
+pub fn implied_restarts(obs: &Observed, assigned: &[Option<usize>]) -> Vec<(usize, usize)> {
+    (0..obs.resources.len())
+        .filter_map(|ri| {
+            let ki = container_of(obs, assigned.get(ri).copied().flatten()?)?;
+            (ki != ri).then_some((ki, ri))
+        })
+        .collect()
+}
+
 /// "Fences" guest node `ni` (Pacemaker's `pe_fence_node` for a guest): its container, when
 /// managed and not already failed, is marked failed so that it is recovered; the node must be
 /// reset but is not marked unclean (it may run resources again once the container is back).

@@ -410,6 +410,9 @@ enum Mode {
     /// Stop then stop with implies-then: a required first stop requires the then's stop (an
     /// active then that stays restarts).
     Stop,
+    /// Implies-then only: a required first start requires the then's start (a guest's
+    /// container and what runs on the guest, `guest::implied_restarts`).
+    Implies,
 }
 
 /// One side of a mandatory ordering: a primitive's start, or a group's running/start.
@@ -527,6 +530,15 @@ fn apply_ordering(
     mode: Mode,
 ) -> bool {
     let (f_runnable, f_required, desc) = first_state(obs, rx, st, f);
+    if mode == Mode::Implies {
+        let s = &mut st[ri];
+        if !s.exists || s.unmanaged || !f_required || s.required {
+            return false;
+        }
+        s.required = true;
+        s.reason.get_or_insert(format!("required {desc}"));
+        return true;
+    }
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
@@ -762,6 +774,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             _ => continue,
         };
         rels.push((first, then, mode));
+    }
+    // What runs on a guest node restarts with its container.
+    for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+        rels.push((End::Start(k), End::Start(ri), Mode::Implies));
     }
     // A one-or-more pseudo action makes its thens unrunnable when it is (whatever the
     // ordering's kind: "runnable left" is always set), never required.
