@@ -1235,7 +1235,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::promotable::add_role_actions(obs, desired, &mut plan);
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
         demotes_after_fencing(obs, &mut plan, fence_ids[fi], fenced_node, false);
+        promotes_after_fencing(obs, &mut plan, fence_ids[fi]);
     }
+    crate::guest::order_role_actions(obs, &mut plan);
     // Orderings naming a promote or demote, now that those exist.
     for oc in &obs_orders(obs) {
         apply_role_order(obs, &mut plan, oc);
@@ -1267,6 +1269,20 @@ pub(crate) fn demotes_after_fencing(
         plan.actions[i].pseudo = true;
         if guest || crate::reconcile::needs_fencing(obs, r) {
             plan.edge_rel(fence, i, Rel::Optional);
+        }
+    }
+}
+
+/// Orders the promotes of resources that need fencing after fencing `fence` (Pacemaker's
+/// `order_start_vs_fencing`: a promote needs what the start needs).
+pub(crate) fn promotes_after_fencing(obs: &Observed, plan: &mut Plan, fence: usize) {
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        let (Kind::Promote, Some(ri)) = (&a.kind, a.rsc) else {
+            continue;
+        };
+        if !a.dot_only && crate::reconcile::needs_fencing(obs, &obs.resources[ri]) {
+            plan.edge(fence, i);
         }
     }
 }

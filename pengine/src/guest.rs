@@ -493,5 +493,35 @@ pub fn fencing_actions(
             }
         }
         crate::actions::demotes_after_fencing(obs, plan, f, gf.node, true);
+        crate::actions::promotes_after_fencing(obs, plan, f);
+    }
+}
+
+/// Orders the promotes and demotes on guest nodes (created after `order_action` ran) as
+/// Pacemaker's `apply_container_ordering` does: a promote after the container's and the
+/// connection's starts, a demote before the connection's stop unless the container failed.
+pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
+    use crate::actions::{Kind, Rel};
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        if a.dot_only || !matches!(a.kind, Kind::Promote | Kind::Demote) {
+            continue;
+        }
+        let Some(ni) = a.node else { continue };
+        let Some(ki) = container_of(obs, ni) else {
+            continue;
+        };
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        if plan.actions[i].kind == Kind::Promote {
+            for s in plan.starts(ki).into_iter().chain(plan.starts(ci)) {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+        } else if !obs.resources[ki].failed {
+            for s in plan.stops(ci) {
+                plan.edge_rel(i, s, Rel::Stop);
+            }
+        }
     }
 }
