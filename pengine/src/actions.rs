@@ -1244,6 +1244,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
+    crate::guest::drop_invalid_orderings(obs, &mut plan);
     plan
 }
 

@@ -525,3 +525,21 @@ pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
         }
     }
 }
+
+/// Drops the orderings of an action on a guest node before an action of that guest's own
+/// container (Pacemaker's `ordering_is_invalid`: a constraint may not order what runs in a
+/// guest against the resource that makes the guest; those the scheduler makes never have
+/// that shape here).
+pub fn drop_invalid_orderings(obs: &Observed, plan: &mut crate::actions::Plan) {
+    let invalid = |f: usize, t: usize| {
+        let (a, b) = (&plan.actions[f], &plan.actions[t]);
+        a.rsc.is_some()
+            && b.rsc.is_some()
+            && a.node
+                .and_then(|ni| container_of(obs, ni))
+                .is_some_and(|ki| b.rsc == Some(ki))
+    };
+    let keep: Vec<bool> = plan.edges.iter().map(|&(f, t, _)| !invalid(f, t)).collect();
+    let mut k = keep.iter();
+    plan.edges.retain(|_| *k.next().unwrap_or(&true));
+}

@@ -701,6 +701,11 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
+    // What runs on a guest node restarts with its container (the reason Pacemaker gives
+    // first).
+    for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+        rels.push((End::Start(k), End::Start(ri), Mode::Implies));
+    }
     for g in (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none()) {
         let m = &obs.groups[g].members;
         for w in m.windows(2) {
@@ -775,10 +780,6 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         };
         rels.push((first, then, mode));
     }
-    // What runs on a guest node restarts with its container.
-    for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
-        rels.push((End::Start(k), End::Start(ri), Mode::Implies));
-    }
     // A one-or-more pseudo action makes its thens unrunnable when it is (whatever the
     // ordering's kind: "runnable left" is always set), never required.
     for (k, r) in rx.iter().enumerate() {
@@ -792,6 +793,12 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 _ => continue,
             };
             rels.push((End::OneOrMore(k), then, Mode::Symmetric));
+        }
+    }
+    // (the container's reason is given before any the resource's group or orderings give)
+    for &(f, t, mode) in rels.iter().filter(|r| r.2 == Mode::Implies) {
+        for ri in then_members(obs, t) {
+            apply_ordering(obs, &rx, desired, &mut st, f, ri, mode);
         }
     }
     for _ in 0..(n + 2) {
