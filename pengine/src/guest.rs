@@ -186,6 +186,40 @@ pub fn implied_restarts(obs: &Observed, assigned: &[Option<usize>]) -> Vec<(usiz
         .collect()
 }
 
+/// Guests whose host was found lost while the cluster nodes' histories were read (a resource
+/// thought active on an offline node): Pacemaker reads a guest's history after its host's, so
+/// the guest is offline and due for a reset, and what is active there fails and fences it.
+pub fn host_lost(obs: &mut Observed) {
+    for ni in 0..obs.nodes.len() {
+        if !obs.nodes[ni].online || !is_guest(obs, ni) {
+            continue;
+        }
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        let lost = match obs.resources[ci].running_on.as_slice() {
+            &[h] => !obs.nodes[h].online && obs.nodes[h].unclean,
+            _ => false,
+        };
+        if !lost {
+            continue;
+        }
+        determine_online(obs, ni);
+        if obs.nodes[ni].online {
+            continue;
+        }
+        let active: Vec<usize> = (0..obs.resources.len())
+            .filter(|&ri| {
+                let r = &obs.resources[ri];
+                r.role > Role::Stopped && r.managed && r.running_on.contains(&ni)
+            })
+            .collect();
+        for ri in active {
+            active_on_offline(obs, ri, ni);
+        }
+    }
+}
+
 /// "Fences" guest node `ni` (Pacemaker's `pe_fence_node` for a guest): its container, when
 /// managed and not already failed, is marked failed so that it is recovered; the node must be
 /// reset but is not marked unclean (it may run resources again once the container is back).
@@ -447,8 +481,11 @@ pub fn fencing_actions(
             .stops(gf.container)
             .into_iter()
             .find(|&s| !plan.actions[s].dot_only);
+        // (Pacemaker creates it while walking the nodes in order: the stop is known to be
+        // implied by the host's fencing only when the host comes first)
+        let host_first = |s: usize| plan.actions[s].node.is_some_and(|h| h < gf.node);
         match container_stop {
-            Some(s) if plan.actions[s].pseudo => {
+            Some(s) if plan.actions[s].pseudo && host_first(s) => {
                 let host_fence = (0..plan.actions.len()).find(|&i| {
                     plan.actions[i].kind == Kind::Fence
                         && plan.actions[i].node == plan.actions[s].node

@@ -1290,6 +1290,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             obs.nodes[ni].fence_reason = Some(reason);
         }
     }
+    crate::guest::host_lost(&mut obs);
     crate::promotable::settle_roles(&mut obs);
     for r in &mut obs.resources {
         for (source, target) in std::mem::take(&mut r.pending_migrate_to_lost) {
