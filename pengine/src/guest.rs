@@ -506,27 +506,20 @@ pub fn fencing_actions(
             }
         }
         crate::actions::starts_after_fencing(obs, desired, plan, f, gf.node);
-        // What stops or demotes on the guest is implied by the fencing and follows it, and so
-        // does the stop of its clone or group.
+        // What stops on the guest is implied by the fencing and follows it, and so does the
+        // stop of its clone or group (demotes: below).
         for i in 0..plan.actions.len() {
             let a = &plan.actions[i];
             let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
                 continue;
             };
-            if ni != gf.node || !obs.resources[ri].managed {
+            if ni != gf.node || !obs.resources[ri].managed || a.kind != Kind::Stop {
                 continue;
             }
-            match a.kind {
-                Kind::Stop => {
-                    plan.edge(f, i);
-                    let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);
-                    if let Some(gs) =
-                        top.and_then(|gi| plan.find_group_action(gi, &Kind::GroupStop))
-                    {
-                        plan.edge(f, gs);
-                    }
-                }
-                _ => {}
+            plan.edge(f, i);
+            let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);
+            if let Some(gs) = top.and_then(|gi| plan.find_group_action(gi, &Kind::GroupStop)) {
+                plan.edge(f, gs);
             }
         }
         crate::actions::demotes_after_fencing(obs, plan, f, gf.node, true);

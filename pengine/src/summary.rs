@@ -88,6 +88,8 @@ pub struct FenceLine {
     pub action: String,
     /// Empty when the line gives none.
     pub reason: String,
+    /// A guest node's container, whose recovery "fences" it ("(resource: ID)").
+    pub resource: Option<String>,
 }
 
 fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
@@ -263,6 +265,7 @@ impl SimulationSummary {
                     "node": f.node,
                     "action": f.action,
                     "reason": f.reason,
+                    "resource": f.resource,
                 })).collect::<Vec<_>>(),
                 "actions": self.transition.iter().map(|l| json!({
                     "verb": l.verb,
@@ -291,11 +294,13 @@ pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> 
         node: obs.nodes[ni].uname.clone(),
         action: action.into(),
         reason: reason.cloned().unwrap_or_default(),
+        resource: None,
     };
     let guests = rec.guest_fence.iter().rev().map(|gf| FenceLine {
         node: obs.nodes[gf.node].uname.clone(),
         action: if gf.off { "off" } else { "reboot" }.into(),
         reason: "guest is unclean".into(),
+        resource: Some(obs.resources[gf.container].id.clone()),
     });
     let fencing = rec
         .fence
