@@ -43,6 +43,10 @@ pub enum Kind {
     GroupDemote,
     GroupDemoted,
     Fence,
+    /// The pseudo fencing of a guest node (see `crate::guest::GuestFence`).
+    GuestFence {
+        off: bool,
+    },
     /// Unfencing of the node (fencing action "on"; see `unfencing`).
     Unfence,
     Shutdown,
@@ -126,7 +130,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn add(&mut self, a: Action) -> usize {
+    pub(crate) fn add(&mut self, a: Action) -> usize {
         // One clear_failcount per resource and node: Pacemaker finds the one already created.
         if a.kind == Kind::ClearFailcount {
             if let Some(i) = self
@@ -178,7 +182,7 @@ impl Plan {
             })
             .collect()
     }
-    fn edge(&mut self, a: usize, b: usize) {
+    pub(crate) fn edge(&mut self, a: usize, b: usize) {
         self.edge_rel(a, b, Rel::Plain);
     }
     pub(crate) fn edge_rel(&mut self, a: usize, b: usize, rel: Rel) {
@@ -439,7 +443,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
         }
     }
-    let fenced = |ni: usize| rec.fence.iter().any(|(f, _)| *f == ni);
+    let fenced = |ni: usize| {
+        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
+    };
     let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
     // Created first (crm_simulate numbers them before the history's stops and fail-count
     // clears): maintenance cancels the recurring operations of an active resource: the resource's own
@@ -1176,41 +1182,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // where the fenced node may run them and their state there is unknown (they may be active
     // there).
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
-        for s in 0..plan.actions.len() {
-            let a = &plan.actions[s];
-            let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
-                continue;
-            };
-            let migrates = matches!(a.kind, Kind::Migrate { .. });
-            let r = &obs.resources[ri];
-            // (an anonymous clone's primitive instance is known where any instance is)
-            let sibling_known = r.clone_base.is_some()
-                && r.group.is_some_and(|g| {
-                    obs.groups[g].clone.is_some()
-                        && obs.groups[g]
-                            .members
-                            .iter()
-                            .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
-                });
-            let unknown_there = !r.known_on.contains(&fenced_node)
-                && !sibling_known
-                && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
-            let needs_fencing = crate::reconcile::needs_fencing(obs, r);
-            // (A start that requires nothing waits for no fencing.)
-            let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);
-            if migrates {
-                // A migration's (pseudo) start waits as a start would; its migrate_to (or the
-                // migrate_from continuing it) needs what the start needs.
-                if needs_fencing || unknown_there {
-                    plan.edge_rel(fence_ids[fi], s, Rel::StopStart);
-                }
-                if needs_fencing {
-                    plan.edge(fence_ids[fi], s);
-                }
-            } else if needs_fencing || unknown_there {
-                plan.edge(fence_ids[fi], s);
-            }
-        }
+        starts_after_fencing(obs, desired, &mut plan, fence_ids[fi], fenced_node);
     }
     // Unfencing before the probes and starts there of what it concerns, after the stops there
     // of what requires it.
@@ -1322,12 +1294,106 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
+        demotes_after_fencing(obs, &mut plan, fence_ids[fi], fenced_node, false);
+        promotes_after_fencing(obs, &mut plan, fence_ids[fi]);
+    }
+    crate::guest::order_role_actions(obs, &mut plan);
     // Orderings naming a promote or demote, now that those exist.
     for oc in &obs_orders(obs) {
         apply_role_order(obs, &mut plan, oc);
     }
     crate::probe_restarts::order(obs, desired, &mut plan);
+    crate::guest::fencing_actions(obs, desired, rec, &mut plan);
+    crate::guest::drop_invalid_orderings(obs, &mut plan);
     plan
+}
+
+/// The demotes on a fenced node that is offline or unclean (or of a failed resource) are
+/// implied by the fencing (Pacemaker's `order_stop_vs_fencing`): pseudo actions, after the
+/// fencing when the resource needs fencing or the node is a guest.
+pub(crate) fn demotes_after_fencing(
+    obs: &Observed,
+    plan: &mut Plan,
+    fence: usize,
+    fenced_node: usize,
+    guest: bool,
+) {
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        let (Kind::Demote, Some(ri), Some(ni)) = (&a.kind, a.rsc, a.node) else {
+            continue;
+        };
+        let (r, n) = (&obs.resources[ri], &obs.nodes[ni]);
+        if ni != fenced_node || !r.managed || !(!n.online || n.unclean || r.failed) {
+            continue;
+        }
+        plan.actions[i].pseudo = true;
+        if guest || crate::reconcile::needs_fencing(obs, r) {
+            plan.edge_rel(fence, i, Rel::Optional);
+        }
+    }
+}
+
+/// Orders the promotes of resources that need fencing after fencing `fence` (Pacemaker's
+/// `order_start_vs_fencing`: a promote needs what the start needs).
+pub(crate) fn promotes_after_fencing(obs: &Observed, plan: &mut Plan, fence: usize) {
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        let (Kind::Promote, Some(ri)) = (&a.kind, a.rsc) else {
+            continue;
+        };
+        if !a.dot_only && crate::reconcile::needs_fencing(obs, &obs.resources[ri]) {
+            plan.edge(fence, i);
+        }
+    }
+}
+
+/// Orders the starts after fencing `fence` of `fenced_node` (Pacemaker's
+/// `order_start_vs_fencing`): those of resources that need fencing, and the others' where the
+/// fenced node may run them and their state there is unknown (they may be active there).
+pub(crate) fn starts_after_fencing(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    fence: usize,
+    fenced_node: usize,
+) {
+    for s in 0..plan.actions.len() {
+        let a = &plan.actions[s];
+        let (Kind::Start | Kind::Migrate { .. }, Some(ri)) = (&a.kind, a.rsc) else {
+            continue;
+        };
+        let migrates = matches!(a.kind, Kind::Migrate { .. });
+        let r = &obs.resources[ri];
+        // (an anonymous clone's primitive instance is known where any instance is)
+        let sibling_known = r.clone_base.is_some()
+            && r.group.is_some_and(|g| {
+                obs.groups[g].clone.is_some()
+                    && obs.groups[g]
+                        .members
+                        .iter()
+                        .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
+            });
+        let unknown_there = !r.known_on.contains(&fenced_node)
+            && !sibling_known
+            && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+        let needs_fencing = crate::reconcile::needs_fencing(obs, r);
+        // (A start that requires nothing waits for no fencing.)
+        let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);
+        if migrates {
+            // A migration's (pseudo) start waits as a start would; its migrate_to (or the
+            // migrate_from continuing it) needs what the start needs.
+            if needs_fencing || unknown_there {
+                plan.edge_rel(fence, s, Rel::StopStart);
+            }
+            if needs_fencing {
+                plan.edge(fence, s);
+            }
+        } else if needs_fencing || unknown_there {
+            plan.edge(fence, s);
+        }
+    }
 }
 
 fn group_actions(
@@ -1583,6 +1649,16 @@ fn block_after_blocked_stop(
     }
 }
 
+/// Whether an ordering's first `ri` runs inside its then, whose action is a stop: its probes
+/// are not ordered before that stop (Pacemaker's `order_first_probes`: the probe would come
+/// after the container starts again).
+fn inside_stopping_container(obs: &Observed, ri: usize, then: &str, then_action: &str) -> bool {
+    then_action == "stop"
+        && obs.resources[ri]
+            .container
+            .is_some_and(|k| Some(k) == obs.rsc_index(then))
+}
+
 /// Orders every probe of `rsc` before each of `thens` (Pacemaker does so for each ordering
 /// whose first action is a stop of `rsc`: the "then" side must not act on a stale picture).
 fn probes_before(plan: &mut Plan, rsc: usize, thens: &[usize]) {
@@ -1803,7 +1879,8 @@ fn apply_order(
     }
     if o.first_action == "stop" && o.first != o.then {
         if let Some(ri) = obs.rsc_index(&o.first) {
-            if o.anti_colocation {
+            if inside_stopping_container(obs, ri, &o.then, &o.then_action) {
+            } else if o.anti_colocation {
                 for p in plan.find(ri, &Kind::Probe) {
                     for &t in &thens {
                         if same_node(plan, p, t) && !matches!(plan.actions[t].kind, Kind::Shutdown)
@@ -1846,6 +1923,15 @@ fn apply_order(
         );
         if inv(&o.then_action) == "stop" && o.first != o.then {
             if let Some(ri) = obs.rsc_index(&o.then) {
+                // (a container that migrates still gets them before its migrate_to)
+                let thens: Vec<usize> = thens
+                    .iter()
+                    .copied()
+                    .filter(|&t| {
+                        matches!(plan.actions[t].kind, Kind::Migrate { .. })
+                            || !inside_stopping_container(obs, ri, &o.first, &inv(&o.first_action))
+                    })
+                    .collect();
                 probes_before(plan, ri, &thens);
             }
             if o.mandatory {

@@ -488,7 +488,12 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     }
     for &m in g.members.iter().filter(|_| spec.instances.is_empty()) {
         let r = &obs.resources[m];
-        let active = !r.running_on.is_empty();
+        // (Pacemaker's `native_active`: a node that is offline, clean and not in maintenance
+        // does not count; an instance active only there is not listed.)
+        let active = r.running_on.iter().any(|&ni| {
+            let n = &obs.nodes[ni];
+            n.unclean || n.online || n.maintenance
+        });
         let pending = show_pending && r.pending_task.is_some();
         let full = if pending {
             true

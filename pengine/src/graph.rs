@@ -12,9 +12,31 @@ pub enum EventKind {
     RscOp,
     Pseudo,
     Fence,
+    /// The pseudo fencing of a guest node (its container's recovery): a pseudo event that
+    /// names its node, action "off" or "reboot".
+    GuestFence {
+        off: bool,
+    },
     /// Unfencing (fencing action "on"): brings no node down.
     Unfence,
     Cluster,
+}
+
+impl EventKind {
+    /// A pseudo event (the graph's `pseudo_event`): no node executes it.
+    pub fn is_pseudo(self) -> bool {
+        matches!(self, EventKind::Pseudo | EventKind::GuestFence { .. })
+    }
+    /// The fencing action of a fencing event ("reboot", "off" or "on").
+    pub fn fence_action(self) -> Option<&'static str> {
+        match self {
+            EventKind::Fence => Some("reboot"),
+            EventKind::GuestFence { off: true } => Some("off"),
+            EventKind::GuestFence { off: false } => Some("reboot"),
+            EventKind::Unfence => Some("on"),
+            _ => None,
+        }
+    }
 }
 
 /// One action in the transition graph.
@@ -308,16 +330,17 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 );
                 (i, i, vec![i])
             }
-            Kind::Fence | Kind::Unfence => {
+            Kind::Fence | Kind::Unfence | Kind::GuestFence { .. } => {
                 let n = a
                     .node
                     .map(|n| obs.nodes[n].uname.clone())
                     .unwrap_or_default();
-                let (action, ev) = if a.kind == Kind::Fence {
-                    ("reboot", EventKind::Fence)
-                } else {
-                    ("on", EventKind::Unfence)
+                let ev = match a.kind {
+                    Kind::Fence => EventKind::Fence,
+                    Kind::GuestFence { off } => EventKind::GuestFence { off },
+                    _ => EventKind::Unfence,
                 };
+                let action = ev.fence_action().unwrap_or_default();
                 let i = push(
                     &mut g,
                     format!("stonith-{n}-{action}"),
@@ -808,13 +831,15 @@ pub fn fire(
                 continue;
             }
             let a = &g.actions[s.action];
-            if aborted && a.event != EventKind::Pseudo {
+            if aborted && !a.event.is_pseudo() {
                 continue;
             }
             fired[si] = true;
             let outcome = match a.event {
                 EventKind::RscOp | EventKind::Fence | EventKind::Unfence => outcome_of(a),
-                EventKind::Cluster | EventKind::Pseudo => Outcome::Rc(a.expected_rc),
+                EventKind::Cluster | EventKind::Pseudo | EventKind::GuestFence { .. } => {
+                    Outcome::Rc(a.expected_rc)
+                }
             };
             let f = Fired {
                 action: s.action,
@@ -871,6 +896,9 @@ pub fn render_execution(obs: &Observed, g: &TransitionGraph, fired: &[Fired], wh
             EventKind::Pseudo => {
                 let _ = writeln!(out, "  * Pseudo action:   {}", ga.key);
             }
+            EventKind::GuestFence { .. } => {
+                let _ = writeln!(out, "  * Pseudo action:   {} on {}", ga.key, node);
+            }
             EventKind::Fence => {
                 let _ = writeln!(out, "  * Fencing {} (reboot)", node);
             }
@@ -919,6 +947,16 @@ pub fn render_summary(
     g: &TransitionGraph,
 ) -> String {
     let mut out = String::new();
+    // Guests' pseudo fencing is created last: printed first.
+    for gf in rec.guest_fence.iter().rev() {
+        let _ = writeln!(
+            out,
+            "  * Fence ({}) {} (resource: {}) 'guest is unclean'",
+            if gf.off { "off" } else { "reboot" },
+            obs.nodes[gf.node].uname,
+            obs.resources[gf.container].id
+        );
+    }
     for (ni, reason) in rec.fence.iter().rev() {
         let _ = writeln!(
             out,
@@ -1221,7 +1259,7 @@ fn xml_escape(v: &str) -> String {
 fn event_tag(a: &GraphAction) -> &'static str {
     match a.event {
         EventKind::RscOp => "rsc_op",
-        EventKind::Pseudo => "pseudo_event",
+        EventKind::Pseudo | EventKind::GuestFence { .. } => "pseudo_event",
         EventKind::Fence | EventKind::Unfence | EventKind::Cluster => "crm_event",
     }
 }
@@ -1259,7 +1297,7 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
                 xml_escape(&node.id)
             ));
             // An action on a remote node goes through its connection's host.
-            let router = (a.event != EventKind::Fence)
+            let router = (!matches!(a.event, EventKind::Fence | EventKind::GuestFence { .. }))
                 .then(|| crate::remote::router(obs, n, &a.task))
                 .flatten();
             if let Some(host) = router {
@@ -1490,12 +1528,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 attrs.push(("CRM_meta_on_node_uuid".into(), obs.nodes[n].id.clone()));
             }
         }
-        if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
-            let action = if a.event == EventKind::Fence {
-                "reboot"
-            } else {
-                "on"
-            };
+        if let Some(action) = a.event.fence_action() {
             attrs.push(("CRM_meta_stonith_action".into(), action.into()));
             if let Some(ni) = a.node {
                 // The node's attributes, but those the cluster generates (with '#' or ':').
@@ -1550,13 +1583,24 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
             let _ = writeln!(out, "        </attributes>");
         }
-        if a.event == EventKind::Fence || a.task == "do_shutdown" {
+        if matches!(a.event, EventKind::Fence | EventKind::GuestFence { .. })
+            || a.task == "do_shutdown"
+        {
             if let Some(n) = a.node {
-                let _ = writeln!(
-                    out,
-                    "        <downed>\n          <node id=\"{}\"/>\n        </downed>",
-                    xml_escape(&obs.nodes[n].id)
-                );
+                // Fencing also downs the guest nodes whose connection runs there.
+                let mut downed = vec![n];
+                if a.task != "do_shutdown" {
+                    downed.extend(crate::guest::hosted_guests(obs, n));
+                }
+                out.push_str("        <downed>\n");
+                for d in downed {
+                    let _ = writeln!(
+                        out,
+                        "          <node id=\"{}\"/>",
+                        xml_escape(&obs.nodes[d].id)
+                    );
+                }
+                out.push_str("        </downed>\n");
             }
         } else if let Some(n) = crate::remote::downed_by_stop(obs, g, syn.action) {
             let _ = writeln!(
@@ -1591,16 +1635,11 @@ fn dot_label(obs: &Observed, a: &GraphAction) -> String {
         return format!("{key} {}", obs.nodes[n].uname);
     }
     // Fencing is drawn as its task, fencing action and target ("stonith 'reboot' node2").
-    if matches!(a.event, EventKind::Fence | EventKind::Unfence) {
+    if let Some(action) = a.event.fence_action() {
         let host = a
             .node
             .map(|n| obs.nodes[n].uname.as_str())
             .unwrap_or("<none>");
-        let action = if a.event == EventKind::Fence {
-            "reboot"
-        } else {
-            "on"
-        };
         return format!("{} '{action}' {host}", a.task);
     }
     // A cancel is drawn as "Cancel" and the key of the operation it cancels.
@@ -1634,7 +1673,7 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     let mut lines: Vec<String> = Vec::new();
     for &a in &in_graph {
         let ga = &g.actions[a];
-        let font = if ga.event == EventKind::Pseudo {
+        let font = if ga.event.is_pseudo() {
             "orange"
         } else {
             "black"
@@ -1664,7 +1703,7 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
     for (a, ga) in g.actions.iter().enumerate() {
         if !ga.runnable && !ga.optional && !unmanaged(ga) {
             // A pseudo action is named in orange, runnable or not.
-            let font = if ga.event == EventKind::Pseudo {
+            let font = if ga.event.is_pseudo() {
                 "orange"
             } else {
                 "black"

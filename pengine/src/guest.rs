@@ -19,6 +19,16 @@ pub fn is_guest(obs: &Observed, ni: usize) -> bool {
     container_of(obs, ni).is_some()
 }
 
+/// The guest nodes whose connection is active on node `host` (Pacemaker's
+/// `pe_foreach_guest_node`): fencing `host` downs them too.
+pub fn hosted_guests(obs: &Observed, host: usize) -> Vec<usize> {
+    obs.resources
+        .iter()
+        .filter(|r| is_connection(r) && r.running_on.contains(&host))
+        .filter_map(|r| r.remote_node)
+        .collect()
+}
+
 /// Whether a resource is a guest node's connection.
 pub fn is_connection(r: &Resource) -> bool {
     r.remote_node.is_some() && r.container.is_some()
@@ -102,6 +112,112 @@ pub fn determine_online(obs: &mut Observed, ni: usize) -> bool {
         rn.requires_reset = reset;
     }
     true
+}
+
+/// The pseudo fencing of a guest node (Pacemaker's `pcmk__fence_guest`): "stonith-NODE-off",
+/// or "-reboot" when the container starts again, to order what the guest ran against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestFence {
+    pub node: usize,
+    pub container: usize,
+    /// The container does not start again: the fencing action is "off".
+    pub off: bool,
+}
+
+/// Whether guest node `ni` can be "fenced" (Pacemaker's `pe_can_fence` for a guest): every
+/// host its container is active on is online or can be fenced.
+pub fn can_fence(obs: &Observed, ni: usize) -> bool {
+    let Some(ki) = container_of(obs, ni) else {
+        return false;
+    };
+    obs.resources[ki]
+        .running_on
+        .iter()
+        .all(|&h| obs.nodes[h].online || obs.can_fence(h))
+}
+
+/// The guest nodes to "fence", in node order (Pacemaker creates their pseudo fencing after
+/// every resource action): those that must be reset, when some resource is managed and the
+/// guest can be fenced.
+pub fn fencing(obs: &Observed, changes: &[crate::reconcile::Change]) -> Vec<GuestFence> {
+    use crate::reconcile::Change;
+    if !obs.resources.iter().any(|r| r.managed) {
+        return Vec::new();
+    }
+    (0..obs.nodes.len())
+        .filter_map(|ni| {
+            let ki = container_of(obs, ni)?;
+            let reset = obs.nodes[ni]
+                .remote
+                .as_ref()
+                .is_some_and(|rn| rn.requires_reset);
+            if !reset || !can_fence(obs, ni) {
+                return None;
+            }
+            let starts = matches!(
+                changes.get(ki),
+                Some(
+                    Change::Start { .. }
+                        | Change::Move { .. }
+                        | Change::Recover { .. }
+                        | Change::Restart { .. }
+                        | Change::Migrate { .. }
+                )
+            );
+            Some(GuestFence {
+                node: ni,
+                container: ki,
+                off: !starts,
+            })
+        })
+        .collect()
+}
+
+/// (container, resource) for every resource placed on a guest node (Pacemaker's
+/// `apply_container_ordering`: the container's start implies the start, or promote, of what
+/// runs on its guest, so a container that must start restarts them: "due to required
+/// CONTAINER start").
+pub fn implied_restarts(obs: &Observed, assigned: &[Option<usize>]) -> Vec<(usize, usize)> {
+    (0..obs.resources.len())
+        .filter_map(|ri| {
+            let ki = container_of(obs, assigned.get(ri).copied().flatten()?)?;
+            (ki != ri).then_some((ki, ri))
+        })
+        .collect()
+}
+
+/// Guests whose host was found lost while the cluster nodes' histories were read (a resource
+/// thought active on an offline node): Pacemaker reads a guest's history after its host's, so
+/// the guest is offline and due for a reset, and what is active there fails and fences it.
+pub fn host_lost(obs: &mut Observed) {
+    for ni in 0..obs.nodes.len() {
+        if !obs.nodes[ni].online || !is_guest(obs, ni) {
+            continue;
+        }
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        let lost = match obs.resources[ci].running_on.as_slice() {
+            &[h] => !obs.nodes[h].online && obs.nodes[h].unclean,
+            _ => false,
+        };
+        if !lost {
+            continue;
+        }
+        determine_online(obs, ni);
+        if obs.nodes[ni].online {
+            continue;
+        }
+        let active: Vec<usize> = (0..obs.resources.len())
+            .filter(|&ri| {
+                let r = &obs.resources[ri];
+                r.role > Role::Stopped && r.managed && r.running_on.contains(&ni)
+            })
+            .collect();
+        for ri in active {
+            active_on_offline(obs, ri, ni);
+        }
+    }
 }
 
 /// "Fences" guest node `ni` (Pacemaker's `pe_fence_node` for a guest): its container, when
@@ -201,7 +317,11 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
     let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
         return out;
     };
-    if a.event != crate::graph::EventKind::RscOp {
+    // (a stop or demote implied by the guest's fencing too)
+    if !matches!(
+        a.event,
+        crate::graph::EventKind::RscOp | crate::graph::EventKind::Pseudo
+    ) {
         return out;
     }
     let Some(ki) = container_of(obs, ni) else {
@@ -348,4 +468,119 @@ pub fn probes_skipped_orderings(
             }
         }
     }
+}
+
+/// Adds the pseudo fencing of the guests `rec.guest_fence` names (Pacemaker's
+/// `pcmk__fence_guest`), after every resource action: it follows the container's stop (the
+/// fencing of the container's host when that stop is implied by it; the connection's stop,
+/// optionally, when the container does not stop), and is ordered as a real fencing is: the
+/// stops (and demotes) on the guest are implied by it and follow it, with their clone's or
+/// group's stop, and starts wait for it as for any fencing.
+pub fn fencing_actions(
+    obs: &Observed,
+    desired: &crate::placement::Desired,
+    rec: &crate::reconcile::Reconciliation,
+    plan: &mut crate::actions::Plan,
+) {
+    use crate::actions::{Kind, Rel, act};
+    for gf in &rec.guest_fence {
+        let mut a = act(Kind::GuestFence { off: gf.off }, None, Some(gf.node));
+        a.pseudo = true;
+        a.reason = Some("guest is unclean".into());
+        let f = plan.add(a);
+        let container_stop = plan
+            .stops(gf.container)
+            .into_iter()
+            .find(|&s| !plan.actions[s].dot_only);
+        // (Pacemaker creates it while walking the nodes in order: the stop is known to be
+        // implied by the host's fencing only when the host comes first)
+        let host_first = |s: usize| plan.actions[s].node.is_some_and(|h| h < gf.node);
+        match container_stop {
+            Some(s) if plan.actions[s].pseudo && host_first(s) => {
+                let host_fence = (0..plan.actions.len()).find(|&i| {
+                    plan.actions[i].kind == Kind::Fence
+                        && plan.actions[i].node == plan.actions[s].node
+                });
+                if let Some(h) = host_fence {
+                    plan.edge(h, f);
+                }
+            }
+            Some(s) => plan.edge(s, f),
+            None => {
+                let conn = obs.nodes[gf.node]
+                    .remote
+                    .as_ref()
+                    .and_then(|rn| rn.connection);
+                if let Some(s) = conn.and_then(|ci| plan.stops(ci).into_iter().next()) {
+                    plan.edge_rel(s, f, Rel::Optional);
+                }
+            }
+        }
+        crate::actions::starts_after_fencing(obs, desired, plan, f, gf.node);
+        // What stops on the guest is implied by the fencing and follows it, and so does the
+        // stop of its clone or group (demotes: below).
+        for i in 0..plan.actions.len() {
+            let a = &plan.actions[i];
+            let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
+                continue;
+            };
+            if ni != gf.node || !obs.resources[ri].managed || a.kind != Kind::Stop {
+                continue;
+            }
+            plan.edge(f, i);
+            let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);
+            if let Some(gs) = top.and_then(|gi| plan.find_group_action(gi, &Kind::GroupStop)) {
+                plan.edge(f, gs);
+            }
+        }
+        crate::actions::demotes_after_fencing(obs, plan, f, gf.node, true);
+        crate::actions::promotes_after_fencing(obs, plan, f);
+    }
+}
+
+/// Orders the promotes and demotes on guest nodes (created after `order_action` ran) as
+/// Pacemaker's `apply_container_ordering` does: a promote after the container's and the
+/// connection's starts, a demote before the connection's stop unless the container failed.
+pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
+    use crate::actions::{Kind, Rel};
+    for i in 0..plan.actions.len() {
+        let a = &plan.actions[i];
+        if a.dot_only || !matches!(a.kind, Kind::Promote | Kind::Demote) {
+            continue;
+        }
+        let Some(ni) = a.node else { continue };
+        let Some(ki) = container_of(obs, ni) else {
+            continue;
+        };
+        let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+            continue;
+        };
+        if plan.actions[i].kind == Kind::Promote {
+            for s in plan.starts(ki).into_iter().chain(plan.starts(ci)) {
+                plan.edge_rel(s, i, Rel::Start);
+            }
+        } else if !obs.resources[ki].failed {
+            for s in plan.stops(ci) {
+                plan.edge_rel(i, s, Rel::Stop);
+            }
+        }
+    }
+}
+
+/// Drops the orderings of an action on a guest node before an action of that guest's own
+/// container (Pacemaker's `ordering_is_invalid`: a constraint may not order what runs in a
+/// guest against the resource that makes the guest; those the scheduler makes never have
+/// that shape here).
+pub fn drop_invalid_orderings(obs: &Observed, plan: &mut crate::actions::Plan) {
+    let invalid = |f: usize, t: usize| {
+        let (a, b) = (&plan.actions[f], &plan.actions[t]);
+        a.rsc.is_some()
+            && b.rsc.is_some()
+            && a.node
+                .and_then(|ni| container_of(obs, ni))
+                .is_some_and(|ki| b.rsc == Some(ki))
+    };
+    let keep: Vec<bool> = plan.edges.iter().map(|&(f, t, _)| !invalid(f, t)).collect();
+    let mut k = keep.iter();
+    plan.edges.retain(|_| *k.next().unwrap_or(&true));
 }

@@ -1394,11 +1394,18 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         crate::remote::active_on_offline(&mut obs, ri, ni);
     }
     for (ni, reason) in fences {
+        // (a remote node is fenced as Pacemaker's `pe_fence_node` fences one: a guest by
+        // recovering its container)
+        if obs.nodes[ni].remote.is_some() {
+            crate::remote::fence(&mut obs, ni, reason);
+            continue;
+        }
         if !obs.nodes[ni].unclean {
             obs.nodes[ni].unclean = true;
             obs.nodes[ni].fence_reason = Some(reason);
         }
     }
+    crate::guest::host_lost(&mut obs);
     crate::promotable::settle_roles(&mut obs);
     for r in &mut obs.resources {
         for (source, target) in std::mem::take(&mut r.pending_migrate_to_lost) {

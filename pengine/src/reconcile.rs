@@ -45,6 +45,9 @@ pub struct Reconciliation {
     pub probes: Vec<(usize, usize)>,
     /// Nodes to fence, in creation order, with the reason.
     pub fence: Vec<(usize, String)>,
+    /// Guest nodes "fenced" by recovering their container, in creation order (see
+    /// `guest::fencing`).
+    pub guest_fence: Vec<crate::guest::GuestFence>,
     /// Required unfencings, in creation order (see `unfencing`).
     pub unfence: Vec<crate::unfencing::Unfence>,
     /// Nodes to shut down cleanly.
@@ -160,8 +163,10 @@ pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resour
     {
         Some("nothing") => true,
         Some("quorum" | "fencing" | "unfencing") => false,
+        // (a remote connection requires quorum by default)
         _ => {
             !r.is_stonith()
+                && !crate::remote::is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
                 && !obs.stonith_enabled
                 && obs.no_quorum_policy == crate::observed::NoQuorum::Ignore
         }
@@ -172,6 +177,10 @@ pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resour
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
     for (ni, n) in obs.nodes.iter().enumerate() {
+        // (A guest node is "fenced" by its container's recovery: see the end.)
+        if crate::guest::is_guest(obs, ni) {
+            continue;
+        }
         if n.unclean && obs.can_fence(ni) {
             rec.fence.push((
                 ni,
@@ -382,6 +391,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
         };
         rec.changes.push(change);
     }
+    rec.guest_fence = crate::guest::fencing(obs, &rec.changes);
     rec
 }
 
@@ -409,6 +419,9 @@ enum Mode {
     /// Stop then stop with implies-then: a required first stop requires the then's stop (an
     /// active then that stays restarts).
     Stop,
+    /// Implies-then only: a required first start requires the then's start (a guest's
+    /// container and what runs on the guest, `guest::implied_restarts`).
+    Implies,
 }
 
 /// One side of a mandatory ordering: a primitive's start, or a group's running/start.
@@ -573,6 +586,15 @@ fn apply_ordering(
         }
         _ => f_required,
     };
+    if mode == Mode::Implies {
+        let s = &mut st[ri];
+        if !s.exists || s.unmanaged || !f_required || s.required {
+            return false;
+        }
+        s.required = true;
+        s.reason.get_or_insert(format!("required {desc}"));
+        return true;
+    }
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
@@ -754,6 +776,11 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
+    // What runs on a guest node restarts with its container (the reason Pacemaker gives
+    // first).
+    for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+        rels.push((End::Start(k), End::Start(ri), Mode::Implies));
+    }
     for g in
         (0..obs.groups.len()).filter(|&g| obs.groups[g].clone.is_none() && obs.groups[g].chained())
     {
@@ -849,6 +876,12 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 _ => continue,
             };
             rels.push((End::OneOrMore(k), then, Mode::Symmetric));
+        }
+    }
+    // (the container's reason is given before any the resource's group or orderings give)
+    for &(f, t, mode) in rels.iter().filter(|r| r.2 == Mode::Implies) {
+        for ri in then_members(obs, t) {
+            apply_ordering(obs, &rx, desired, &mut st, f, ri, mode);
         }
     }
     for _ in 0..(n + 2) {

@@ -201,7 +201,7 @@ impl World {
             let work: Vec<usize> = fired
                 .iter()
                 .copied()
-                .filter(|&a| t.graph.actions[a].event != EventKind::Pseudo)
+                .filter(|&a| !t.graph.actions[a].event.is_pseudo())
                 .collect();
             let updates = crate::lifecycle::updates(&self.cib, &t.observed);
             if work.is_empty() && updates.is_empty() {
@@ -342,7 +342,7 @@ impl World {
             let ids = node.map(|n| (n.id.clone(), n.uname.clone()));
             let rsc = ga.rsc.map(|r| obs.resources[r].id.clone());
             match (ga.event, e.outcome) {
-                (EventKind::Pseudo, _) => {}
+                (EventKind::Pseudo | EventKind::GuestFence { .. }, _) => {}
                 (EventKind::Fence, Outcome::Pending) => {
                     let failures = self.fence_failures.get(&uname).copied().unwrap_or(0);
                     if failures >= fence_attempts_max(obs) {

@@ -678,7 +678,7 @@ pub fn apply(
             }
             // crm_simulate does not change the node for cluster actions (do_shutdown).
             EventKind::Cluster => {}
-            EventKind::Pseudo => {}
+            EventKind::Pseudo | EventKind::GuestFence { .. } => {}
         }
     }
     next

@@ -83,10 +83,13 @@ pub struct SimulationSummary {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceLine {
     pub node: String,
-    /// The fencing action: "reboot", or "on" for an unfencing.
+    /// The fencing action: "reboot" ("off" for a guest whose container stays stopped), or
+    /// "on" for an unfencing.
     pub action: String,
     /// Empty when the line gives none.
     pub reason: String,
+    /// A guest node's container, whose recovery "fences" it ("(resource: ID)").
+    pub resource: Option<String>,
 }
 
 fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
@@ -180,7 +183,7 @@ pub fn executed_actions(
             ExecutedAction {
                 kind: match ga.event {
                     EventKind::RscOp => "resource",
-                    EventKind::Pseudo => "pseudo",
+                    EventKind::Pseudo | EventKind::GuestFence { .. } => "pseudo",
                     EventKind::Fence => "fence",
                     EventKind::Unfence => "unfence",
                     EventKind::Cluster => "cluster",
@@ -265,6 +268,7 @@ impl SimulationSummary {
                     "node": f.node,
                     "action": f.action,
                     "reason": f.reason,
+                    "resource": f.resource,
                 })).collect::<Vec<_>>(),
                 "actions": self.transition.iter().map(|l| json!({
                     "verb": l.verb,
@@ -293,12 +297,20 @@ pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> 
         node: obs.nodes[ni].uname.clone(),
         action: action.into(),
         reason: reason.cloned().unwrap_or_default(),
+        resource: None,
     };
+    let guests = rec.guest_fence.iter().rev().map(|gf| FenceLine {
+        node: obs.nodes[gf.node].uname.clone(),
+        action: if gf.off { "off" } else { "reboot" }.into(),
+        reason: "guest is unclean".into(),
+        resource: Some(obs.resources[gf.container].id.clone()),
+    });
     let fencing = rec
         .fence
         .iter()
         .rev()
         .map(|(ni, reason)| line(*ni, "reboot", Some(reason)));
+    let fencing = guests.chain(fencing);
     let unfencing = rec
         .unfence
         .iter()

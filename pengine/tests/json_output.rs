@@ -100,6 +100,15 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         let own_id = format!("{} (", text(r, "id"));
         for node in array(r, "nodes") {
             let node = node.as_str().unwrap_or_default();
+            // (an instance active only on a clean offline node is not listed, as Pacemaker's
+            // `native_active` has it; an offline guest is not in the node list at all)
+            let listed_node = nodes
+                .iter()
+                .find(|n| text(n, "name") == node)
+                .is_some_and(|n| text(n, "status") != "OFFLINE");
+            if !listed_node {
+                continue;
+            }
             let shown = lines.iter().any(|l| {
                 ([
                     "Started: [",
@@ -191,8 +200,13 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
             } else {
                 format!("'{reason}'")
             };
+            // (a guest is "fenced" by recovering its container, which the line names)
+            let resource = match f["resource"].as_str() {
+                Some(r) => format!("(resource: {r}) "),
+                None => String::new(),
+            };
             squash(&format!(
-                "Fence ({}) {} {quoted}",
+                "Fence ({}) {} {resource}{quoted}",
                 text(f, "action"),
                 text(f, "node"),
             ))
@@ -224,6 +238,10 @@ fn check_case(name: &str, json: &Value, expected: &str) -> Result<(), String> {
                     a["interval_ms"]
                 ),
                 "resource" => format!("Resource action: {rsc} {task} on {node}"),
+                // (a guest's pseudo fencing names its node)
+                "pseudo" if task == "stonith" => {
+                    format!("Pseudo action: {} on {node}", text(a, "key"))
+                }
                 "pseudo" => format!("Pseudo action: {}", text(a, "key")),
                 "fence" => format!("Fencing {node} (reboot)"),
                 "unfence" => format!("Fencing {node} (on)"),

@@ -639,7 +639,7 @@ impl Sim {
         let mut lines: Vec<String> = Vec::new();
         for s in &t.graph.synapses {
             let ga = &t.graph.actions[s.action];
-            if ga.event == EventKind::Pseudo {
+            if ga.event.is_pseudo() {
                 continue;
             }
             let node = ga
@@ -713,7 +713,7 @@ impl Sim {
                 let Some(a) = &self.active else { return };
                 let ai = a.graph.synapses[si].action;
                 let ga = &a.graph.actions[ai];
-                let pseudo = ga.event == EventKind::Pseudo;
+                let pseudo = ga.event.is_pseudo();
                 if !pseudo && count >= self.opts.batch_limit.max(1) {
                     break;
                 }
@@ -782,7 +782,7 @@ impl Sim {
             .synapses
             .iter()
             .map(|s| &t.graph.actions[s.action])
-            .filter(|ga| ga.event != EventKind::Pseudo)
+            .filter(|ga| !ga.event.is_pseudo())
             .map(|ga| {
                 let node = ga
                     .node
@@ -896,7 +896,7 @@ impl Sim {
         let node = ga.node.and_then(|n| a.node_of.get(n).copied());
         let rsc = ga.rsc.and_then(|r| a.rsc_names.get(r).cloned());
         match ga.event {
-            EventKind::Pseudo => self.confirm(ai, false),
+            EventKind::Pseudo | EventKind::GuestFence { .. } => self.confirm(ai, false),
             // The simulated cluster declares no unfencing device: an unfencing (never planned
             // here) changes nothing and succeeds.
             EventKind::Unfence => self.confirm(ai, false),
