@@ -224,21 +224,13 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     || target != Some(c)
                     || unpacked.is_some()
                 {
-                    // A demote on a node being fenced is implied by the fencing (after it, when
-                    // the resource needs fencing).
-                    let fencing = (0..plan.actions.len()).find(|&f| {
-                        plan.actions[f].kind == Kind::Fence && plan.actions[f].node == Some(c)
-                    });
-                    let pseudo =
-                        fencing.is_some() || stops_here.iter().any(|&s| plan.actions[s].pseudo);
+                    // (a demote on a node being fenced: `actions::demotes_after_fencing`)
+                    let pseudo = stops_here.iter().any(|&s| plan.actions[s].pseudo);
                     let d = match unpacked {
                         Some(d) => d,
                         None => add(plan, act(Kind::Demote, Some(ri), Some(c))),
                     };
                     plan.actions[d].pseudo = pseudo;
-                    if let Some(f) = fencing.filter(|_| crate::reconcile::needs_fencing(obs, r)) {
-                        plan.edge_rel(f, d, Rel::Plain);
-                    }
                     for &s in &stops_here {
                         plan.edge_rel(d, s, Rel::Plain);
                     }
