@@ -16,7 +16,7 @@ use std::fmt::Write;
 use crate::cib::bundles::BundleDef;
 use crate::cib::{Cib, Colocation, INFINITY, Order, is_true};
 use crate::clones::CloneSpec;
-use crate::observed::{Group, Observed, Top, make_resource, merge_sets};
+use crate::observed::{Group, Observed, Resource, Top, make_resource, merge_sets};
 
 /// One replica: positions in `Observed::resources`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -202,26 +202,33 @@ pub fn render(obs: &Observed, bi: usize, show_pending: bool, out: &mut String) {
         if b.unique { " (unique)" } else { "" },
         if managed { "" } else { " (unmanaged)" }
     );
-    for r in &b.replicas {
-        let shown = r.child.unwrap_or(r.container);
-        let mut name = obs.resources[r.remote.unwrap_or(r.container)].id.clone();
+    for (n, r) in b.replicas.iter().enumerate() {
+        let mut rsc = replica_shown(obs, bi, n);
         if let Some(a) = &r.ipaddr {
-            let _ = write!(name, " ({a})");
+            let _ = write!(rsc.id, " ({a})");
         }
-        let mut rsc = obs.resources[shown].clone();
-        rsc.id = name;
-        rsc.running_on = obs.resources[r.container]
-            .running_on
-            .first()
-            .copied()
-            .into_iter()
-            .collect();
         let _ = writeln!(
             out,
             "      * {}",
             crate::status::primitive_line_with(obs, &rsc, show_pending)
         );
     }
+}
+
+/// What a replica's status line shows: the inner resource (or the container) under the name
+/// of the connection (or the container), on the container's node; the line adds the replica's
+/// address after that name.
+pub fn replica_shown(obs: &Observed, bi: usize, n: usize) -> Resource {
+    let r = &obs.bundles[bi].replicas[n];
+    let mut rsc = obs.resources[r.child.unwrap_or(r.container)].clone();
+    rsc.id = obs.resources[r.remote.unwrap_or(r.container)].id.clone();
+    rsc.running_on = obs.resources[r.container]
+        .running_on
+        .first()
+        .copied()
+        .into_iter()
+        .collect();
+    rsc
 }
 
 /// The bundle replica a resource belongs to: (bundle, replica).

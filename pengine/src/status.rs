@@ -172,6 +172,17 @@ pub fn primitive_line_with(obs: &Observed, r: &Resource, show_pending: bool) -> 
     s
 }
 
+/// Whether the node list prints a node on its own line with its status ("Node NAME: standby")
+/// rather than in an "Online: [ ... ]" style list (an offline guest is then listed too).
+pub fn listed_with_status(n: &crate::observed::Node) -> bool {
+    n.unclean
+        || n.pending
+        || (n.standby_onfail && n.online)
+        || n.standby
+        || n.maintenance
+        || n.health <= 0
+}
+
 /// Renders the status block (after the section title line); `show_pending` as for
 /// [`primitive_line_with`].
 pub fn render_status(obs: &Observed, show_pending: bool) -> String {
@@ -183,13 +194,7 @@ pub fn render_status(obs: &Observed, show_pending: bool) -> String {
     let mut guest_online = Vec::new();
     for (ni, n) in obs.nodes.iter().enumerate() {
         let guest = crate::guest::is_guest(obs, ni);
-        if n.unclean
-            || n.pending
-            || (n.standby_onfail && n.online)
-            || n.standby
-            || n.maintenance
-            || n.health <= 0
-        {
+        if listed_with_status(n) {
             let kind = if guest {
                 "GuestNode"
             } else if n.remote.is_some() {

@@ -14,6 +14,9 @@ use crate::simulate::{Injection, OpSpec};
 pub struct NodeStatus {
     pub name: String,
     pub id: String,
+    /// "member", "remote" (a Pacemaker Remote node) or "guest" (a guest node, such as a bundle
+    /// replica's), as the node list tells them apart.
+    pub kind: &'static str,
     /// As the node list prints it: "online", "OFFLINE", "standby", "UNCLEAN (offline)", ...
     pub status: String,
     /// "red", "yellow" or "green", from the `#health-*` attributes.
@@ -29,6 +32,12 @@ pub struct ResourceStatus {
     pub group: Option<String>,
     /// For an anonymous clone instance: the clone's id (its `group` is then None).
     pub clone: Option<String>,
+    /// For a bundle replica's line: the bundle's id (the line's `id` is then the replica's
+    /// connection, or its container without one, and `agent` the inner resource's or the
+    /// container's, as the text prints it).
+    pub bundle: Option<String>,
+    /// A bundle replica's address, which the text prints after its name.
+    pub ipaddr: Option<String>,
     /// As the resource list prints it: "Started", "Stopped", "FAILED", "Migrating", ...
     pub state: String,
     /// Where it is active, by node name.
@@ -116,11 +125,20 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
         .nodes
         .iter()
         .enumerate()
-        // (An offline guest node is not listed, as in the text.)
-        .filter(|&(ni, n)| n.online || !crate::guest::is_guest(obs, ni))
+        // (An offline guest node is not listed, as in the text, unless with its status.)
+        .filter(|&(ni, n)| {
+            n.online || !crate::guest::is_guest(obs, ni) || crate::status::listed_with_status(n)
+        })
         .map(|(ni, n)| NodeStatus {
             name: n.uname.clone(),
             id: n.id.clone(),
+            kind: if crate::guest::is_guest(obs, ni) {
+                "guest"
+            } else if n.remote.is_some() {
+                "remote"
+            } else {
+                "member"
+            },
             status: crate::status::node_text_status(obs, ni),
             health: match n.health {
                 h if h < 0 => "red",
@@ -130,7 +148,27 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
         })
         .collect();
     let mut listed = Vec::new();
+    let mut resources = Vec::new();
     for t in &obs.top {
+        // (a bundle is listed once, where its containers' clone is, one line per replica)
+        if let Some((bi, first)) = crate::bundles::bundle_of(obs, *t) {
+            if first {
+                resources.extend(
+                    std::mem::take(&mut listed).into_iter().map(|ri| {
+                        primitive_status(obs, &obs.resources[ri], Some(ri), show_pending)
+                    }),
+                );
+                let b = &obs.bundles[bi];
+                for (n, replica) in b.replicas.iter().enumerate() {
+                    let shown = crate::bundles::replica_shown(obs, bi, n);
+                    let mut st = primitive_status(obs, &shown, None, show_pending);
+                    st.bundle = Some(b.id.clone());
+                    st.ipaddr = replica.ipaddr.clone();
+                    resources.push(st);
+                }
+            }
+            continue;
+        }
         match *t {
             Top::Primitive(ri) => {
                 let r = &obs.resources[ri];
@@ -141,33 +179,45 @@ pub fn cluster_status(obs: &Observed, show_pending: bool) -> ClusterStatus {
             Top::Group(gi) => listed.extend(obs.groups[gi].members.iter().copied()),
         }
     }
-    let resources = listed
-        .into_iter()
-        .map(|ri| {
-            let r = &obs.resources[ri];
-            ResourceStatus {
-                id: r.id.clone(),
-                agent: r.agent(),
-                group: r
-                    .group
-                    .filter(|&gi| obs.groups[gi].clone.is_none())
-                    .map(|gi| obs.groups[gi].id.clone()),
-                // (a member of a clone of a group: its group is the instance, `group:N`)
-                clone: crate::clone_groups::clone_of(obs, ri).map(|gi| obs.groups[gi].id.clone()),
-                state: resource_state(r, show_pending),
-                nodes: r
-                    .running_on
-                    .iter()
-                    .map(|&ni| obs.nodes[ni].uname.clone())
-                    .collect(),
-                failed: r.failed,
-                managed: r.managed,
-                blocked: r.blocked,
-                orphan: r.orphan,
-            }
-        })
-        .collect();
+    resources.extend(
+        listed
+            .into_iter()
+            .map(|ri| primitive_status(obs, &obs.resources[ri], Some(ri), show_pending)),
+    );
     ClusterStatus { nodes, resources }
+}
+
+/// One listed primitive (`ri` its index; None for a bundle replica's line).
+fn primitive_status(
+    obs: &Observed,
+    r: &crate::observed::Resource,
+    ri: Option<usize>,
+    show_pending: bool,
+) -> ResourceStatus {
+    ResourceStatus {
+        id: r.id.clone(),
+        agent: r.agent(),
+        group: r
+            .group
+            .filter(|&gi| ri.is_some() && obs.groups[gi].clone.is_none())
+            .map(|gi| obs.groups[gi].id.clone()),
+        // (a member of a clone of a group: its group is the instance, `group:N`)
+        clone: ri
+            .and_then(|ri| crate::clone_groups::clone_of(obs, ri))
+            .map(|gi| obs.groups[gi].id.clone()),
+        bundle: None,
+        ipaddr: None,
+        state: resource_state(r, show_pending),
+        nodes: r
+            .running_on
+            .iter()
+            .map(|&ni| obs.nodes[ni].uname.clone())
+            .collect(),
+        failed: r.failed,
+        managed: r.managed,
+        blocked: r.blocked,
+        orphan: r.orphan,
+    }
 }
 
 /// The executed actions, in firing order.
@@ -209,6 +259,7 @@ fn status_json(s: &ClusterStatus) -> Value {
         "nodes": s.nodes.iter().map(|n| json!({
             "name": n.name,
             "id": n.id,
+            "type": n.kind,
             "status": n.status,
             "health": n.health,
         })).collect::<Vec<_>>(),
@@ -217,6 +268,8 @@ fn status_json(s: &ClusterStatus) -> Value {
             "agent": r.agent,
             "group": r.group,
             "clone": r.clone,
+            "bundle": r.bundle,
+            "ipaddr": r.ipaddr,
             "state": r.state,
             "nodes": r.nodes,
             "failed": r.failed,

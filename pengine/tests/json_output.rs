@@ -46,7 +46,7 @@ fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
 /// Checks one status block of the JSON against the text's lines of that section.
 fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Result<(), String> {
     // Pacemaker Remote nodes are listed apart ("RemoteOnline", "RemoteOFFLINE", "RemoteNode"),
-    // guest nodes too ("GuestOnline"; an offline guest is not listed).
+    // guest nodes too ("GuestOnline", "GuestNode"; an offline guest is not listed).
     let listed = |titles: &[&str]| -> Vec<&str> {
         lines
             .iter()
@@ -54,17 +54,20 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
             .flat_map(|l| l.trim_end_matches(" ]").split(' '))
             .collect()
     };
-    let online = listed(&["Online: [ ", "RemoteOnline: [ ", "GuestOnline: [ "]);
-    let offline = listed(&["OFFLINE: [ ", "RemoteOFFLINE: [ "]);
-    let shown = |line: String| {
-        lines.contains(&squash(&line)) || lines.contains(&squash(&format!("Remote{line}")))
-    };
     let nodes = array(json, "nodes");
     if nodes.is_empty() {
         return Err(format!("{case} {which}: no nodes in the JSON"));
     }
     for n in nodes {
         let (name, status) = (text(n, "name"), text(n, "status"));
+        let kind = match text(n, "type") {
+            "remote" => "Remote",
+            "guest" => "Guest",
+            _ => "",
+        };
+        let online = listed(&[format!("{kind}Online: [ ").as_str()]);
+        let offline = listed(&[format!("{kind}OFFLINE: [ ").as_str()]);
+        let shown = |line: String| lines.contains(&squash(&format!("{kind}{line}")));
         let found = match (status, text(n, "health")) {
             ("online", "green") => online.contains(&name),
             ("OFFLINE", "green") => offline.contains(&name),
@@ -130,12 +133,35 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
             }
         }
     }
-    // Primitive lines are `ID (AGENT): STATE ...`; group and clone headers and node lists
-    // ("Stopped (disabled): [ ... ]") are not, nor are a clone's instance lines (checked above).
+    // Bundles: each bundle the JSON's replica lines name has its "Container bundle" header,
+    // and the text has no other bundle.
+    let mut bundles: Vec<&str> = Vec::new();
+    for r in &resources {
+        if let Some(b) = r["bundle"].as_str().filter(|b| !bundles.contains(b)) {
+            bundles.push(b);
+        }
+    }
+    let headers: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("Container bundle"))
+        .collect();
+    if headers.len() != bundles.len()
+        || bundles
+            .iter()
+            .any(|b| !headers.iter().any(|h| h.contains(&format!(" {b} ["))))
+    {
+        return Err(format!(
+            "{case} {which}: bundles {bundles:?} in the JSON, {headers:?} in the text"
+        ));
+    }
+    // Primitive lines are `ID (AGENT): STATE ...` (a bundle replica's line `ID (ADDRESS)
+    // (AGENT): STATE ...`); group, clone and bundle headers and node lists ("Stopped
+    // (disabled): [ ... ]") are not, nor are a clone's instance lines (checked above).
     let primitive_lines: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains(" (") && l.contains("):") && !l.starts_with("Resource Group:"))
-        .filter(|l| !l.starts_with("Clone Set:") && !l.contains(": [ "))
+        .filter(|l| !l.starts_with("Clone Set:") && !l.starts_with("Container bundle"))
+        .filter(|l| !l.contains(": [ "))
         .filter(|l| !cloned.iter().any(|c| l.starts_with(&format!("{c} ("))))
         .collect();
     if resources.len() != primitive_lines.len() {
@@ -146,7 +172,11 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         ));
     }
     for (r, line) in resources.iter().zip(primitive_lines) {
-        let head = format!("{} ({}):", text(r, "id"), text(r, "agent"));
+        let address = match r["ipaddr"].as_str() {
+            Some(a) => format!(" ({a})"),
+            None => String::new(),
+        };
+        let head = format!("{}{address} ({}):", text(r, "id"), text(r, "agent"));
         let rest = line
             .strip_prefix(&head)
             .ok_or_else(|| format!("{case} {which}: '{line}' is not {head}"))?;
@@ -173,6 +203,12 @@ fn check_status(case: &str, which: &str, json: &Value, lines: &[String]) -> Resu
         }
         if r["blocked"] == Value::Bool(true) && !rest.contains("blocked") {
             return Err(format!("{case} {which}: '{line}' is not blocked"));
+        }
+        if r["managed"] == Value::Bool(false)
+            && r["blocked"] != Value::Bool(true)
+            && !rest.contains("unmanaged")
+        {
+            return Err(format!("{case} {which}: '{line}' is not unmanaged"));
         }
     }
     Ok(())
@@ -321,6 +357,45 @@ fn json_disagreeing_with_the_text_is_caught() {
     );
     assert!(check_case("inline", &report("node1", "node2"), expected).is_err());
     assert!(check_case("inline", &report("node2", "node3"), expected).is_err());
+}
+
+#[test]
+fn json_disagreeing_with_a_bundle_line_is_caught() {
+    // A bundle replica's line names its connection and address, on its container's node; its
+    // guest node is listed as a guest.
+    let status = "  * Node List:\n    * Online: [ node1 ]\n    * GuestOnline: [ b-0 ]\n\n  * Full List of Resources:\n    * Container bundle: b [img]:\n      * b-0 (192.168.1.10)\t(ocf:heartbeat:Dummy):\t Started node1\n";
+    let expected = format!(
+        "Current cluster status:\n{status}\nTransition Summary:\n\nExecuting Cluster Transition:\n\nRevised Cluster Status:\n{status}"
+    );
+    let report = |edit: &dyn Fn(&mut Value)| {
+        let mut status = serde_json::json!({
+            "nodes": [
+                {"name": "node1", "type": "member", "status": "online", "health": "green"},
+                {"name": "b-0", "type": "guest", "status": "online", "health": "green"},
+            ],
+            "resources": [{"id": "b-0", "agent": "ocf:heartbeat:Dummy", "bundle": "b", "ipaddr": "192.168.1.10", "state": "Started", "nodes": ["node1"], "failed": false, "managed": true, "blocked": false}],
+        });
+        let revised = status.clone();
+        edit(&mut status);
+        serde_json::json!({
+            "current": status,
+            "transition": {"fencing": [], "actions": []},
+            "executed": [],
+            "revised": revised,
+        })
+    };
+    assert_eq!(check_case("bundle", &report(&|_| ()), &expected), Ok(()));
+    let wrong: [&dyn Fn(&mut Value); 6] = [
+        &|s| s["resources"][0]["state"] = "Stopped".into(),
+        &|s| s["resources"][0]["ipaddr"] = "192.168.1.11".into(),
+        &|s| s["resources"][0]["bundle"] = Value::Null,
+        &|s| s["resources"][0]["nodes"][0] = "node2".into(),
+        &|s| s["resources"][0]["managed"] = false.into(),
+        &|s| s["nodes"][1]["type"] = "member".into(),
+    ];
+    for edit in wrong {
+        assert!(check_case("bundle", &report(edit), &expected).is_err());
+    }
 }
 
 #[test]
