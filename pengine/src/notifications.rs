@@ -289,7 +289,7 @@ fn add_clone(
     // (the clone's allowed nodes: every node in a symmetric cluster; a bundle's inner clone
     // knows only the nodes there were when it was unpacked)
     let known: Vec<usize> = match allowed {
-        Some(nodes) => nodes.iter().copied().collect(),
+        Some(nodes) => nodes.to_vec(),
         None => (0..obs.nodes.len()).collect(),
     };
     let mut available: Vec<String> = known
