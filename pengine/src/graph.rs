@@ -1,5 +1,6 @@
 //! The transition graph: expands the plan into Pacemaker actions and renders the summary, graph XML and DOT.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::actions::{Kind, Plan, Rel};
@@ -1758,13 +1759,36 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     let mut lines = Vec::new();
     let abandoned = desired.abandoned_scores.iter().map(|(ri, s)| (*ri, s));
     let last = (0..obs.resources.len()).map(|ri| (ri, &desired.scores[ri]));
+    // A bundle's guest nodes are never among a resource's allowed nodes by default (they are
+    // made while the bundle is unpacked, not to be probed): only the inner clone's instances
+    // list them.
+    let guest_nodes: BTreeSet<usize> = (0..obs.bundles.len())
+        .flat_map(|bi| {
+            (0..obs.bundles[bi].replicas.len())
+                .filter_map(move |n| crate::bundles::replica_node(obs, bi, n))
+        })
+        .collect();
+    let inner: BTreeSet<usize> = obs
+        .bundles
+        .iter()
+        .filter_map(|b| b.child)
+        .flat_map(|gi| obs.groups[gi].members.iter().copied())
+        .collect();
+    let known = |ri: usize, ni: usize| inner.contains(&ri) || !guest_nodes.contains(&ni);
+    let connections: BTreeMap<usize, BTreeMap<usize, i64>> = obs
+        .bundles
+        .iter()
+        .flat_map(|b| b.replicas.iter())
+        .filter_map(|r| Some((r.remote?, connection_scores(obs, desired, r)?)))
+        .collect();
     for (ri, scores) in abandoned.chain(last) {
         let r = &obs.resources[ri];
         if r.orphan {
             continue;
         }
+        let scores = connections.get(&ri).unwrap_or(scores);
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
-        for (&ni, &v) in scores {
+        for (&ni, &v) in scores.iter().filter(|&(&ni, _)| known(ri, ni)) {
             let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
                 "INFINITY".to_string()
@@ -1791,6 +1815,9 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             .all(|&m| obs.resources[m].orphan)
     };
     for (gi, g) in obs.groups.iter().enumerate() {
+        if obs.bundles.iter().any(|b| b.containers == gi) {
+            continue;
+        }
         let of_groups = g.clone.as_ref().is_some_and(|c| !c.instances.is_empty());
         if (of_groups || crate::clone_groups::is_instance(obs, gi)) && orphaned(gi) {
             continue;
@@ -1834,8 +1861,20 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             Some(_) => "pcmk__clone_allocate",
             None => "pcmk__group_assign",
         };
+        // A bundle's inner clone knows its own replicas' guest nodes, no other bundle's.
+        let own_guests: BTreeSet<usize> = obs
+            .bundles
+            .iter()
+            .position(|b| b.child == Some(gi))
+            .map(|bi| {
+                (0..obs.bundles[bi].replicas.len())
+                    .filter_map(|n| crate::bundles::replica_node(obs, bi, n))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let shown = |ni: &usize| !guest_nodes.contains(ni) || own_guests.contains(ni);
         for (id, scores) in rows {
-            for (&ni, &v) in scores {
+            for (&ni, &v) in scores.iter().filter(|&(ni, _)| shown(ni)) {
                 lines.push(format!(
                     "{label}: {id} allocation score on {}: {}",
                     obs.nodes[ni].uname,
@@ -1844,6 +1883,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             }
         }
     }
+    bundle_scores(obs, desired, &guest_nodes, &mut lines);
     for &(ri, node, score) in &desired.promotion_scores {
         lines.push(format!(
             "{} promotion score on {}: {}",
@@ -1859,4 +1899,83 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         out.push('\n');
     }
     out
+}
+
+/// What `pcmk__bundle_allocate` shows before distributing a bundle's containers: the bundle's
+/// scores, each replica's IP, container and connection, the inner clone and its instances,
+/// each on the nodes it knew when the bundle was unpacked (no guest node but the inner clone's
+/// own replicas').
+fn bundle_scores(
+    obs: &Observed,
+    desired: &crate::placement::Desired,
+    guest_nodes: &BTreeSet<usize>,
+    lines: &mut Vec<String>,
+) {
+    let mut push = |id: &str, ni: usize, v: i64| {
+        lines.push(format!(
+            "pcmk__bundle_allocate: {id} allocation score on {}: {}",
+            obs.nodes[ni].uname,
+            crate::placement::score_text(v)
+        ));
+    };
+    for (bi, b) in obs.bundles.iter().enumerate() {
+        let mut rows = vec![(b.id.as_str(), &desired.group_scores[b.containers])];
+        for r in &b.replicas {
+            for ri in std::iter::once(r.container).chain(r.ip).chain(r.remote) {
+                rows.push((obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
+            }
+        }
+        for (id, scores) in rows {
+            for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
+                push(id, ni, v);
+            }
+        }
+        let Some(ci) = b.child else { continue };
+        let own: Vec<Option<usize>> = (0..b.replicas.len())
+            .map(|n| crate::bundles::replica_node(obs, bi, n))
+            .collect();
+        for ni in 0..obs.nodes.len() {
+            if !guest_nodes.contains(&ni) {
+                push(&obs.groups[ci].id, ni, 0);
+            } else if own.contains(&Some(ni)) {
+                push(&obs.groups[ci].id, ni, -crate::cib::INFINITY);
+            }
+        }
+        for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
+            if let Some(Some(ni)) = own.get(n) {
+                push(&obs.resources[ri].id, *ni, 500);
+            }
+        }
+    }
+}
+
+/// What `pcmk__primitive_assign` shows for a bundle replica's connection: its own scores with
+/// its colocation with its container (10000, as a nested remote's may run elsewhere) applied:
+/// 10000 more on the container's node, or, with the container stopped, 10000 less everywhere
+/// unless that leaves no node available.
+fn connection_scores(
+    obs: &Observed,
+    desired: &crate::placement::Desired,
+    r: &crate::bundles::Replica,
+) -> Option<BTreeMap<usize, i64>> {
+    const SCORE: i64 = 10_000;
+    let base = &desired.member_scores[r.remote?];
+    let mut work = base.clone();
+    match desired.assigned[r.container] {
+        Some(c) => {
+            if let Some(v) = work.get_mut(&c) {
+                *v = crate::placement::add_score(*v, SCORE);
+            }
+            Some(work)
+        }
+        None => {
+            for v in work.values_mut() {
+                *v = crate::placement::add_score(*v, -SCORE);
+            }
+            let available = work
+                .iter()
+                .any(|(&ni, &v)| v >= 0 && crate::placement::node_available(obs, ni));
+            Some(if available { work } else { base.clone() })
+        }
+    }
 }

@@ -35,7 +35,9 @@ pub struct Desired {
     /// the group), as `crm_simulate -s` shows them (`pcmk__group_assign`).
     pub group_scores: Vec<BTreeMap<usize, i64>>,
     /// Per group member: its node scores before its colocations (locations, stickiness,
-    /// failures), shown with the group's (`pcmk__group_assign`); empty for other resources.
+    /// failures), shown with the group's (`pcmk__group_assign`); for a bundle replica's IP and
+    /// connection, their scores before they are assigned (`pcmk__bundle_allocate`); empty for
+    /// other resources.
     pub member_scores: Vec<BTreeMap<usize, i64>>,
     /// Per resource: the role chosen for a promotable clone's instance (Promoted, Unpromoted or
     /// Stopped); None for every other resource (see `placement/promotable.rs`).
@@ -1480,6 +1482,19 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     };
     for u in order.iter().filter(|u| is_connection(u) && !bundle_part(u)) {
         assign_unit(&mut ctx, *u);
+    }
+    // What `pcmk__bundle_allocate` shows for each replica's IP and connection: their own
+    // scores (locations, stickiness) before they are assigned.
+    for b in &obs.bundles {
+        for r in &b.replicas {
+            for ri in r.ip.into_iter().chain(r.remote) {
+                let recording = ctx.recording.take();
+                let notes = ctx.desired.trace[ri].len();
+                ctx.desired.member_scores[ri] = base_scores(&mut ctx, ri);
+                ctx.desired.trace[ri].truncate(notes);
+                ctx.recording = recording;
+            }
+        }
     }
     for u in order.iter().filter(|u| bundle_part(u)) {
         assign_unit(&mut ctx, *u);
