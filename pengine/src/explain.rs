@@ -20,6 +20,12 @@ pub enum ExplainError {
     /// Clone instances are placed together (`placement/clones.rs`), without a trace yet.
     #[error("'{rsc}' is a clone instance: explaining clone placement is not supported yet")]
     CloneInstance { rsc: String },
+    /// A bundle's container, IP or connection is placed with its bundle
+    /// (`pcmk__bundle_allocate`), without a trace yet.
+    #[error(
+        "'{rsc}' is part of bundle '{bundle}': explaining bundle placement is not supported yet"
+    )]
+    BundlePart { rsc: String, bundle: String },
 }
 
 /// The scores the steps give, per node: a node no step touched has none (-INFINITY).
@@ -38,6 +44,17 @@ pub fn fold(steps: &[Step]) -> BTreeMap<usize, i64> {
 /// Schedules `cib` at `now`, tracing the placement of `rsc`.
 pub fn explain(cib: &Cib, now: i64, rsc: &str) -> Result<(Transition, Trace), ExplainError> {
     let (transition, trace) = crate::schedule_traced(cib, now, Some(rsc));
+    let obs = &transition.observed;
+    if let Some((bi, _)) = obs
+        .rsc_index(rsc)
+        .filter(|&ri| crate::bundles::is_replica_part(obs, ri))
+        .and_then(|ri| crate::bundles::replica_of(obs, ri))
+    {
+        return Err(ExplainError::BundlePart {
+            rsc: rsc.to_string(),
+            bundle: obs.bundles[bi].id.clone(),
+        });
+    }
     match trace {
         Some(trace) if !transition.observed.resources[trace.rsc].orphan => Ok((transition, trace)),
         _ if transition.observed.rsc_index(rsc).is_some_and(|ri| {

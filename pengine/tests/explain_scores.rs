@@ -87,6 +87,18 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             .enumerate()
             .filter(|(_, r)| !r.orphan)
         {
+            // A bundle's container, IP and connection are placed by the bundle: refused too.
+            if pengine::bundles::is_replica_part(&observed, ri) {
+                match pengine::explain::explain(&cib, now, &r.id) {
+                    Err(pengine::explain::ExplainError::BundlePart { .. }) => {}
+                    other => failures.push(format!(
+                        "{name}: {}: bundle part explained: {:?}",
+                        r.id,
+                        other.map(|_| ())
+                    )),
+                }
+                continue;
+            }
             // (unique instances carry their own ids: membership, not the base name, says it)
             if pengine::clone_groups::clone_of(&observed, ri).is_some() {
                 match pengine::explain::explain(&cib, now, &r.id) {
