@@ -87,24 +87,27 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             .enumerate()
             .filter(|(_, r)| !r.orphan)
         {
-            // A bundle's container, IP and connection are placed by the bundle: refused too.
-            if pengine::bundles::is_replica_part(&observed, ri) {
+            // A bundle's container, IP and connection are placed by the bundle and clone
+            // instances by their clone (unique instances carry their own ids: membership, not
+            // the base name, says it): explain must refuse them, each with its own error.
+            use pengine::explain::ExplainError;
+            let refusal: Option<(&str, fn(&ExplainError) -> bool)> =
+                if pengine::bundles::is_replica_part(&observed, ri) {
+                    Some(("bundle part", |e| {
+                        matches!(e, ExplainError::BundlePart { .. })
+                    }))
+                } else if pengine::clone_groups::clone_of(&observed, ri).is_some() {
+                    Some(("clone instance", |e| {
+                        matches!(e, ExplainError::CloneInstance { .. })
+                    }))
+                } else {
+                    None
+                };
+            if let Some((what, refused)) = refusal {
                 match pengine::explain::explain(&cib, now, &r.id) {
-                    Err(pengine::explain::ExplainError::BundlePart { .. }) => {}
+                    Err(e) if refused(&e) => {}
                     other => failures.push(format!(
-                        "{name}: {}: bundle part explained: {:?}",
-                        r.id,
-                        other.map(|_| ())
-                    )),
-                }
-                continue;
-            }
-            // (unique instances carry their own ids: membership, not the base name, says it)
-            if pengine::clone_groups::clone_of(&observed, ri).is_some() {
-                match pengine::explain::explain(&cib, now, &r.id) {
-                    Err(pengine::explain::ExplainError::CloneInstance { .. }) => {}
-                    other => failures.push(format!(
-                        "{name}: {}: clone instance explained: {:?}",
+                        "{name}: {}: {what} explained: {:?}",
                         r.id,
                         other.map(|_| ())
                     )),

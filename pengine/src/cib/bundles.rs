@@ -67,7 +67,9 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// An operation as `crm_create_op_xml` writes it.
-fn op(rsc: &str, name: &str, interval: &str, timeout: Option<&str>) -> OpDef {
+/// An operation Pacemaker creates itself for a resource it makes (a bundle's or a guest node's
+/// connection, a container), with the id it gives it.
+pub(super) fn implicit_op(rsc: &str, name: &str, interval: &str, timeout: Option<&str>) -> OpDef {
     let id = format!("{rsc}-{name}-interval-{interval}");
     let mut attrs: BTreeMap<String, String> = [("id", id.as_str()), ("name", name)]
         .into_iter()
@@ -96,7 +98,7 @@ fn primitive(
     line: usize,
 ) -> Primitive {
     Primitive {
-        ops: vec![op(&id, "monitor", "60s", None)],
+        ops: vec![implicit_op(&id, "monitor", "60s", None)],
         id,
         class: "ocf".into(),
         provider: Some(provider.into()),
@@ -450,7 +452,7 @@ pub(super) fn parse(
                 .clone()
                 .unwrap_or_else(|| DEFAULT_REMOTE_PORT.into());
             Primitive {
-                ops: vec![op(&id, "monitor", "30s", Some("30s"))],
+                ops: vec![implicit_op(&id, "monitor", "30s", Some("30s"))],
                 meta: vec![NvSet {
                     id: format!("{id}-meta_attributes"),
                     pairs: pairs(&[("internal_rsc", "true"), ("container", &container.id)]),

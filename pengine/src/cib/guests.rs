@@ -9,9 +9,8 @@
 //! monitor every 30s (timeout 30s) and a start whose timeout is `remote-connect-timeout` (60s by
 //! default). `crate::remote` then makes the node, `crate::guest` what differs for a guest.
 
-use std::collections::BTreeMap;
-
-use super::{NvSet, OpDef, Primitive, ResourceDef, parse_interval_ms};
+use super::bundles::implicit_op;
+use super::{NvSet, Primitive, ResourceDef};
 
 /// The meta-attribute that makes a primitive a guest node's container.
 pub const REMOTE_NODE: &str = "remote-node";
@@ -22,27 +21,6 @@ fn meta_value<'p>(p: &'p Primitive, name: &str) -> Option<&'p str> {
         .flat_map(|s| s.pairs.iter())
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
-}
-
-fn op(guest: &str, name: &str, interval: &str, timeout: &str) -> OpDef {
-    let id = format!("{guest}-{name}-interval-{interval}");
-    let attrs: BTreeMap<String, String> = [
-        ("id", id.as_str()),
-        ("name", name),
-        ("interval", interval),
-        ("timeout", timeout),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    OpDef {
-        id,
-        name: name.to_string(),
-        interval_ms: parse_interval_ms(interval),
-        attrs,
-        enabled: true,
-        ..Default::default()
-    }
 }
 
 /// The implicit connection of `container`'s guest node, if it names one.
@@ -86,8 +64,8 @@ pub fn connection_of(container: &Primitive) -> Option<Primitive> {
         params: sets("instance_attributes", params),
         utilization: Vec::new(),
         ops: vec![
-            op(&guest, "monitor", "30s", "30s"),
-            op(&guest, "start", "0", timeout),
+            implicit_op(&guest, "monitor", "30s", Some("30s")),
+            implicit_op(&guest, "start", "0", Some(timeout)),
         ],
         line: container.line,
     })
