@@ -91,26 +91,26 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             // instances by their clone (unique instances carry their own ids: membership, not
             // the base name, says it): explain must refuse them, each with its own error.
             use pengine::explain::ExplainError;
-            let refusal: Option<(&str, fn(&ExplainError) -> bool)> =
-                if pengine::bundles::is_replica_part(&observed, ri) {
-                    Some(("bundle part", |e| {
-                        matches!(e, ExplainError::BundlePart { .. })
-                    }))
-                } else if pengine::clone_groups::clone_of(&observed, ri).is_some() {
-                    Some(("clone instance", |e| {
-                        matches!(e, ExplainError::CloneInstance { .. })
-                    }))
-                } else {
-                    None
-                };
-            if let Some((what, refused)) = refusal {
-                match pengine::explain::explain(&cib, now, &r.id) {
-                    Err(e) if refused(&e) => {}
-                    other => failures.push(format!(
+            let what = if pengine::bundles::is_replica_part(&observed, ri) {
+                Some("bundle part")
+            } else if pengine::clone_groups::clone_of(&observed, ri).is_some() {
+                Some("clone instance")
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                let result = pengine::explain::explain(&cib, now, &r.id);
+                let refused = matches!(
+                    (what, &result),
+                    ("bundle part", Err(ExplainError::BundlePart { .. }))
+                        | ("clone instance", Err(ExplainError::CloneInstance { .. }))
+                );
+                if !refused {
+                    failures.push(format!(
                         "{name}: {}: {what} explained: {:?}",
                         r.id,
-                        other.map(|_| ())
-                    )),
+                        result.map(|_| ())
+                    ));
                 }
                 continue;
             }
