@@ -438,7 +438,11 @@ impl LibvirtDaemon {
             return Ok(());
         };
         process::signal(&[pid], "KILL");
-        if process::wait_gone(&[pid], Duration::from_secs(10)) {
+        // (its PID file lock is free only once its last thread is gone, not when the leader is
+        // a zombie: a restart before then fails to acquire it)
+        if process::wait_gone(&[pid], Duration::from_secs(10))
+            && process::wait_threads_gone(pid, Duration::from_secs(10))
+        {
             Ok(())
         } else {
             Err(LibvirtError::NotReady {

@@ -201,6 +201,24 @@ pub fn wait_gone(pids: &[u32], timeout: Duration) -> bool {
     }
 }
 
+/// Waits until every thread of `pid` but a zombie leader is gone. A multi-threaded process
+/// killed by a signal shows its leader as a zombie while its other threads still exit, holding
+/// the shared file table (and its locks, e.g. a daemon's PID file lock) until the last one is
+/// gone: `alive` is false before then.
+pub fn wait_threads_gone(pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        if threads <= 1 {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Reads a PID file (a decimal number, optionally followed by a newline).
 pub fn read_pid_file(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
