@@ -222,7 +222,7 @@ fn drawn_group_pseudo(kind: Kind, gi: usize) -> Action {
 
 /// Whether another operation of the resource has the same name and interval: Pacemaker
 /// schedules neither as a recurring operation (enabled or not, each is a duplicate).
-fn duplicated(obs: &Observed, ri: usize, op: &crate::cib::OpDef) -> bool {
+pub(crate) fn duplicated(obs: &Observed, ri: usize, op: &crate::cib::OpDef) -> bool {
     obs.resources[ri]
         .ops
         .iter()
@@ -283,17 +283,7 @@ fn monitors_for(obs: &Observed, desired: &Desired, ri: usize) -> Vec<u64> {
     if (next == Role::Promoted && (!promoted_now || current != target)) || demoted_here {
         return Vec::new();
     }
-    obs.resources[ri]
-        .ops
-        .iter()
-        .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
-        .filter(|o| !duplicated(obs, ri, o))
-        .filter(|o| match o.role.as_deref() {
-            Some(r) => Role::parse(r) == Some(next),
-            None => next != Role::Promoted,
-        })
-        .map(|o| o.interval_ms)
-        .collect()
+    crate::promotable::role_monitors(obs, ri, next)
 }
 
 /// The recurring monitors of an unmanaged resource (not blocked by a failure, not in

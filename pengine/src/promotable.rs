@@ -77,16 +77,11 @@ pub fn started_label(g: &crate::observed::Group) -> &'static str {
 /// current or legacy name); two monitors with the same interval are duplicates Pacemaker
 /// schedules neither of.
 pub(crate) fn role_monitors(obs: &Observed, ri: usize, role: Role) -> Vec<u64> {
-    let ops = &obs.resources[ri].ops;
-    let duplicated = |iv: u64| {
-        ops.iter()
-            .filter(|o| o.name == "monitor" && o.interval_ms == iv)
-            .count()
-            > 1
-    };
-    ops.iter()
+    obs.resources[ri]
+        .ops
+        .iter()
         .filter(|o| o.name == "monitor" && o.interval_ms > 0 && o.enabled)
-        .filter(|o| !duplicated(o.interval_ms))
+        .filter(|o| !crate::actions::duplicated(obs, ri, o))
         // (a monitor without a role is an Unpromoted one)
         .filter(|o| match o.role.as_deref() {
             Some(r) => Role::parse(r) == Some(role),
