@@ -1538,6 +1538,11 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                         attrs.push((format!("CRM_meta_{}", k.replace('-', "_")), v.clone()));
                     }
                 }
+                let delay = crate::observed::priority_fencing_delay(obs, ni)
+                    .filter(|_| action != "on" && obs.nodes[ni].fence_priority_delay);
+                if let Some(delay) = delay {
+                    attrs.push(("CRM_meta_priority_fencing_delay".into(), delay.to_string()));
+                }
                 if let Some((all, secure)) = crate::unfencing::fencing_digests(obs, ni) {
                     attrs.push(("CRM_meta_digests_all".into(), all));
                     attrs.push(("CRM_meta_digests_secure".into(), secure));

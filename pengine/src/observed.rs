@@ -96,6 +96,14 @@ pub struct Node {
     pub remote: Option<crate::remote::RemoteNode>,
     /// The node's configured `score`: a resource's score on the node starts from it.
     pub weight: i64,
+    /// Pacemaker's node priority: the `priority` of each resource found active here without a
+    /// failure (a promoted one counts one more; a guest node's also counts on its container's
+    /// nodes). Only `priority-fencing-delay` reads it.
+    pub priority: i64,
+    /// The node's fencing was first asked for with a priority delay (a cluster node no longer
+    /// part of the cluster while `priority-fencing-delay` is set): the fencing event says the
+    /// delay, 0 unless this node must wait (see `priority_fencing_delay`).
+    pub fence_priority_delay: bool,
 }
 
 /// A recurring operation found active in the history.
@@ -220,6 +228,9 @@ pub struct Resource {
     /// Nodes whose history ran another agent (class, provider or type) than the configured
     /// one: the history is cleaned up there (`delete`), after a restart where it is active.
     pub agent_changed_on: Vec<usize>,
+    /// The priority each node gets from this resource being found active there without a
+    /// failure (Pacemaker's `native_priority_to_node`; see `Node::priority`).
+    pub running_priority: Vec<(usize, i64)>,
     /// The node this resource is the connection of (`ocf:pacemaker:remote`, or the implicit
     /// connection of a guest node; see `crate::remote`).
     pub remote_node: Option<usize>,
@@ -1095,6 +1106,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         if let Some(reason) = fence {
             node.unclean = true;
             node.fence_reason = Some(reason.to_string());
+            node.fence_priority_delay = reason == "peer is no longer part of the cluster";
         }
         node.online = online;
         if !have_quorum && online && no_quorum_policy == NoQuorum::Suicide && !node.unclean {
@@ -1366,6 +1378,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             }
         }
     }
+    failure_rechecks(&mut obs);
     // Resources running on offline nodes with fencing: the node must be fenced.
     let mut fences = Vec::new();
     for r in &obs.resources {
@@ -1406,6 +1419,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     crate::guest::host_lost(&mut obs);
+    node_priorities(&mut obs);
     crate::promotable::settle_roles(&mut obs);
     for r in &mut obs.resources {
         for (source, target) in std::mem::take(&mut r.pending_migrate_to_lost) {
@@ -1415,6 +1429,79 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         }
     }
     obs
+}
+
+/// A fail count that has yet to expire asks for a new plan once it has (Pacemaker's
+/// `check_operation_expiry`): at the last failure plus the failure timeout plus one second. A
+/// remote connection's `reconnect_interval` is its failure timeout; a blocked resource has none.
+fn failure_rechecks(obs: &mut Observed) {
+    let mut times = Vec::new();
+    for r in &obs.resources {
+        let reconnect_s = (crate::remote::reconnect_interval_ms(r) / 1000) as i64;
+        let timeout_s = if reconnect_s > 0 {
+            reconnect_s
+        } else {
+            r.meta
+                .get("failure-timeout")
+                .map(|v| (parse_interval_ms(v) / 1000) as i64)
+                .unwrap_or(0)
+        };
+        if timeout_s <= 0 || r.blocked {
+            continue;
+        }
+        for (ni, &count) in &r.fail_count {
+            let last = r.last_failure.get(ni).copied().unwrap_or(0);
+            if count > 0 && last > 0 && obs.now <= last.saturating_add(timeout_s) {
+                times.push(last.saturating_add(timeout_s).saturating_add(1));
+            }
+        }
+    }
+    for t in times {
+        obs.update_recheck_by(t);
+    }
+}
+
+/// Each node's priority from the resources found active on it (Pacemaker's
+/// `native_priority_to_node`): on a guest node, also on its container's nodes.
+fn node_priorities(obs: &mut Observed) {
+    let mut add: Vec<(usize, i64)> = Vec::new();
+    for r in &obs.resources {
+        for &(ni, p) in &r.running_priority {
+            add.push((ni, p));
+            if let Some(ci) = crate::guest::container_of(obs, ni) {
+                add.extend(obs.resources[ci].running_on.iter().map(|&h| (h, p)));
+            }
+        }
+    }
+    for (ni, p) in add {
+        obs.nodes[ni].priority += p;
+    }
+}
+
+/// The `priority-fencing-delay` (seconds) fencing cluster node `ni` waits (Pacemaker's
+/// `node_priority_fencing_delay`): only for a cluster node outside our partition, while at
+/// most half the cluster nodes are online, when it has the top priority and priorities differ.
+/// None when the option is not set.
+pub fn priority_fencing_delay(obs: &Observed, ni: usize) -> Option<i64> {
+    let delay = obs
+        .option("priority-fencing-delay")
+        .map(|v| (parse_interval_ms(v) / 1000) as i64)
+        .filter(|&d| d > 0)?;
+    let node = &obs.nodes[ni];
+    if node.remote.is_some() || node.online {
+        return Some(0);
+    }
+    let members: Vec<&Node> = obs.nodes.iter().filter(|n| n.remote.is_none()).collect();
+    let online = members.iter().filter(|n| n.online).count();
+    if online > members.len() / 2 {
+        return Some(0);
+    }
+    let top = members.iter().map(|n| n.priority).max().unwrap_or(0);
+    let lowest = members.iter().map(|n| n.priority).min().unwrap_or(0);
+    if lowest == top || node.priority < top {
+        return Some(0);
+    }
+    Some(delay)
 }
 
 /// A resource's shutdown lock recorded in its history on node `ni`: the lock holds, or, past
@@ -1892,6 +1979,15 @@ fn unpack_lrm_resource(
     if role != Role::Stopped && role != Role::Unknown {
         if !rsc.running_on.contains(&ni) {
             rsc.running_on.push(ni);
+            let priority = rsc
+                .meta
+                .get("priority")
+                .and_then(|v| parse_score(v))
+                .unwrap_or(0);
+            if priority != 0 && on_fail == OnFail::Ignore {
+                let promoted = i64::from(role == Role::Promoted);
+                rsc.running_priority.push((ni, priority + promoted));
+            }
         }
         match eff_on_fail {
             OnFail::Ignore => {}
