@@ -1248,12 +1248,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge_rel(last, dc_sd, Rel::Optional);
         }
     }
+    // (every stop of the orphan before each clean-up: Pacemaker orders the resource's actions)
     for (ri, delete) in deletes {
-        let node = plan.actions[delete].node;
         for stop in plan.stops(ri) {
-            if plan.actions[stop].node == node {
-                plan.edge(stop, delete);
-            }
+            plan.edge(stop, delete);
         }
     }
     // stop -> clean-up -> start (every start of the resource).

@@ -397,6 +397,8 @@ pub struct LrmResource {
     pub provider: Option<String>,
     pub kind: String,
     pub ops: Vec<RscOp>,
+    /// The `container` the controller recorded for the resource (a guest node's connection).
+    pub container: Option<String>,
     /// `shutdown-lock`: when the resource was locked to this node by its shutdown (seconds since
     /// the epoch; the controller records it with the stop, see `crate::shutdown_lock`).
     pub shutdown_lock: Option<i64>,
@@ -874,6 +876,7 @@ pub fn cib_from_element(root: &Element) -> Result<Cib, CibError> {
                             provider: lr.attr("provider").map(str::to_string),
                             kind: lr.attr("type").unwrap_or("").to_string(),
                             ops: Vec::new(),
+                            container: lr.attr("container").map(str::to_string),
                             shutdown_lock: lr
                                 .attr("shutdown-lock")
                                 .and_then(|v| v.trim().parse().ok()),

@@ -549,7 +549,10 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     let candidates: Vec<usize> = if obs.symmetric {
         // A bundle's guest node takes no other resource (see `crate::bundles`).
         (0..obs.nodes.len())
-            .filter(|&ni| !crate::bundles::is_bundle_node(obs, ni))
+            .filter(|&ni| {
+                !crate::bundles::is_bundle_node(obs, ni)
+                    && !crate::observed::is_orphan_node(&obs.nodes[ni])
+            })
             .collect()
     } else {
         g.members

@@ -39,24 +39,30 @@ pub fn resolve(obs: &mut Observed) {
         obs.resources[ci].fillers.push(ri);
     }
     for ri in 0..obs.resources.len() {
-        let Some(ci) = obs.resources[ri].container else {
-            continue;
-        };
-        // Also within one group: each filler waits for the container itself, not only for
-        // the member before it.
-        let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
-        let order = Order {
-            id: format!("{}{ORDER_SUFFIX}", r.id),
-            first: c.id.clone(),
-            then: r.id.clone(),
-            first_action: "start".into(),
-            then_action: "start".into(),
-            kind: "mandatory".into(),
-            symmetrical: Some(true),
-            one_or_more: Default::default(),
-        };
-        obs.orders.push(order);
+        order_filler(obs, ri);
     }
+}
+
+/// The implied order of filler `ri` with its container: the container's start before the
+/// filler's, the filler's stop before the container's (nothing without a container).
+pub fn order_filler(obs: &mut Observed, ri: usize) {
+    let Some(ci) = obs.resources[ri].container else {
+        return;
+    };
+    // Also within one group: each filler waits for the container itself, not only for the
+    // member before it.
+    let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
+    let order = Order {
+        id: format!("{}{ORDER_SUFFIX}", r.id),
+        first: c.id.clone(),
+        then: r.id.clone(),
+        first_action: "start".into(),
+        then_action: "start".into(),
+        kind: "mandatory".into(),
+        symmetrical: Some(true),
+        one_or_more: Default::default(),
+    };
+    obs.orders.push(order);
 }
 
 /// The id suffix of the implied "container start then filler start" ordering.

@@ -293,7 +293,10 @@ pub fn will_stop(obs: &Observed, assigned: &[Option<usize>], ni: usize) -> bool 
             .copied()
             .flatten()
             .is_some_and(|to| !container.running_on.contains(&to));
+    // (an active container left unassigned, an orphan's, is to stop)
+    let unassigned = container.role > Role::Stopped && matches!(assigned.get(ki), Some(None));
     requires_reset
+        || unassigned
         || node.unclean
         || container.failed
         || container.next_role == Some(Role::Stopped)

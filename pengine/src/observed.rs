@@ -380,9 +380,14 @@ fn first_positions<'a>(keys: impl Iterator<Item = &'a str>) -> HashMap<String, u
 
 impl Observed {
     /// The nodes Pacemaker knows while unpacking the resources so far (a clone's default
-    /// `clone-max`): every node but the guest nodes of bundles configured later.
+    /// `clone-max`): every node but the guest nodes of bundles configured later and the nodes
+    /// of orphaned connections (made while the status is unpacked).
     pub fn unpacked_nodes(&self) -> usize {
-        self.nodes.len().saturating_sub(self.bundle_nodes_pending)
+        let orphaned = self.nodes.iter().filter(|&n| is_orphan_node(n)).count();
+        self.nodes
+            .len()
+            .saturating_sub(self.bundle_nodes_pending)
+            .saturating_sub(orphaned)
     }
 
     /// Rebuilds the id lookups after nodes, resources or groups were added.
@@ -458,6 +463,12 @@ impl Observed {
                 || self.no_quorum_policy == NoQuorum::Ignore
                 || self.nodes[ni].online)
     }
+}
+
+/// Whether a node was made for an orphaned connection found in the status: Pacemaker makes it
+/// after the resources were unpacked, so no resource has it among its allowed nodes.
+pub fn is_orphan_node(n: &Node) -> bool {
+    n.remote.as_ref().is_some_and(|rn| rn.orphan)
 }
 
 /// Compares strings as Pacemaker sorts node names: case-insensitive, digit runs numerically.
@@ -1157,11 +1168,24 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     let mut ordered = all_histories.clone();
     ordered.sort_by_key(|&(ni, _)| obs.nodes[ni].remote.is_some());
     let mut remote_states_read = false;
+    // Orphans' recorded containers (orphan id, container id).
+    let mut orphan_containers: Vec<(String, String)> = Vec::new();
+    // The remote nodes' states are read with the orphans found so far in place (an orphaned
+    // connection decides its node's state), which then move back behind the configuration.
+    let read_remote_states =
+        |obs: &mut Observed, orphans: &mut Vec<Resource>, containers: &[(String, String)]| {
+            let base = obs.resources.len();
+            obs.resources.append(orphans);
+            crate::remote::link_orphans(obs, base, containers, startup_fencing, true);
+            crate::remote::read_states(obs, cib);
+            *orphans = obs.resources.split_off(base);
+            crate::remote::unlink_orphans(obs);
+        };
     for (ni, lr) in ordered {
         if obs.nodes[ni].remote.is_some() {
             if !remote_states_read {
                 remote_states_read = true;
-                crate::remote::read_states(&mut obs, cib);
+                read_remote_states(&mut obs, &mut orphans, &orphan_containers);
             }
             if !obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.unpacked) {
                 continue;
@@ -1204,6 +1228,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                             role: Role::Stopped,
                             ..Default::default()
                         });
+                        if let Some(c) = &lr.container {
+                            orphan_containers.push((lr.id.clone(), c.clone()));
+                        }
                         orphans.len() - 1
                     }
                 };
@@ -1278,9 +1305,8 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         crate::clones::forget_stopped_name(rsc, ni);
     }
     if !remote_states_read {
-        crate::remote::read_states(&mut obs, cib);
+        read_remote_states(&mut obs, &mut orphans, &orphan_containers);
     }
-    crate::remote::after_histories(&mut obs);
     // Resources are listed by priority (highest first), configuration order otherwise.
     let prio = |obs: &Observed, t: &Top| -> i64 {
         let meta = match *t {
@@ -1294,11 +1320,20 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     let mut top = std::mem::take(&mut obs.top);
     top.sort_by_key(|t| std::cmp::Reverse(prio(&obs, t)));
     obs.top = top;
+    let orphans_base = obs.resources.len();
     for o in orphans {
         obs.top.push(Top::Primitive(obs.resources.len()));
         obs.resources.push(o);
     }
     obs.reindex();
+    crate::remote::link_orphans(
+        &mut obs,
+        orphans_base,
+        &orphan_containers,
+        startup_fencing,
+        false,
+    );
+    crate::remote::after_histories(&mut obs);
     // A primitive found active on a node in maintenance is unmanaged (Pacemaker clears the
     // managed flag when it records the resource as running there).
     for r in &mut obs.resources {

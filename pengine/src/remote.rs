@@ -25,6 +25,9 @@ pub struct RemoteNode {
     pub unpacked: bool,
     /// Where the connection is assigned (set once placement assigned it).
     pub next_host: Option<usize>,
+    /// The connection is an orphan found in the status (no longer configured): Pacemaker made
+    /// the node when it met that history, shutting down (see `link_orphans`).
+    pub orphan: bool,
 }
 
 /// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
@@ -94,6 +97,25 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
             out.push(new_node(&p.id, &p.id));
         }
     }
+    // A history of a connection no longer configured makes its node, shutting down
+    // (Pacemaker's `create_fake_resource`); its connection is linked with `link_orphans`.
+    let configured: std::collections::BTreeSet<&str> =
+        cib.primitives().map(|p| p.id.as_str()).collect();
+    for lr in cib.status.iter().flat_map(|st| st.lrm.iter()) {
+        if !is_connection_agent(&lr.class, lr.provider.as_deref(), &lr.kind)
+            || configured.contains(lr.id.as_str())
+            || cib.nodes.iter().any(|n| n.uname == lr.id)
+            || out.iter().any(|n| n.uname == lr.id)
+        {
+            continue;
+        }
+        let mut node = new_node(&lr.id, &lr.id);
+        node.shutdown = true;
+        if let Some(rn) = node.remote.as_mut() {
+            rn.orphan = true;
+        }
+        out.push(node);
+    }
     // A bundle's guest node takes no resource but the replica's own (Pacemaker's -INFINITY
     // node weight; see `crate::bundles`).
     for n in &mut out {
@@ -135,9 +157,66 @@ pub fn link(obs: &mut Observed, startup_fencing: bool) {
     }
 }
 
-/// The first pass over a remote node's `node_state`: only whether it was fenced.
+/// Links the orphaned connections among `obs.resources[base..]` to the nodes their histories
+/// made (Pacemaker's `link_rsc2remotenode` for an orphan, then
+/// `handle_orphaned_container_fillers`): `containers` names each orphan's recorded container.
+/// The first time (`first`), the node gets a remote node's start-up fencing: its connection
+/// has no container yet when Pacemaker links it.
+pub fn link_orphans(
+    obs: &mut Observed,
+    base: usize,
+    containers: &[(String, String)],
+    startup_fencing: bool,
+    first: bool,
+) {
+    for ri in base..obs.resources.len() {
+        let r = &obs.resources[ri];
+        if let Some((_, c)) = containers.iter().find(|(o, _)| *o == r.id) {
+            let ci = obs
+                .rsc_index(c)
+                .or_else(|| (base..obs.resources.len()).find(|&i| obs.resources[i].id == *c));
+            obs.resources[ri].container = ci.filter(|&ci| ci != ri);
+            if !first {
+                crate::container::order_filler(obs, ri);
+            }
+        }
+        let r = &obs.resources[ri];
+        if !is_connection_agent(&r.class, r.provider.as_deref(), &r.kind) {
+            continue;
+        }
+        let Some(ni) = obs
+            .nodes
+            .iter()
+            .position(|n| n.remote.as_ref().is_some_and(|rn| rn.orphan) && n.uname == r.id)
+        else {
+            continue;
+        };
+        obs.resources[ri].remote_node = Some(ni);
+        let node = &mut obs.nodes[ni];
+        if let Some(rn) = node.remote.as_mut() {
+            rn.connection = Some(ri);
+        }
+        if first {
+            node.unclean = startup_fencing;
+            node.unseen = true;
+        }
+    }
+}
+
+/// Unlinks the orphaned connections again (their indices change when they move to the end of
+/// the resources; see `link_orphans`).
+pub fn unlink_orphans(obs: &mut Observed) {
+    for node in &mut obs.nodes {
+        if let Some(rn) = node.remote.as_mut().filter(|rn| rn.orphan) {
+            rn.connection = None;
+        }
+    }
+}
+
+/// The first pass over a remote node's `node_state`: only whether it was fenced (a node made
+/// for an orphaned connection does not exist yet then).
 pub fn note_state(node: &mut Node, st: &NodeState) {
-    if let Some(rn) = node.remote.as_mut() {
+    if let Some(rn) = node.remote.as_mut().filter(|rn| !rn.orphan) {
         rn.was_fenced = st
             .node_fenced
             .as_deref()

@@ -391,6 +391,7 @@ fn lrm_resource<'a>(
                 provider: provider.map(str::to_string),
                 kind: kind.to_string(),
                 ops: Vec::new(),
+                container: None,
                 shutdown_lock: None,
             });
             st.lrm.len() - 1
@@ -927,6 +928,7 @@ fn status_element(cib: &Cib) -> Element {
                         ("class", Some(lr.class.clone())),
                         ("provider", lr.provider.clone()),
                         ("type", Some(lr.kind.clone())),
+                        ("container", lr.container.clone()),
                         ("shutdown-lock", lr.shutdown_lock.map(|t| t.to_string())),
                     ],
                 );
