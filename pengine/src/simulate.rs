@@ -708,9 +708,8 @@ pub fn record_op(
         r.history_id()
     };
     let count = failure.and_then(|c| count_failure(st, name, op, c, obs.start_failure_is_fatal));
-    // A clean-up forgets the resource's history on the node.
+    // A clean-up is only shown: crm_simulate records no history for it (the history stays).
     if op.task == "delete" {
-        st.lrm.retain(|l| l.id != name);
         return count;
     }
     let lrm = lrm_resource(st, name, &r.class, r.provider.as_deref(), &r.kind);
