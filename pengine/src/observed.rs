@@ -1161,6 +1161,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .push((ni, lr.ops.as_slice()));
     }
     let mut orphans: Vec<Resource> = Vec::new();
+    let mut orphan_meta = BTreeMap::new();
+    merge_sets(&mut orphan_meta, &cib.rsc_defaults, now, None);
+    let mut orphan_op_defaults = BTreeMap::new();
+    merge_sets(&mut orphan_op_defaults, &cib.op_defaults, now, None);
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     let clone_children = crate::clones::by_child(&obs);
     // Cluster nodes' histories first, then the remote nodes' (their connections' state is
@@ -1226,6 +1230,11 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                             orphan: true,
                             managed: flag("stop-orphan-resources", true) && !maintenance_mode,
                             role: Role::Stopped,
+                            // (unpacked as a resource: resource and operation defaults apply)
+                            meta: orphan_meta.clone(),
+                            op_defaults: orphan_op_defaults.clone(),
+                            op_default_sets: cib.op_defaults.clone(),
+                            evaluated_at: now,
                             ..Default::default()
                         });
                         if let Some(c) = &lr.container {
