@@ -434,6 +434,10 @@ pub fn probes_skipped_orderings(
                 || r.running_on.contains(&ni)
                 || contains_guest(obs, ri)
                 || crate::remote::never_probed(obs, ri, ni)
+                || desired
+                    .no_discovery
+                    .get(ri)
+                    .is_some_and(|s| s.contains(&ni))
                 || rec.probes.contains(&(ri, ni))
             {
                 continue;

@@ -55,6 +55,9 @@ pub struct Desired {
     /// locations), which each instance group starts from (`pcmk__clone_allocate`'s lines for
     /// the instances).
     pub clone_base_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
+    /// Per resource: the nodes its location constraints' `resource-discovery` keeps it from
+    /// being probed on (see `discovery`).
+    pub no_discovery: Vec<std::collections::BTreeSet<usize>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -411,6 +414,87 @@ pub fn eval_rule(
     crate::recheck::eval_rule_noting(rule, attrs, now, rsc, None)
 }
 
+/// A location constraint's `resource-discovery`, ordered as Pacemaker 2.1.5 ranks them (the
+/// highest applied to a node wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DiscoverMode {
+    Always,
+    Never,
+    Exclusive,
+}
+
+/// Resource discovery for primitive `ri` (Pacemaker's `rsc_discover_mode` per allowed node and
+/// `exclusive_discover`): the mode each node got from the location constraints on the primitive,
+/// its group or its clone, and whether one of them says "exclusive". With exclusive discovery a
+/// node not marked exclusive gets -INFINITY (`apply_exclusive_discovery`) and is not probed; a
+/// node marked "never" is not probed.
+pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize, DiscoverMode>) {
+    let r = &obs.resources[ri];
+    let mut ids = vec![r.id.as_str()];
+    ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+    ids.extend(
+        r.group
+            .and_then(|g| crate::clone_groups::parent_clone(obs, g))
+            .map(|c| obs.groups[c].id.as_str()),
+    );
+    let mut exclusive = false;
+    let mut modes: BTreeMap<usize, DiscoverMode> = BTreeMap::new();
+    for loc in cib
+        .locations
+        .iter()
+        .filter(|l| ids.contains(&l.rsc.as_str()))
+    {
+        let mode = match loc.discovery.as_deref() {
+            Some(m) if m.eq_ignore_ascii_case("never") => DiscoverMode::Never,
+            Some(m) if m.eq_ignore_ascii_case("exclusive") => DiscoverMode::Exclusive,
+            _ => continue,
+        };
+        exclusive |= mode == DiscoverMode::Exclusive;
+        if loc
+            .role
+            .as_deref()
+            .and_then(Role::parse)
+            .is_some_and(|role| role != Role::Started)
+        {
+            continue;
+        }
+        let nodes: Vec<usize> = match &loc.node {
+            Some(node) => obs.node_index(node).into_iter().collect(),
+            None => (0..obs.nodes.len())
+                .filter(|&ni| {
+                    loc.rules.iter().any(|rule| {
+                        promotable::role_filter(rule.attr("role")).is_none()
+                            && eval_rule(
+                                rule,
+                                &obs.nodes[ni].attrs,
+                                obs.now,
+                                Some(RscData {
+                                    params: &r.params,
+                                    meta: &r.meta,
+                                }),
+                            )
+                    })
+                })
+                .collect(),
+        };
+        for ni in nodes {
+            let m = modes.entry(ni).or_insert(DiscoverMode::Always);
+            *m = (*m).max(mode);
+        }
+    }
+    (exclusive, modes)
+}
+
+/// Whether discovery keeps primitive `ri` from being probed on node `ni` (see `discovery`).
+pub fn discovery_forbids_probe(cib: &Cib, obs: &Observed, ri: usize, ni: usize) -> bool {
+    let (exclusive, modes) = discovery(cib, obs, ri);
+    match modes.get(&ni) {
+        Some(DiscoverMode::Never) => true,
+        Some(DiscoverMode::Exclusive) => false,
+        _ => exclusive,
+    }
+}
+
 /// A placement unit: a primitive or a whole group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Unit {
@@ -686,6 +770,23 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     }
     if !obs.symmetric {
         avoid_remote_nodes(ctx, ri, &mut scores);
+    }
+    // Exclusive discovery: the nodes no exclusive location marks are banned.
+    let (exclusive, modes) = discovery(cib, obs, ri);
+    if exclusive {
+        for (&ni, score) in scores.iter_mut() {
+            if modes.get(&ni) != Some(&DiscoverMode::Exclusive) {
+                *score = -INFINITY;
+                record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+                    "resource-discovery=exclusive: no exclusive location marks this node".into()
+                });
+                notes.push(ScoreNote {
+                    node: ni,
+                    delta: -INFINITY,
+                    why: "exclusive discovery".into(),
+                });
+            }
+        }
     }
     // History-derived bans.
     for (node, score, why) in &r.history_bans {
@@ -1447,6 +1548,13 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             instance_scores: BTreeMap::new(),
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
+            no_discovery: (0..n)
+                .map(|ri| {
+                    (0..obs.nodes.len())
+                        .filter(|&ni| discovery_forbids_probe(cib, obs, ri, ni))
+                        .collect()
+                })
+                .collect(),
             unmanaged: obs
                 .resources
                 .iter()

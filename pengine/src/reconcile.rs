@@ -214,6 +214,10 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     || r.known_on.contains(&ni)
                     || r.running_on.contains(&ni)
                     || crate::remote::never_probed(obs, ri, ni)
+                    || desired
+                        .no_discovery
+                        .get(ri)
+                        .is_some_and(|s| s.contains(&ni))
                     || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
                     || crate::bundles::never_probed(obs, &desired.assigned, ri, ni)
                 {
