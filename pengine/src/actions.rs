@@ -1003,7 +1003,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                             || (crate::promotable::is_instance(obs, ri)
                                 && r.unpacked_recurring.contains(&(ni, iv)));
                         let early = rescheduled.iter().find(|(v, _)| *v == iv).map(|e| e.1);
-                        let forced = r.expired_rescheduled.contains(&(ni, iv)) || early.is_some();
+                        let forced = r.expired_rescheduled.contains(&(ni, iv))
+                            || early.is_some()
+                            || crate::remote::connection_restarts(obs, &rec.changes, ni);
                         if (start_id.is_none() || optional_start) && active && !forced {
                             continue;
                         }

@@ -576,6 +576,29 @@ pub fn connection_state(
     }
 }
 
+/// Whether remote node `ni`'s connection has a required start (it starts, moves, recovers or
+/// restarts): Pacemaker orders the recurring monitors there after it with "implies then"
+/// (`apply_remote_ordering`), so the monitors of what stays there are scheduled again.
+pub fn connection_restarts(
+    obs: &Observed,
+    changes: &[crate::reconcile::Change],
+    ni: usize,
+) -> bool {
+    use crate::reconcile::Change;
+    let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
+        return false;
+    };
+    matches!(
+        changes.get(ci),
+        Some(
+            Change::Start { blocked: None, .. }
+                | Change::Move { .. }
+                | Change::Recover { .. }
+                | Change::Restart { .. }
+        )
+    )
+}
+
 /// The connection's `reconnect_interval` parameter in ms (0: none).
 pub fn reconnect_interval_ms(r: &crate::observed::Resource) -> u64 {
     r.params
