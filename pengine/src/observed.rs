@@ -104,6 +104,10 @@ pub struct Node {
     /// part of the cluster while `priority-fencing-delay` is set): the fencing event says the
     /// delay, 0 unless this node must wait (see `priority_fencing_delay`).
     pub fence_priority_delay: bool,
+    /// When the fencing was decided, for the summary's order: 0 while unpacking, 1 for a stop
+    /// on a remote node whose connection is unrecoverable, 2 for a probe there (Pacemaker
+    /// meets those actions in that order; see `remote::fence_unrecoverable`).
+    pub fence_phase: u8,
 }
 
 /// A recurring operation found active in the history.

@@ -193,6 +193,8 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             rec.shutdown.push(ni);
         }
     }
+    // (fencing decided while scheduling comes after what unpacking decided)
+    rec.fence.sort_by_key(|&(ni, _)| obs.nodes[ni].fence_phase);
     let probes_enabled = obs
         .option("enable-startup-probes")
         .map(crate::cib::is_true)

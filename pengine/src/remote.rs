@@ -450,19 +450,58 @@ pub fn fence_unrecoverable(obs: &mut Observed, desired: &Desired) {
         let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
             continue;
         };
+        if connection_state(obs, desired, ci, ni) != ConnectionState::Failed {
+            continue;
+        }
         let active = obs
             .resources
             .iter()
             .enumerate()
             .any(|(ri, r)| ri != ci && r.running_on.contains(&ni));
-        if active && connection_state(obs, desired, ci, ni) == ConnectionState::Failed {
+        // (a probe there comes first: Pacemaker creates the probes before the stops)
+        let probed = obs.nodes[ni].online
+            && !obs.nodes[ni].unclean
+            && crate::guest::container_of(obs, ni).is_none()
+            && (0..obs.resources.len()).any(|ri| would_probe(obs, desired, ri, ni));
+        let was_unclean = obs.nodes[ni].unclean;
+        if probed {
+            fence(
+                obs,
+                ni,
+                "resources are in unknown state and connection is unrecoverable".to_string(),
+            );
+        } else if active {
             fence(
                 obs,
                 ni,
                 "resources are active but connection is unrecoverable".to_string(),
             );
         }
+        if !was_unclean && obs.nodes[ni].unclean {
+            obs.nodes[ni].fence_phase = if probed { 2 } else { 1 };
+        }
     }
+}
+
+/// Whether resource `ri` is to be probed on remote node `ni` (its state there unknown: no
+/// history of it or, for a clone, of any of its instances; see `reconcile`'s probes).
+fn would_probe(obs: &Observed, desired: &Desired, ri: usize, ni: usize) -> bool {
+    let r = &obs.resources[ri];
+    let known = |i: usize| {
+        let m = &obs.resources[i];
+        m.known_on.contains(&ni) || m.running_on.contains(&ni)
+    };
+    let clone_known = crate::clone_groups::clone_of(obs, ri)
+        .is_some_and(|gi| obs.groups[gi].members.iter().any(|&m| known(m)));
+    !(r.orphan
+        || r.container.is_some()
+        || known(ri)
+        || clone_known
+        || never_probed(obs, ri, ni)
+        || desired
+            .no_discovery
+            .get(ri)
+            .is_some_and(|s| s.contains(&ni)))
 }
 
 /// Remote nodes never run fencing devices or remote connections, so never probe them; nor
