@@ -190,6 +190,7 @@ fn history_entry<'a>(lrm: &'a mut Vec<LrmResource>, rsc: &str) -> &'a mut LrmRes
                 provider: (!fence).then(|| "highlander".into()),
                 kind: if fence { "fence_sim" } else { "VirtualDomain" }.into(),
                 ops: Vec::new(),
+                container: None,
                 shutdown_lock: None,
             });
             lrm.len() - 1
