@@ -330,6 +330,36 @@ pub fn order_actions(
             |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
         if let Some(ci) = b.child {
             let inner = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(ci, kind);
+            // The bundle's own start, running, stop and stopped are required with the inner
+            // clone's (`pe_order_implies_first_printed`, `pe_order_implies_then_printed`).
+            for kind in [
+                Kind::GroupStart,
+                Kind::GroupRunning,
+                Kind::GroupStop,
+                Kind::GroupStopped,
+            ] {
+                if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
+                    let mut a = crate::actions::act(kind, None, None);
+                    a.group = Some(b.containers);
+                    a.pseudo = true;
+                    a.runnable = plan.actions[i].runnable;
+                    a.dot_only = plan.actions[i].dot_only;
+                    plan.add(a);
+                }
+            }
+            // A promotable inner clone: the bundle starts after it stopped
+            // (`pcmk__promotable_restart_ordering`).
+            let promotable = obs.groups[ci]
+                .clone
+                .as_ref()
+                .is_some_and(|c| c.promotable.is_some());
+            if let (true, Some(gd), Some(gs)) = (
+                promotable,
+                own(plan, &Kind::GroupStopped),
+                own(plan, &Kind::GroupStart),
+            ) {
+                plan.edge_rel(gd, gs, Rel::Optional);
+            }
             let pairs = [
                 (
                     own(plan, &Kind::GroupStart),

@@ -1941,9 +1941,19 @@ fn bundle_scores(
                 push(&obs.groups[ci].id, ni, -crate::cib::INFINITY);
             }
         }
+        // (500 on the replica's guest node, plus the instance's stickiness when it is active
+        // there alone: `apply_stickiness` runs before the bundle is assigned)
         for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
             if let Some(Some(ni)) = own.get(n) {
-                push(&obs.resources[ri].id, *ni, 500);
+                let r = &obs.resources[ri];
+                let stickiness = r
+                    .meta
+                    .get("resource-stickiness")
+                    .or(r.meta.get("default-resource-stickiness"))
+                    .and_then(|v| crate::cib::parse_score(v))
+                    .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
+                    .unwrap_or(0);
+                push(&r.id, *ni, crate::placement::add_score(500, stickiness));
             }
         }
     }

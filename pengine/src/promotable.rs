@@ -311,6 +311,60 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 plan.edge_rel(stopped, p, Rel::Optional);
             }
         }
+        if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
+            bundle_role_actions(plan, obs.bundles[bi].containers, gi);
+        }
+    }
+}
+
+/// A bundle's own promote/promoted and demote/demoted pseudo actions around those of its
+/// promotable inner clone `ci` (`pcmk__bundle_create_actions`, required when the inner clone's
+/// are), ordered as `pcmk__bundle_internal_constraints` orders them: the bundle's promote before
+/// the clone's, the clone's promoted before the bundle's (demotes alike), and the bundle's
+/// restart ordering (`pcmk__promotable_restart_ordering`).
+fn bundle_role_actions(plan: &mut Plan, bundle: usize, ci: usize) {
+    let pseudo = |plan: &mut Plan, kind: Kind| {
+        let mut a = act(kind, None, None);
+        a.group = Some(bundle);
+        a.pseudo = true;
+        add(plan, a)
+    };
+    let inner = |plan: &Plan, kind: Kind| clone_pseudo(plan, ci, &kind);
+    let own = |plan: &Plan, kind: Kind| clone_pseudo(plan, bundle, &kind);
+    let promote = inner(plan, Kind::GroupPromote).map(|p| {
+        let bp = pseudo(plan, Kind::GroupPromote);
+        let bpd = pseudo(plan, Kind::GroupPromoted);
+        plan.edge_rel(bp, p, Rel::Plain);
+        if let Some(pd) = inner(plan, Kind::GroupPromoted) {
+            plan.edge_rel(pd, bpd, Rel::Plain);
+        }
+        bp
+    });
+    let demoted = inner(plan, Kind::GroupDemote).map(|d| {
+        let bd = pseudo(plan, Kind::GroupDemote);
+        let bdd = pseudo(plan, Kind::GroupDemoted);
+        plan.edge_rel(bd, d, Rel::Plain);
+        if let Some(dd) = inner(plan, Kind::GroupDemoted) {
+            plan.edge_rel(dd, bdd, Rel::Plain);
+        }
+        plan.edge_rel(bd, bdd, Rel::Optional);
+        for kind in [Kind::GroupStop, Kind::GroupStart] {
+            if let Some(t) = own(plan, kind) {
+                plan.edge_rel(bdd, t, Rel::Plain);
+            }
+        }
+        bdd
+    });
+    if let Some(bp) = promote {
+        if let Some(bdd) = demoted {
+            plan.edge_rel(bdd, bp, Rel::Plain);
+        }
+        if let Some(run) = own(plan, Kind::GroupRunning) {
+            plan.edge_rel(run, bp, Rel::Plain);
+        }
+        if let Some(stopped) = own(plan, Kind::GroupStopped) {
+            plan.edge_rel(stopped, bp, Rel::Optional);
+        }
     }
 }
 
