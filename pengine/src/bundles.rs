@@ -410,6 +410,22 @@ pub fn order_actions(
                 }
             }
         }
+        // One replica per host: another replica's container starts on a node only after
+        // this container's probe there (`pcmk__bundle_create_probe`, an optional ordering).
+        if !b.unique {
+            for r in &b.replicas {
+                for &(_, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
+                    let node = plan.actions[pid].node;
+                    for o in b.replicas.iter().filter(|o| o.container != r.container) {
+                        for start in plan.starts(o.container) {
+                            if plan.actions[start].node == node {
+                                plan.edge_rel(pid, start, Rel::Optional);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for r in &b.replicas {
             let Some(remote) = r.remote else { continue };
             for start in plan.starts(r.container) {
@@ -423,13 +439,15 @@ pub fn order_actions(
     }
 }
 
-/// Whether node `ni` is the guest node of another bundle than inner clone `gi`'s own (not
-/// among the nodes that clone is told are available).
+/// Whether node `ni` is unknown to clone `gi` (not among the nodes it is told are available):
+/// for a bundle's inner clone, a guest node of another bundle; for another clone, a guest node
+/// of a bundle unpacked after it (Pacemaker makes a bundle's guest nodes while unpacking it).
 pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
-    let Some(own) = bundle_of_child(obs, gi) else {
-        return false;
-    };
+    let own = bundle_of_child(obs, gi);
     (0..obs.bundles.len())
-        .filter(|&bi| bi != own)
+        .filter(|&bi| match own {
+            Some(own) => bi != own,
+            None => obs.bundles[bi].containers > gi,
+        })
         .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
 }

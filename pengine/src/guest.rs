@@ -538,14 +538,17 @@ pub fn fencing_actions(
     }
 }
 
-/// Orders the promotes and demotes on guest nodes (created after `order_action` ran) as
-/// Pacemaker's `apply_container_ordering` does: a promote after the container's and the
-/// connection's starts, a demote before the connection's stop unless the container failed.
+/// Orders the promotes, demotes and role monitors on guest nodes (created after
+/// `order_action` ran) as Pacemaker's `apply_container_ordering` does: a promote after the
+/// container's and the connection's starts, a demote before the connection's stop unless the
+/// container failed, a recurring monitor after the connection's start.
 pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
     use crate::actions::{Kind, Rel};
     for i in 0..plan.actions.len() {
         let a = &plan.actions[i];
-        if a.dot_only || !matches!(a.kind, Kind::Promote | Kind::Demote) {
+        let monitor = matches!(a.kind, Kind::Monitor { .. }) && a.rsc.is_some();
+        if (a.dot_only && !monitor) || !(monitor || matches!(a.kind, Kind::Promote | Kind::Demote))
+        {
             continue;
         }
         let Some(ni) = a.node else { continue };
@@ -555,7 +558,13 @@ pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
         let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
             continue;
         };
-        if plan.actions[i].kind == Kind::Promote {
+        if monitor {
+            if plan.actions[i].rsc != Some(ci) {
+                for s in plan.starts(ci) {
+                    plan.edge_rel(s, i, Rel::Start);
+                }
+            }
+        } else if plan.actions[i].kind == Kind::Promote {
             for s in plan.starts(ki).into_iter().chain(plan.starts(ci)) {
                 plan.edge_rel(s, i, Rel::Start);
             }

@@ -267,6 +267,23 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 }
             }
         }
+        // An ordered clone promotes its instances one after another, and demotes them in the
+        // reverse order (`order_instance_promotion`, `order_instance_demotion`).
+        if g.clone.as_ref().is_some_and(|c| c.ordered) {
+            let of = |plan: &Plan, ri: usize, kind: Kind| plan.find(ri, &kind);
+            for w in g.members.windows(2) {
+                for p in of(plan, w[0], Kind::Promote) {
+                    for q in of(plan, w[1], Kind::Promote) {
+                        plan.edge_rel(p, q, Rel::Optional);
+                    }
+                }
+                for d in of(plan, w[1], Kind::Demote) {
+                    for e in of(plan, w[0], Kind::Demote) {
+                        plan.edge_rel(d, e, Rel::Optional);
+                    }
+                }
+            }
+        }
         let pseudo = |plan: &mut Plan, kind: Kind| {
             let mut a = act(kind, None, None);
             a.group = Some(gi);

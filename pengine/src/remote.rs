@@ -516,8 +516,10 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
     let count = plan.actions.len();
     for i in 0..count {
         let a = &plan.actions[i];
-        // (Stops implied by fencing count: they become pseudo actions only after this.)
-        if a.dot_only || (a.pseudo && a.kind != Kind::Stop) {
+        // (Stops implied by fencing count: they become pseudo actions only after this. A
+        // recurring monitor drawn only, behind a start that cannot run, is ordered too.)
+        let drawn_monitor = matches!(a.kind, Kind::Monitor { .. });
+        if (a.dot_only && !drawn_monitor) || (a.pseudo && a.kind != Kind::Stop) {
             continue;
         }
         let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
