@@ -274,11 +274,16 @@ pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: u
 }
 
 /// Whether `ri` is a bundle connection whose probe cannot run: it waits for the container's
-/// start, and the container is not placed.
+/// start, and the container is not placed (while the container is active somewhere, Pacemaker
+/// ignores that ordering: `pe_order_probe` with a first that is stopping).
 pub fn probe_waits_unrunnable(obs: &Observed, assigned: &[Option<usize>], ri: usize) -> bool {
     replica_of(obs, ri)
         .map(|(bi, n)| &obs.bundles[bi].replicas[n])
-        .is_some_and(|rep| rep.remote == Some(ri) && assigned[rep.container].is_none())
+        .is_some_and(|rep| {
+            rep.remote == Some(ri)
+                && assigned[rep.container].is_none()
+                && obs.resources[rep.container].running_on.is_empty()
+        })
 }
 
 /// Each replica's IP colocated with its container (`ip-with-docker`, INFINITY).

@@ -369,7 +369,14 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
     let (Some(ri), Some(ni)) = (plan.actions[i].rsc, plan.actions[i].node) else {
         return true;
     };
-    let conn_starts = plan.starts(ci);
+    // (an action drawn only, as it cannot run, is drawn after a connection start drawn only)
+    let conn_starts: Vec<usize> = if plan.actions[i].dot_only {
+        (0..plan.actions.len())
+            .filter(|&s| plan.actions[s].rsc == Some(ci) && plan.actions[s].kind == Kind::Start)
+            .collect()
+    } else {
+        plan.starts(ci)
+    };
     match plan.actions[i].kind {
         Kind::Start => {
             for s in plan.starts(ki) {

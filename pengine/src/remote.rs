@@ -517,9 +517,9 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
     for i in 0..count {
         let a = &plan.actions[i];
         // (Stops implied by fencing count: they become pseudo actions only after this. A
-        // recurring monitor drawn only, behind a start that cannot run, is ordered too.)
-        let drawn_monitor = matches!(a.kind, Kind::Monitor { .. });
-        if (a.dot_only && !drawn_monitor) || (a.pseudo && a.kind != Kind::Stop) {
+        // start or recurring monitor drawn only, as it cannot run, is ordered too.)
+        let drawn = matches!(a.kind, Kind::Monitor { .. } | Kind::Start);
+        if (a.dot_only && !drawn) || (a.pseudo && a.kind != Kind::Stop) {
             continue;
         }
         let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
