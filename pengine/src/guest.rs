@@ -554,8 +554,8 @@ pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
     for i in 0..plan.actions.len() {
         let a = &plan.actions[i];
         let monitor = matches!(a.kind, Kind::Monitor { .. }) && a.rsc.is_some();
-        if (a.dot_only && !monitor) || !(monitor || matches!(a.kind, Kind::Promote | Kind::Demote))
-        {
+        let role_change = matches!(a.kind, Kind::Promote | Kind::Demote) && !a.dot_only;
+        if !monitor && !role_change {
             continue;
         }
         let Some(ni) = a.node else { continue };
