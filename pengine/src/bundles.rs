@@ -274,11 +274,16 @@ pub fn never_probed(obs: &Observed, assigned: &[Option<usize>], ri: usize, ni: u
 }
 
 /// Whether `ri` is a bundle connection whose probe cannot run: it waits for the container's
-/// start, and the container is not placed.
+/// start, and the container is not placed (while the container is active somewhere, Pacemaker
+/// ignores that ordering: `pe_order_probe` with a first that is stopping).
 pub fn probe_waits_unrunnable(obs: &Observed, assigned: &[Option<usize>], ri: usize) -> bool {
     replica_of(obs, ri)
         .map(|(bi, n)| &obs.bundles[bi].replicas[n])
-        .is_some_and(|rep| rep.remote == Some(ri) && assigned[rep.container].is_none())
+        .is_some_and(|rep| {
+            rep.remote == Some(ri)
+                && assigned[rep.container].is_none()
+                && obs.resources[rep.container].running_on.is_empty()
+        })
 }
 
 /// Each replica's IP colocated with its container (`ip-with-docker`, INFINITY).
@@ -330,6 +335,36 @@ pub fn order_actions(
             |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(b.containers, kind);
         if let Some(ci) = b.child {
             let inner = |plan: &crate::actions::Plan, kind: &Kind| plan.find_group_action(ci, kind);
+            // The bundle's own start, running, stop and stopped are required with the inner
+            // clone's (`pe_order_implies_first_printed`, `pe_order_implies_then_printed`).
+            for kind in [
+                Kind::GroupStart,
+                Kind::GroupRunning,
+                Kind::GroupStop,
+                Kind::GroupStopped,
+            ] {
+                if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
+                    let mut a = crate::actions::act(kind, None, None);
+                    a.group = Some(b.containers);
+                    a.pseudo = true;
+                    a.runnable = plan.actions[i].runnable;
+                    a.dot_only = plan.actions[i].dot_only;
+                    plan.add(a);
+                }
+            }
+            // A promotable inner clone: the bundle starts after it stopped
+            // (`pcmk__promotable_restart_ordering`).
+            let promotable = obs.groups[ci]
+                .clone
+                .as_ref()
+                .is_some_and(|c| c.promotable.is_some());
+            if let (true, Some(gd), Some(gs)) = (
+                promotable,
+                own(plan, &Kind::GroupStopped),
+                own(plan, &Kind::GroupStart),
+            ) {
+                plan.edge_rel(gd, gs, Rel::Optional);
+            }
             let pairs = [
                 (
                     own(plan, &Kind::GroupStart),
@@ -380,6 +415,22 @@ pub fn order_actions(
                 }
             }
         }
+        // One replica per host: another replica's container starts on a node only after
+        // this container's probe there (`pcmk__bundle_create_probe`, an optional ordering).
+        if !b.unique {
+            for r in &b.replicas {
+                for &(_, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
+                    let node = plan.actions[pid].node;
+                    for o in b.replicas.iter().filter(|o| o.container != r.container) {
+                        for start in plan.starts(o.container) {
+                            if plan.actions[start].node == node {
+                                plan.edge_rel(pid, start, Rel::Optional);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for r in &b.replicas {
             let Some(remote) = r.remote else { continue };
             for start in plan.starts(r.container) {
@@ -393,13 +444,15 @@ pub fn order_actions(
     }
 }
 
-/// Whether node `ni` is the guest node of another bundle than inner clone `gi`'s own (not
-/// among the nodes that clone is told are available).
+/// Whether node `ni` is unknown to clone `gi` (not among the nodes it is told are available):
+/// for a bundle's inner clone, a guest node of another bundle; for another clone, a guest node
+/// of a bundle unpacked after it (Pacemaker makes a bundle's guest nodes while unpacking it).
 pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
-    let Some(own) = bundle_of_child(obs, gi) else {
-        return false;
-    };
+    let own = bundle_of_child(obs, gi);
     (0..obs.bundles.len())
-        .filter(|&bi| bi != own)
+        .filter(|&bi| match own {
+            Some(own) => bi != own,
+            None => obs.bundles[bi].containers > gi,
+        })
         .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
 }

@@ -90,18 +90,24 @@ pub fn require_stops(obs: &mut Observed) {
     }
 }
 
-/// The CIB placement reads, with each filler's colocation with its container (INFINITY) added
-/// after the configured ones; the CIB itself when no resource has a container.
+/// The CIB placement reads, with each filler's colocation with its container (INFINITY; 10000
+/// for a bundle's connection, which Pacemaker lets run elsewhere: `pe_rsc_allow_remote_remotes`)
+/// added after the configured ones; the CIB itself when no resource has a container.
 pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
     let implied: Vec<Colocation> = obs
         .resources
         .iter()
-        .filter_map(|r| {
+        .enumerate()
+        .filter_map(|(ri, r)| {
             r.container.map(|ci| Colocation {
                 id: COLOCATION_ID.into(),
                 rsc: r.id.clone(),
                 with_rsc: obs.resources[ci].id.clone(),
-                score: INFINITY,
+                score: if r.remote_node.is_some() && crate::bundles::replica_of(obs, ri).is_some() {
+                    10_000
+                } else {
+                    INFINITY
+                },
                 ..Default::default()
             })
         })

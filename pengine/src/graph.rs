@@ -1426,7 +1426,24 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             } else {
                 a.task.as_str()
             };
-            let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            let mut op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            // A bundle connection's `#uname` address is its container's host after the
+            // transition (where it starts, else where it runs), whatever the action's node
+            // (`pe__add_bundle_remote_name`).
+            if let (Some(_), Some(ci)) = (r.remote_node, r.container) {
+                let raw = r.op_params(op_task, a.interval_ms, &no_attrs, obs.now);
+                let host = g
+                    .actions
+                    .iter()
+                    .find(|x| x.rsc == Some(ci) && x.task == "start" && x.node.is_some())
+                    .and_then(|x| x.node)
+                    .or_else(|| obs.resources[ci].running_on.first().copied());
+                if let (Some("#uname"), Some(h)) =
+                    (raw.params.get("addr").map(String::as_str), host)
+                {
+                    op.params.insert("addr".into(), obs.nodes[h].uname.clone());
+                }
+            }
             attrs.extend(op.extra.into_iter().chain(op.params));
             // A bundle instance's replica address (see `crate::bundles`).
             if let Some(ip) = r.meta.get("external-ip") {
@@ -1946,9 +1963,19 @@ fn bundle_scores(
                 push(&obs.groups[ci].id, ni, -crate::cib::INFINITY);
             }
         }
+        // (500 on the replica's guest node, plus the instance's stickiness when it is active
+        // there alone: `apply_stickiness` runs before the bundle is assigned)
         for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
             if let Some(Some(ni)) = own.get(n) {
-                push(&obs.resources[ri].id, *ni, 500);
+                let r = &obs.resources[ri];
+                let stickiness = r
+                    .meta
+                    .get("resource-stickiness")
+                    .or(r.meta.get("default-resource-stickiness"))
+                    .and_then(|v| crate::cib::parse_score(v))
+                    .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
+                    .unwrap_or(0);
+                push(&r.id, *ni, crate::placement::add_score(500, stickiness));
             }
         }
     }

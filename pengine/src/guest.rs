@@ -372,7 +372,14 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
     let (Some(ri), Some(ni)) = (plan.actions[i].rsc, plan.actions[i].node) else {
         return true;
     };
-    let conn_starts = plan.starts(ci);
+    // (an action drawn only, as it cannot run, is drawn after a connection start drawn only)
+    let conn_starts: Vec<usize> = if plan.actions[i].dot_only {
+        (0..plan.actions.len())
+            .filter(|&s| plan.actions[s].rsc == Some(ci) && plan.actions[s].kind == Kind::Start)
+            .collect()
+    } else {
+        plan.starts(ci)
+    };
     match plan.actions[i].kind {
         Kind::Start => {
             for s in plan.starts(ki) {
@@ -545,14 +552,17 @@ pub fn fencing_actions(
     }
 }
 
-/// Orders the promotes and demotes on guest nodes (created after `order_action` ran) as
-/// Pacemaker's `apply_container_ordering` does: a promote after the container's and the
-/// connection's starts, a demote before the connection's stop unless the container failed.
+/// Orders the promotes, demotes and role monitors on guest nodes (created after
+/// `order_action` ran) as Pacemaker's `apply_container_ordering` does: a promote after the
+/// container's and the connection's starts, a demote before the connection's stop unless the
+/// container failed, a recurring monitor after the connection's start.
 pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
     use crate::actions::{Kind, Rel};
     for i in 0..plan.actions.len() {
         let a = &plan.actions[i];
-        if a.dot_only || !matches!(a.kind, Kind::Promote | Kind::Demote) {
+        let monitor = matches!(a.kind, Kind::Monitor { .. }) && a.rsc.is_some();
+        let role_change = matches!(a.kind, Kind::Promote | Kind::Demote) && !a.dot_only;
+        if !monitor && !role_change {
             continue;
         }
         let Some(ni) = a.node else { continue };
@@ -562,7 +572,13 @@ pub fn order_role_actions(obs: &Observed, plan: &mut crate::actions::Plan) {
         let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
             continue;
         };
-        if plan.actions[i].kind == Kind::Promote {
+        if monitor {
+            if plan.actions[i].rsc != Some(ci) {
+                for s in plan.starts(ci) {
+                    plan.edge_rel(s, i, Rel::Start);
+                }
+            }
+        } else if plan.actions[i].kind == Kind::Promote {
             for s in plan.starts(ki).into_iter().chain(plan.starts(ci)) {
                 plan.edge_rel(s, i, Rel::Start);
             }

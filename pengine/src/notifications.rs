@@ -409,6 +409,23 @@ fn add_clone(
                     None => None,
                 };
                 let Some(node) = next else { continue };
+                // (behind a remote connection whose start cannot run: no notifications,
+                // `find_remote_start`)
+                let connection = start
+                    .and_then(|s| g.actions[s].node)
+                    .and_then(|n| obs.nodes[n].remote.as_ref())
+                    .and_then(|rn| rn.connection);
+                let blocked = connection.is_some_and(|c| {
+                    g.actions.iter().any(|a| {
+                        a.rsc == Some(c)
+                            && a.task == "start"
+                            && a.event != EventKind::Cluster
+                            && !a.runnable
+                    })
+                });
+                if blocked {
+                    continue;
+                }
                 if *task != "start" || start.is_none_or(|s| g.actions[s].optional) {
                     notify(g, node, false);
                 }

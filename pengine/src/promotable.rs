@@ -267,6 +267,23 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 }
             }
         }
+        // An ordered clone promotes its instances one after another, and demotes them in the
+        // reverse order (`order_instance_promotion`, `order_instance_demotion`).
+        if g.clone.as_ref().is_some_and(|c| c.ordered) {
+            let of = |plan: &Plan, ri: usize, kind: Kind| plan.find(ri, &kind);
+            for w in g.members.windows(2) {
+                for p in of(plan, w[0], Kind::Promote) {
+                    for q in of(plan, w[1], Kind::Promote) {
+                        plan.edge_rel(p, q, Rel::Optional);
+                    }
+                }
+                for d in of(plan, w[1], Kind::Demote) {
+                    for e in of(plan, w[0], Kind::Demote) {
+                        plan.edge_rel(d, e, Rel::Optional);
+                    }
+                }
+            }
+        }
         let pseudo = |plan: &mut Plan, kind: Kind| {
             let mut a = act(kind, None, None);
             a.group = Some(gi);
@@ -310,6 +327,60 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             if let Some(stopped) = clone_pseudo(plan, gi, &Kind::GroupStopped) {
                 plan.edge_rel(stopped, p, Rel::Optional);
             }
+        }
+        if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
+            bundle_role_actions(plan, obs.bundles[bi].containers, gi);
+        }
+    }
+}
+
+/// A bundle's own promote/promoted and demote/demoted pseudo actions around those of its
+/// promotable inner clone `ci` (`pcmk__bundle_create_actions`, required when the inner clone's
+/// are), ordered as `pcmk__bundle_internal_constraints` orders them: the bundle's promote before
+/// the clone's, the clone's promoted before the bundle's (demotes alike), and the bundle's
+/// restart ordering (`pcmk__promotable_restart_ordering`).
+fn bundle_role_actions(plan: &mut Plan, bundle: usize, ci: usize) {
+    let pseudo = |plan: &mut Plan, kind: Kind| {
+        let mut a = act(kind, None, None);
+        a.group = Some(bundle);
+        a.pseudo = true;
+        add(plan, a)
+    };
+    let inner = |plan: &Plan, kind: Kind| clone_pseudo(plan, ci, &kind);
+    let own = |plan: &Plan, kind: Kind| clone_pseudo(plan, bundle, &kind);
+    let promote = inner(plan, Kind::GroupPromote).map(|p| {
+        let bp = pseudo(plan, Kind::GroupPromote);
+        let bpd = pseudo(plan, Kind::GroupPromoted);
+        plan.edge_rel(bp, p, Rel::Plain);
+        if let Some(pd) = inner(plan, Kind::GroupPromoted) {
+            plan.edge_rel(pd, bpd, Rel::Plain);
+        }
+        bp
+    });
+    let demoted = inner(plan, Kind::GroupDemote).map(|d| {
+        let bd = pseudo(plan, Kind::GroupDemote);
+        let bdd = pseudo(plan, Kind::GroupDemoted);
+        plan.edge_rel(bd, d, Rel::Plain);
+        if let Some(dd) = inner(plan, Kind::GroupDemoted) {
+            plan.edge_rel(dd, bdd, Rel::Plain);
+        }
+        plan.edge_rel(bd, bdd, Rel::Optional);
+        for kind in [Kind::GroupStop, Kind::GroupStart] {
+            if let Some(t) = own(plan, kind) {
+                plan.edge_rel(bdd, t, Rel::Plain);
+            }
+        }
+        bdd
+    });
+    if let Some(bp) = promote {
+        if let Some(bdd) = demoted {
+            plan.edge_rel(bdd, bp, Rel::Plain);
+        }
+        if let Some(run) = own(plan, Kind::GroupRunning) {
+            plan.edge_rel(run, bp, Rel::Plain);
+        }
+        if let Some(stopped) = own(plan, Kind::GroupStopped) {
+            plan.edge_rel(stopped, bp, Rel::Optional);
         }
     }
 }

@@ -425,8 +425,9 @@ enum Mode {
     /// Stop then stop with implies-then: a required first stop requires the then's stop (an
     /// active then that stays restarts).
     Stop,
-    /// Implies-then only: a required first start requires the then's start (a guest's
-    /// container and what runs on the guest, `guest::implied_restarts`).
+    /// A guest's container and what runs on the guest (`guest::implied_restarts`): a required
+    /// first start requires the then's start, an unrunnable one makes it unrunnable (the
+    /// then's own group and clone orderings aside).
     Implies,
 }
 
@@ -594,12 +595,24 @@ fn apply_ordering(
     };
     if mode == Mode::Implies {
         let s = &mut st[ri];
-        if !s.exists || s.unmanaged || !f_required || s.required {
+        if !s.exists || s.unmanaged {
             return false;
         }
-        s.required = true;
-        s.reason.get_or_insert(format!("required {desc}"));
-        return true;
+        let before = (s.runnable, s.required);
+        if f_required && !s.required {
+            s.required = true;
+            s.reason.get_or_insert(format!("required {desc}"));
+        }
+        // (runnable-left too: a bundle's connection may be placed while its container cannot
+        // start, and what is placed on its guest node cannot start either)
+        if !f_runnable && s.runnable {
+            s.runnable = false;
+            s.reason.get_or_insert(format!("unrunnable {desc}"));
+            if !obs.resources[ri].running_on.is_empty() {
+                s.required = true;
+            }
+        }
+        return before != (s.runnable, s.required);
     }
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a

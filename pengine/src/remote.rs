@@ -657,8 +657,10 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
     let count = plan.actions.len();
     for i in 0..count {
         let a = &plan.actions[i];
-        // (Stops implied by fencing count: they become pseudo actions only after this.)
-        if a.dot_only || (a.pseudo && a.kind != Kind::Stop) {
+        // (Stops implied by fencing count: they become pseudo actions only after this. A
+        // start or recurring monitor drawn only, as it cannot run, is ordered too.)
+        let drawn = matches!(a.kind, Kind::Monitor { .. } | Kind::Start);
+        if (a.dot_only && !drawn) || (a.pseudo && a.kind != Kind::Stop) {
             continue;
         }
         let (Some(ri), Some(ni)) = (a.rsc, a.node) else {

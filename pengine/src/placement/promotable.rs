@@ -56,7 +56,7 @@ fn promotion_score(
         return None;
     }
     let r = &obs.resources[ri];
-    let attrs = &obs.nodes[ni].attrs;
+    let attrs = attribute_source(obs, ri, ni)?;
     let name = r.clone_name.as_deref().unwrap_or(&r.id);
     let value = attrs.get(&format!("master-{name}")).or_else(|| {
         let base = crate::clones::strip_instance(&r.id);
@@ -65,6 +65,28 @@ fn promotion_score(
             .flatten()
     })?;
     Some(parse_score(value).unwrap_or(0))
+}
+
+/// The node attributes instance `ri`'s promotion score is read from on node `ni`
+/// (`pe_node_attribute_calculated`): the node's own, or with `container-attribute-target=host`
+/// on a guest node those of the host its container is active on (none while it is inactive).
+fn attribute_source(obs: &Observed, ri: usize, ni: usize) -> Option<&BTreeMap<String, String>> {
+    let host_target = obs.resources[ri]
+        .meta
+        .get("container-attribute-target")
+        .is_some_and(|v| v.eq_ignore_ascii_case("host"));
+    let container = obs.nodes[ni]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.connection)
+        .and_then(|c| obs.resources[c].container);
+    match container {
+        Some(c) if host_target => obs.resources[c]
+            .running_on
+            .first()
+            .map(|&h| &obs.nodes[h].attrs),
+        _ => Some(&obs.nodes[ni].attrs),
+    }
 }
 
 /// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
@@ -191,7 +213,13 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
             Some(_) => -INFINITY,
             None => promotion_score(obs, ri, ni, &ctx.desired.scores[ri]).unwrap_or(-1),
         };
-        let ids = [obs.resources[ri].id.as_str(), clone_id];
+        // (a bundle passes its locations for a role on to its inner clone:
+        // `pcmk__bundle_rsc_location`)
+        let bundle = crate::bundles::bundle_of_child(obs, gi).map(|bi| obs.bundles[bi].id.as_str());
+        let ids: Vec<&str> = [obs.resources[ri].id.as_str(), clone_id]
+            .into_iter()
+            .chain(bundle)
+            .collect();
         priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
         priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
         sort_index[k] = priority[k];
