@@ -467,7 +467,14 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     }
     // A unique clone lists every instance on its own line, by its own id.
     if spec.unique && !spec.instances.is_empty() {
-        crate::clone_groups::render_instances(obs, gi, show_pending, &mut Vec::new(), out);
+        crate::clone_groups::render_instances(
+            obs,
+            gi,
+            show_pending,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            out,
+        );
         return;
     }
     if spec.unique {
@@ -484,7 +491,14 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     let mut promoted: Vec<usize> = Vec::new();
     let mut active_instances = 0usize;
     if !spec.instances.is_empty() {
-        crate::clone_groups::render_instances(obs, gi, show_pending, &mut started, out);
+        crate::clone_groups::render_instances(
+            obs,
+            gi,
+            show_pending,
+            &mut started,
+            &mut promoted,
+            out,
+        );
     }
     for &m in g.members.iter().filter(|_| spec.instances.is_empty()) {
         let r = &obs.resources[m];
