@@ -243,6 +243,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
         .collect();
     let mut priority = vec![0i64; n];
     let mut sort_index = vec![0i64; n];
+    let mut first_priority = vec![0i64; n];
     for (k, unit) in units.iter().enumerate() {
         let Some(ni) = chosen[k] else { continue };
         let ri = unit[0];
@@ -256,7 +257,13 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
         };
         let ids = [own_id, clone_id];
         priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
-        priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
+        // (an instance group passes the colocations on to its first member, whose own
+        // priority they change: it must stay non-negative for the instance to be promoted)
+        if group_instances {
+            first_priority[k] = colocation_priority(ctx, gi, ni, 0);
+        } else {
+            priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
+        }
         sort_index[k] = priority[k];
     }
     // The clone's node weights: its own scores, each placed instance's priority on its node,
@@ -327,11 +334,12 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
         if sort_index[k] >= 0 && (promoted < spec.promoted_max || !clone_managed) {
             // (every member of an instance of a group must be promotable there too)
             let members_ok = !group_instances
-                || unit.iter().all(|&m| {
-                    let mr = &obs.resources[m];
-                    ctx.desired.assigned[m].is_some_and(|mn| node_available(obs, mn))
-                        && (mr.managed || mr.role == Role::Promoted)
-                });
+                || first_priority[k] >= 0
+                    && unit.iter().all(|&m| {
+                        let mr = &obs.resources[m];
+                        ctx.desired.assigned[m].is_some_and(|mn| node_available(obs, mn))
+                            && (mr.managed || mr.role == Role::Promoted)
+                    });
             node = chosen[k].filter(|&ni| {
                 if !managed(k) {
                     return role(k) == Role::Promoted;
