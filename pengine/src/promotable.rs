@@ -258,11 +258,19 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                             plan.actions[p].runnable = false;
                         }
                     }
+                    // A start the quorum policy blocks leaves the promote optional: Pacemaker
+                    // creates none, so neither the clone's promote nor the graph has one.
+                    let blocked = starts_there.iter().any(|&s| plan.actions[s].optional);
+                    if blocked {
+                        plan.actions[p].optional = true;
+                    }
                     if let Some(d) = demote {
                         plan.edge_rel(d, p, Rel::Plain);
                     }
                     monitors_for_role(obs, plan, ri, t, Role::Promoted, p);
-                    promotes.push(p);
+                    if !blocked {
+                        promotes.push(p);
+                    }
                 }
             }
         }
@@ -459,6 +467,15 @@ pub fn role_summary(
         match l.verb.as_str() {
             "Start" if next == Role::Promoted => {
                 l.verb = "Promote".into();
+                // (the line is the promote's, which a start blocked by the quorum policy
+                // leaves without a reason)
+                if plan
+                    .find(ri, &Kind::Promote)
+                    .iter()
+                    .any(|&p| plan.actions[p].optional)
+                {
+                    l.reason = "blocked".into();
+                }
                 l.details = format!("{} -> {} {}", current.text(), next.text(), l.details);
             }
             "Stop" if need_role => {
