@@ -503,10 +503,11 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     for &m in g.members.iter().filter(|_| spec.instances.is_empty()) {
         let r = &obs.resources[m];
         // (Pacemaker's `native_active`: a node that is offline, clean and not in maintenance
-        // does not count; an instance active only there is not listed.)
+        // does not count for a managed instance; an instance active only there is not
+        // listed.)
         let active = r.running_on.iter().any(|&ni| {
             let n = &obs.nodes[ni];
-            n.unclean || n.online || n.maintenance
+            n.unclean || n.online || n.maintenance || !r.managed
         });
         let pending = show_pending && r.pending_task.is_some();
         let full = if pending {
@@ -555,10 +556,18 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     if spec.max <= active_instances {
         return;
     }
+    // (an unmanaged instance does not make the clone run on a cluster node that is offline,
+    // clean and not in maintenance)
     let running: BTreeSet<usize> = g
         .members
         .iter()
-        .flat_map(|&m| obs.resources[m].running_on.iter().copied())
+        .flat_map(|&m| {
+            let r = &obs.resources[m];
+            r.running_on.iter().copied().filter(move |&ni| {
+                let n = &obs.nodes[ni];
+                r.managed || n.online || n.unclean || n.maintenance
+            })
+        })
         .collect();
     let candidates: Vec<usize> = if obs.symmetric {
         // A bundle's guest node takes no other resource (see `crate::bundles`).
