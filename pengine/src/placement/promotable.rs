@@ -134,6 +134,11 @@ fn configured_next_role(obs: &Observed, ri: usize) -> Option<Role> {
     if r.next_role == Some(Role::Stopped) {
         return Some(Role::Stopped);
     }
+    // (an unmanaged instance keeps its role: Unpromoted after a demote or when a monitor
+    // found it active, Started, which leaves the choice open, after a start)
+    if !r.managed && r.role == Role::Unpromoted && r.unpromoted_at_unpack {
+        return Some(Role::Unpromoted);
+    }
     match r.meta.get("target-role").and_then(|t| Role::parse(t)) {
         Some(Role::Stopped) => Some(Role::Stopped),
         Some(Role::Unpromoted) => Some(Role::Unpromoted),
