@@ -369,8 +369,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
             && obs.no_quorum_policy == NoQuorum::Demote
             && matches!(r.role, Role::Promoted | Role::Unpromoted)
             && r.meta.get("requires").is_none_or(|v| v != "nothing");
-        if node.is_some() {
-            let ni = node.expect("checked");
+        if let Some(ni) = node {
             *per_node.entry(ni).or_insert(0) += 1;
             promoted += 1;
         }
