@@ -1757,6 +1757,26 @@ fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
             inv(&o.first_action),
         ));
     }
+    // An asymmetric mandatory ordering after the promote of a promotable clone none of whose
+    // instances stays active: that promote cannot run, so the then clone's start is required
+    // and unrunnable (`handle_asymmetric_ordering`), drawn only.
+    if !o.symmetrical && o.mandatory && o.first_action == "promote" && o.then_action == "start" {
+        let inactive = obs.group_index(&o.first).is_some_and(|fg| {
+            obs.groups[fg].clone.is_some()
+                && obs.groups[fg].members.iter().all(|&m| {
+                    plan.starts(m).is_empty()
+                        && (obs.resources[m].running_on.is_empty() || !plan.stops(m).is_empty())
+                })
+        });
+        if let Some(tg) = obs
+            .group_index(&o.then)
+            .filter(|&tg| inactive && obs.groups[tg].clone.is_some())
+        {
+            if plan.find_group(tg, &Kind::GroupStart).is_none() {
+                plan.add(drawn_group_pseudo(Kind::GroupStart, tg));
+            }
+        }
+    }
     for (first, fa, then, ta) in pairs {
         if !role(&fa) && !role(&ta) {
             continue;
@@ -1773,6 +1793,12 @@ fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                     continue;
                 }
                 plan.edge_rel(f, t, rel(&fa, &ta));
+            }
+        }
+        // (a stop first orders its resource's probes before the then, as `apply_order`)
+        if fa == "stop" && first != then {
+            if let Some(ri) = obs.rsc_index(first) {
+                probes_before(plan, ri, &thens);
             }
         }
     }

@@ -126,13 +126,15 @@ pub fn instance_location(obs: &Observed, members: &[usize]) -> Option<usize> {
 
 /// The instances' lines of clone `gi`'s "Clone Set" block (the header printed, the Started
 /// and Stopped lists left to the caller): an instance active on one node, all members there,
-/// none failed, orphaned or unmanaged, is counted in `started`; any other active instance is
+/// none failed, orphaned or unmanaged, is counted in `started` (or `promoted`, when a member
+/// is promoted); any other active instance is
 /// printed in full as its group.
 pub fn render_instances(
     obs: &Observed,
     gi: usize,
     show_pending: bool,
     started: &mut Vec<usize>,
+    promoted: &mut Vec<usize>,
     out: &mut String,
 ) {
     let Some(spec) = obs.groups[gi].clone.as_ref() else {
@@ -162,7 +164,12 @@ pub fn render_instances(
             nodes.dedup();
             match nodes[..] {
                 [ni] if obs.nodes[ni].online || !obs.nodes[ni].unclean => {
-                    started.push(ni);
+                    // (a promotable instance's role is its members' highest)
+                    if rs().any(|r| r.role > crate::observed::Role::Unpromoted) {
+                        promoted.push(ni);
+                    } else {
+                        started.push(ni);
+                    }
                     false
                 }
                 _ => true,

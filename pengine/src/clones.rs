@@ -467,7 +467,14 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     }
     // A unique clone lists every instance on its own line, by its own id.
     if spec.unique && !spec.instances.is_empty() {
-        crate::clone_groups::render_instances(obs, gi, show_pending, &mut Vec::new(), out);
+        crate::clone_groups::render_instances(
+            obs,
+            gi,
+            show_pending,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            out,
+        );
         return;
     }
     if spec.unique {
@@ -484,15 +491,23 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     let mut promoted: Vec<usize> = Vec::new();
     let mut active_instances = 0usize;
     if !spec.instances.is_empty() {
-        crate::clone_groups::render_instances(obs, gi, show_pending, &mut started, out);
+        crate::clone_groups::render_instances(
+            obs,
+            gi,
+            show_pending,
+            &mut started,
+            &mut promoted,
+            out,
+        );
     }
     for &m in g.members.iter().filter(|_| spec.instances.is_empty()) {
         let r = &obs.resources[m];
         // (Pacemaker's `native_active`: a node that is offline, clean and not in maintenance
-        // does not count; an instance active only there is not listed.)
+        // does not count for a managed instance; an instance active only there is not
+        // listed.)
         let active = r.running_on.iter().any(|&ni| {
             let n = &obs.nodes[ni];
-            n.unclean || n.online || n.maintenance
+            n.unclean || n.online || n.maintenance || !r.managed
         });
         let pending = show_pending && r.pending_task.is_some();
         let full = if pending {
@@ -541,10 +556,18 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
     if spec.max <= active_instances {
         return;
     }
+    // (an unmanaged instance does not make the clone run on a cluster node that is offline,
+    // clean and not in maintenance)
     let running: BTreeSet<usize> = g
         .members
         .iter()
-        .flat_map(|&m| obs.resources[m].running_on.iter().copied())
+        .flat_map(|&m| {
+            let r = &obs.resources[m];
+            r.running_on.iter().copied().filter(move |&ni| {
+                let n = &obs.nodes[ni];
+                r.managed || n.online || n.unclean || n.maintenance
+            })
+        })
         .collect();
     let candidates: Vec<usize> = if obs.symmetric {
         // A bundle's guest node takes no other resource (see `crate::bundles`).

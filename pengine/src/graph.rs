@@ -1871,7 +1871,8 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             .map(|&ig| {
                 let scores = desired
                     .clone_base_scores
-                    .get(&gi)
+                    .get(&ig)
+                    .or_else(|| desired.clone_base_scores.get(&gi))
                     .unwrap_or(&desired.group_scores[gi]);
                 (obs.groups[ig].id.as_str(), scores)
             });
@@ -1907,9 +1908,14 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     }
     bundle_scores(obs, desired, &guest_nodes, &mut lines);
     for &(ri, node, score) in &desired.promotion_scores {
+        // (an instance of a clone of a group is named by its group)
+        let id = match obs.resources[ri].group {
+            Some(ig) if crate::clone_groups::is_instance(obs, ig) => &obs.groups[ig].id,
+            _ => &obs.resources[ri].id,
+        };
         lines.push(format!(
             "{} promotion score on {}: {}",
-            obs.resources[ri].id,
+            id,
             node.map_or("none", |ni| obs.nodes[ni].uname.as_str()),
             crate::placement::score_text(score)
         ));

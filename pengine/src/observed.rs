@@ -167,6 +167,11 @@ pub struct Resource {
     /// the history: on an online node, after the last start and any stop after it, not
     /// pending. A monitor the plan needs there is that action (see `actions::Action::created_at`).
     pub unpacked_recurring: Vec<(usize, u64)>,
+    /// Its role was last set by a demote, or raised to Started by a monitor's result, which
+    /// Pacemaker's `set_active` makes Unpromoted at once for a promotable clone's instance (a
+    /// start's Started becomes Unpromoted only when roles are chosen; see
+    /// `promotable::settle_roles`).
+    pub unpromoted_at_unpack: bool,
     pub pending_task: Option<(String, usize)>,
     /// A member of a clone of a group forced anonymous that Pacemaker still unpacks globally
     /// unique (see `clone_groups::add_instances`): the graph names it by its own id.
@@ -2320,9 +2325,11 @@ fn update_state(
         }
         if *role < Role::Started {
             *role = Role::Started;
+            rsc.unpromoted_at_unpack = true;
         }
     } else if task == "start" || task == "migrate_from" {
         *role = Role::Started;
+        rsc.unpromoted_at_unpack = false;
         clear = true;
     } else if task == "stop" {
         *role = Role::Stopped;
@@ -2334,6 +2341,7 @@ fn update_state(
         // a demote clears an earlier failure only under on-fail=demote
         clear = *on_fail == OnFail::Demote;
         *role = Role::Unpromoted;
+        rsc.unpromoted_at_unpack = true;
     } else if task == "migrate_to" {
         migrate_to_success(rsc, ni, op, role, nodes, hist);
     } else if *role < Role::Started {

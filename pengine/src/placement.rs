@@ -53,7 +53,8 @@ pub struct Desired {
     pub abandoned_scores: Vec<(usize, BTreeMap<usize, i64>)>,
     /// Per clone of groups: its own scores before what is colocated with it is added (its
     /// locations), which each instance group starts from (`pcmk__clone_allocate`'s lines for
-    /// the instances).
+    /// the instances; keyed by an instance group of a promotable clone: those plus its
+    /// promotion scores).
     pub clone_base_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
     /// Per resource: the nodes its location constraints' `resource-discovery` keeps it from
     /// being probed on (see `discovery`).

@@ -43,10 +43,9 @@ pub fn spec(c: &CloneDef, meta: &BTreeMap<String, String>) -> Option<PromotableS
     })
 }
 
-/// Whether resource `ri` is an instance of a promotable clone.
+/// Whether resource `ri` is an instance of a promotable clone (or a member of one).
 pub fn is_instance(obs: &Observed, ri: usize) -> bool {
-    obs.resources[ri]
-        .group
+    crate::clone_groups::clone_of(obs, ri)
         .and_then(|gi| obs.groups[gi].clone.as_ref())
         .is_some_and(|c| c.promotable.is_some())
 }
@@ -259,11 +258,19 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                             plan.actions[p].runnable = false;
                         }
                     }
+                    // A start the quorum policy blocks leaves the promote optional: Pacemaker
+                    // creates none, so neither the clone's promote nor the graph has one.
+                    let blocked = starts_there.iter().any(|&s| plan.actions[s].optional);
+                    if blocked {
+                        plan.actions[p].optional = true;
+                    }
                     if let Some(d) = demote {
                         plan.edge_rel(d, p, Rel::Plain);
                     }
                     monitors_for_role(obs, plan, ri, t, Role::Promoted, p);
-                    promotes.push(p);
+                    if !blocked {
+                        promotes.push(p);
+                    }
                 }
             }
         }
@@ -284,12 +291,78 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 }
             }
         }
-        let pseudo = |plan: &mut Plan, kind: Kind| {
+        let pseudo_of = |plan: &mut Plan, of: usize, kind: Kind| {
             let mut a = act(kind, None, None);
-            a.group = Some(gi);
+            a.group = Some(of);
             a.pseudo = true;
             add(plan, a)
         };
+        let pseudo = |plan: &mut Plan, kind: Kind| pseudo_of(plan, gi, kind);
+        // An instance of a clone of a group: its own promote/promoted and demote/demoted
+        // between the clone's and its members' (`pcmk__group_internal_constraints`), members
+        // promoted in order and demoted in reverse; the clone's then order the instances'.
+        let mut instance_promotes = Vec::new();
+        let mut instance_demotes = Vec::new();
+        for &ig in g
+            .clone
+            .as_ref()
+            .map(|c| c.instances.as_slice())
+            .unwrap_or(&[])
+        {
+            let of = |list: &[usize]| -> Vec<usize> {
+                obs.groups[ig]
+                    .members
+                    .iter()
+                    .filter_map(|&m| {
+                        list.iter()
+                            .copied()
+                            .find(|&a| plan.actions[a].rsc == Some(m))
+                    })
+                    .collect()
+            };
+            let (mine_d, mine_p) = (of(&demotes), of(&promotes));
+            if !mine_d.is_empty() {
+                let d = pseudo_of(plan, ig, Kind::GroupDemote);
+                let dd = pseudo_of(plan, ig, Kind::GroupDemoted);
+                for &x in &mine_d {
+                    plan.edge_rel(d, x, Rel::Plain);
+                    plan.edge_rel(x, dd, Rel::Plain);
+                }
+                instance_demotes.push((d, dd));
+            }
+            if !mine_p.is_empty() {
+                let p = pseudo_of(plan, ig, Kind::GroupPromote);
+                let pd = pseudo_of(plan, ig, Kind::GroupPromoted);
+                for &x in &mine_p {
+                    plan.edge_rel(p, x, Rel::Plain);
+                    plan.edge_rel(x, pd, Rel::Plain);
+                    if !plan.actions[x].runnable {
+                        plan.actions[pd].runnable = false;
+                    }
+                }
+                for w in mine_p.windows(2) {
+                    plan.edge_rel(w[0], w[1], Rel::Plain);
+                    if !plan.actions[w[0]].runnable {
+                        plan.actions[w[1]].runnable = false;
+                    }
+                }
+                instance_promotes.push((p, pd));
+            }
+        }
+        // (what the clone's demote and promote come before, and what comes before its demoted
+        // and promoted)
+        let (demote_heads, demote_tails): (Vec<usize>, Vec<usize>) = if instance_demotes.is_empty()
+        {
+            (demotes.clone(), demotes.clone())
+        } else {
+            instance_demotes.iter().copied().unzip()
+        };
+        let (promote_heads, promote_tails): (Vec<usize>, Vec<usize>) =
+            if instance_promotes.is_empty() {
+                (promotes.clone(), promotes.clone())
+            } else {
+                instance_promotes.iter().copied().unzip()
+            };
         // The clone's promote pair is created before its demote pair.
         let promote_pair = (!promotes.is_empty()).then(|| {
             (
@@ -301,8 +374,10 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         if !demotes.is_empty() {
             let d = pseudo(plan, Kind::GroupDemote);
             let dd = pseudo(plan, Kind::GroupDemoted);
-            for &x in &demotes {
+            for &x in &demote_heads {
                 plan.edge_rel(d, x, Rel::Plain);
+            }
+            for &x in &demote_tails {
                 plan.edge_rel(x, dd, Rel::Plain);
             }
             for kind in [Kind::GroupStop, Kind::GroupStart] {
@@ -314,8 +389,10 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             demoted = Some(dd);
         }
         if let Some((p, pd)) = promote_pair {
-            for &x in &promotes {
+            for &x in &promote_heads {
                 plan.edge_rel(p, x, Rel::Plain);
+            }
+            for &x in &promote_tails {
                 plan.edge_rel(x, pd, Rel::Plain);
             }
             if let Some(run) = clone_pseudo(plan, gi, &Kind::GroupRunning) {
@@ -461,6 +538,15 @@ pub fn role_summary(
         match l.verb.as_str() {
             "Start" if next == Role::Promoted => {
                 l.verb = "Promote".into();
+                // (the line is the promote's, which a start blocked by the quorum policy
+                // leaves without a reason)
+                if plan
+                    .find(ri, &Kind::Promote)
+                    .iter()
+                    .any(|&p| plan.actions[p].optional)
+                {
+                    l.reason = "blocked".into();
+                }
                 l.details = format!("{} -> {} {}", current.text(), next.text(), l.details);
             }
             "Stop" if need_role => {

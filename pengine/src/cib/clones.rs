@@ -1,8 +1,7 @@
 //! `<clone>` (and legacy `<master>`) elements -> `CloneDef`: clones of one primitive or of a
-//! group, anonymous or globally unique, promotable or not (promotable clones of groups are
-//! refused with the reason: not planned yet).
+//! group, anonymous or globally unique, promotable or not.
 
-use super::{Element, Group, NvSet, Primitive, is_true};
+use super::{Element, Group, NvSet, Primitive};
 
 /// A clone of a primitive or group: its own meta attributes (the clone's options, and what its
 /// instances inherit, such as `target-role` and `is-managed`) and the cloned primitive.
@@ -65,9 +64,6 @@ pub(super) fn parse(
         return Err("clone with more than one child ignored".into());
     }
     if child.name == "group" {
-        if el.name == "master" || plain_meta(&meta, "promotable").is_some_and(is_true) {
-            return Err("promotable clones of groups are not supported yet: clone ignored".into());
-        }
         let members: Vec<Primitive> = child
             .children_named("primitive")
             .filter_map(&mut primitive)
@@ -86,7 +82,7 @@ pub(super) fn parse(
                 line: child.line,
             }),
             line: el.line,
-            legacy_master: false,
+            legacy_master: el.name == "master",
         }));
     }
     Ok(primitive(child).map(|child| CloneDef {

@@ -173,20 +173,38 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         .map(|&ri| super::base_scores(ctx, ri))
         .collect();
     let mut priorities = vec![0i64; members.len()];
+    let mut promotion_added = vec![BTreeMap::new(); members.len()];
     if spec.promotable.is_some() {
-        priorities = super::promotable::add_promotion_scores(ctx, gi, &mut base);
+        (priorities, promotion_added) = super::promotable::add_promotion_scores(ctx, gi, &mut base);
         priorities.resize(members.len(), 0);
+        promotion_added.resize(members.len(), BTreeMap::new());
     }
     for (unit, s) in units.iter().zip(base) {
         let ri = unit[0];
         let mut s = s;
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
+        // Each member's scores are merged into the one before it as Pacemaker merges a
+        // colocated dependent's, rolled back (with the members after it) when they would leave
+        // no available node.
+        let mut merging = true;
         for &m in &unit[1..] {
             let ms = super::base_scores(ctx, m);
             ctx.desired.member_scores[m] = ms.clone();
-            for (ni, v) in s.iter_mut() {
+            if !merging {
+                continue;
+            }
+            let mut work = s.clone();
+            for (ni, v) in work.iter_mut() {
                 *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
+            }
+            if work
+                .iter()
+                .any(|(&ni, &v)| v >= 0 && node_available(obs, ni))
+            {
+                s = work;
+            } else {
+                merging = false;
             }
         }
         let mut revert: Option<BTreeMap<usize, i64>> = None;
@@ -571,7 +589,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         // (an instance group starts from the clone's locations, not what is colocated with
         // the clone)
         if let Some(&ig) = instance_groups.get(k) {
-            ctx.desired.group_scores[ig] = banned(location_scores.clone());
+            // (plus its promotion scores)
+            let mut own = location_scores.clone();
+            for (ni, &v) in &promotion_added[k] {
+                if let Some(w) = own.get_mut(ni) {
+                    *w = add_score(*w, v);
+                }
+            }
+            if !promotion_added[k].is_empty() {
+                ctx.desired.clone_base_scores.insert(ig, own.clone());
+            }
+            ctx.desired.group_scores[ig] = banned(own);
         }
         // A group instance's members follow its first, up to one that cannot run there;
         // each later member may only go where the one before it went.

@@ -27,7 +27,18 @@ fn score_applies(obs: &Observed, ri: usize, ni: usize, allowed: &BTreeMap<usize,
     let Some(gi) = r.group else {
         return false;
     };
-    let members = &obs.groups[gi].members;
+    // (the same resource of every instance: the members at its place in each instance of
+    // a clone of a group)
+    let members = match crate::clone_groups::parent_clone(obs, gi) {
+        Some(ci) => {
+            let pos = obs.groups[gi].members.iter().position(|&m| m == ri);
+            crate::clone_groups::instances(obs, ci)
+                .iter()
+                .filter_map(|u| pos.and_then(|p| u.get(p).copied()))
+                .collect()
+        }
+        None => obs.groups[gi].members.clone(),
+    };
     let active = members
         .iter()
         .copied()
@@ -97,15 +108,21 @@ pub(super) fn add_promotion_scores(
     ctx: &Ctx,
     gi: usize,
     scores: &mut [BTreeMap<usize, i64>],
-) -> Vec<i64> {
+) -> (Vec<i64>, Vec<BTreeMap<usize, i64>>) {
     let obs = ctx.obs;
     let clone_priority = obs.groups[gi]
         .meta
         .get("priority")
         .and_then(|v| parse_score(v))
         .unwrap_or(0);
-    let mut priorities = vec![clone_priority; obs.groups[gi].members.len()];
-    for (k, &ri) in obs.groups[gi].members.iter().enumerate() {
+    let units = crate::clone_groups::instances(obs, gi);
+    let group_instances = obs.groups[gi]
+        .clone
+        .as_ref()
+        .is_some_and(|c| !c.instances.is_empty());
+    let mut added = vec![BTreeMap::new(); units.len()];
+    let mut priorities = vec![clone_priority; units.len()];
+    for (k, unit) in units.iter().enumerate() {
         let Some(s) = scores.get(k).cloned() else {
             continue;
         };
@@ -113,14 +130,22 @@ pub(super) fn add_promotion_scores(
             if !node_available(obs, ni) {
                 continue;
             }
-            let score = promotion_score(obs, ri, ni, &s).unwrap_or(0);
-            if score > 0 {
+            // (an instance of a clone of a group: the sum of its members' scores)
+            let score = unit
+                .iter()
+                .filter_map(|&m| promotion_score(obs, m, ni, &s))
+                .fold(0, add_score);
+            if score > 0 && group_instances {
+                // (an instance of a clone of a group: the group's own node scores, which
+                // order the instances but leave its members' alone)
+                added[k].insert(ni, score);
+            } else if score > 0 {
                 scores[k].insert(ni, add_score(w, score));
             }
             priorities[k] = priorities[k].max(score);
         }
     }
-    priorities
+    (priorities, added)
 }
 
 /// The next role the configuration gives instance `ri` before roles are chosen: Stopped or
@@ -130,6 +155,11 @@ fn configured_next_role(obs: &Observed, ri: usize) -> Option<Role> {
     let r = &obs.resources[ri];
     if r.next_role == Some(Role::Stopped) {
         return Some(Role::Stopped);
+    }
+    // (an unmanaged instance keeps its role: Unpromoted after a demote or when a monitor
+    // found it active, Started, which leaves the choice open, after a start)
+    if !r.managed && r.role == Role::Unpromoted && r.unpromoted_at_unpack {
+        return Some(Role::Unpromoted);
     }
     match r.meta.get("target-role").and_then(|t| Role::parse(t)) {
         Some(Role::Stopped) => Some(Role::Stopped),
@@ -191,37 +221,79 @@ fn promotion_ticket_missing(ctx: &Ctx, clone_id: &str) -> bool {
     })
 }
 
+/// The node instance `unit` (its resources) is placed on: the one node its placed members
+/// share (`native_location` of the instance), None when none is placed or they are apart.
+fn unit_location(ctx: &Ctx, unit: &[usize]) -> Option<usize> {
+    let mut nodes: Vec<usize> = unit
+        .iter()
+        .filter_map(|&m| ctx.desired.assigned[m])
+        .collect();
+    nodes.dedup();
+    match nodes[..] {
+        [ni] => Some(ni),
+        _ => None,
+    }
+}
+
+/// An instance's promotion score on `ni`: its primitive's, or for an instance of a clone of a
+/// group the sum of its members' (None when no member has one).
+fn unit_promotion_score(ctx: &Ctx, unit: &[usize], ni: usize) -> Option<i64> {
+    unit.iter()
+        .filter_map(|&m| promotion_score(ctx.obs, m, ni, &ctx.desired.scores[m]))
+        .reduce(add_score)
+}
+
 /// Chooses the roles of clone group `gi`'s placed instances (`pcmk__set_instance_roles`):
-/// records each instance's next role (`Desired::next_roles`) and promotion score line.
+/// records each instance's next role (`Desired::next_roles`, every member of an instance of a
+/// clone of a group alike) and promotion score line.
 /// (`placed_order`: the instances in the order they were placed, which breaks ties.)
 pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_order: &[usize]) {
     let obs = ctx.obs;
     let g = &obs.groups[gi];
-    let members = g.members.clone();
+    let units = crate::clone_groups::instances(obs, gi);
+    let group_instances = g.clone.as_ref().is_some_and(|c| !c.instances.is_empty());
     let clone_id = g.id.as_str();
-    let n = members.len();
-    let chosen: Vec<Option<usize>> = members.iter().map(|&m| ctx.desired.assigned[m]).collect();
-    let configured: Vec<Option<Role>> = members
+    let n = units.len();
+    let chosen: Vec<Option<usize>> = units.iter().map(|u| unit_location(ctx, u)).collect();
+    // (an instance's next role is the highest of its members': a member left unplaced in a
+    // placed instance of a group makes it Stopped)
+    let configured: Vec<Option<Role>> = units
         .iter()
-        .map(|&m| configured_next_role(obs, m))
+        .map(|u| {
+            u.iter()
+                .find_map(|&m| configured_next_role(obs, m))
+                .or_else(|| {
+                    (group_instances && u.iter().any(|&m| ctx.desired.assigned[m].is_none()))
+                        .then_some(Role::Stopped)
+                })
+        })
         .collect();
     let mut priority = vec![0i64; n];
     let mut sort_index = vec![0i64; n];
-    for (k, &ri) in members.iter().enumerate() {
+    let mut first_priority = vec![0i64; n];
+    for (k, unit) in units.iter().enumerate() {
         let Some(ni) = chosen[k] else { continue };
+        let ri = unit[0];
         priority[k] = match configured[k] {
             Some(_) => -INFINITY,
-            None => promotion_score(obs, ri, ni, &ctx.desired.scores[ri]).unwrap_or(-1),
+            None => unit_promotion_score(ctx, unit, ni).unwrap_or(-1),
+        };
+        let own_id = match obs.resources[ri].group {
+            Some(ig) if group_instances => obs.groups[ig].id.as_str(),
+            _ => obs.resources[ri].id.as_str(),
         };
         // (a bundle passes its locations for a role on to its inner clone:
         // `pcmk__bundle_rsc_location`)
         let bundle = crate::bundles::bundle_of_child(obs, gi).map(|bi| obs.bundles[bi].id.as_str());
-        let ids: Vec<&str> = [obs.resources[ri].id.as_str(), clone_id]
-            .into_iter()
-            .chain(bundle)
-            .collect();
+        let ids: Vec<&str> = [own_id, clone_id].into_iter().chain(bundle).collect();
         priority[k] = add_score(priority[k], promoted_locations(ctx, ri, &ids, ni));
-        priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
+        // (an instance group passes the colocations on to its first member, whose own
+        // priority they change: it must stay non-negative for the instance to be promoted)
+        if group_instances {
+            first_priority[k] = colocation_priority(ctx, gi, ni, 0);
+        } else {
+            priority[k] = colocation_priority(ctx, gi, ni, priority[k]);
+        }
         sort_index[k] = priority[k];
     }
     // The clone's node weights: its own scores, each placed instance's priority on its node,
@@ -241,9 +313,22 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
         }
     }
     ctx.role_weights[gi] = Some(weights.clone());
-    for (k, &ri) in members.iter().enumerate() {
-        let r = &obs.resources[ri];
-        if !r.managed && r.role == Role::Promoted {
+    let role = |k: usize| {
+        units[k]
+            .iter()
+            .map(|&m| obs.resources[m].role)
+            .max()
+            .unwrap_or(Role::Unknown)
+    };
+    let active = |k: usize| {
+        units[k]
+            .iter()
+            .any(|&m| !obs.resources[m].running_on.is_empty())
+    };
+    let failed = |k: usize| units[k].iter().any(|&m| obs.resources[m].failed);
+    let managed = |k: usize| units[k].iter().all(|&m| obs.resources[m].managed);
+    for k in 0..n {
+        if !managed(k) && role(k) == Role::Promoted {
             sort_index[k] = INFINITY;
         } else if let (Some(ni), true) = (chosen[k], sort_index[k] >= 0) {
             sort_index[k] = weights.get(&ni).copied().unwrap_or(0);
@@ -254,12 +339,11 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
     let mut order: Vec<usize> = placed_order.to_vec();
     order.extend((0..n).filter(|k| !placed_order.contains(k)));
     order.sort_by_key(|&k| {
-        let r = &obs.resources[members[k]];
         (
             std::cmp::Reverse(sort_index[k]),
-            std::cmp::Reverse(r.role),
-            r.running_on.is_empty(),
-            !r.running_on.is_empty() && r.failed,
+            std::cmp::Reverse(role(k)),
+            !active(k),
+            active(k) && failed(k),
         )
     });
     let clone_managed = g
@@ -270,25 +354,35 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
     let mut per_node: BTreeMap<usize, usize> = BTreeMap::new();
     let mut promoted = 0usize;
     for k in order {
-        let ri = members[k];
+        let unit = &units[k];
+        let ri = unit[0];
         let r = &obs.resources[ri];
         ctx.desired
             .promotion_scores
             .push((ri, chosen[k], sort_index[k]));
         let mut node = None;
         if sort_index[k] >= 0 && (promoted < spec.promoted_max || !clone_managed) {
+            // (every member of an instance of a group must be promotable there too)
+            let members_ok = !group_instances
+                || first_priority[k] >= 0
+                    && unit.iter().all(|&m| {
+                        let mr = &obs.resources[m];
+                        ctx.desired.assigned[m].is_some_and(|mn| node_available(obs, mn))
+                            && (mr.managed || mr.role == Role::Promoted)
+                    });
             node = chosen[k].filter(|&ni| {
-                if !r.managed {
-                    return r.role == Role::Promoted;
+                if !managed(k) {
+                    return role(k) == Role::Promoted;
                 }
-                priority[k] >= 0
+                members_ok
+                    && priority[k] >= 0
                     && node_available(obs, ni)
                     && weights.contains_key(&ni)
                     && per_node.get(&ni).copied().unwrap_or(0) < spec.promoted_node_max
             });
         }
         if node.is_some()
-            && r.role < Role::Promoted
+            && role(k) < Role::Promoted
             && !obs.have_quorum
             && obs.no_quorum_policy == NoQuorum::Freeze
         {
@@ -300,19 +394,18 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
             && obs.no_quorum_policy == NoQuorum::Demote
             && matches!(r.role, Role::Promoted | Role::Unpromoted)
             && r.meta.get("requires").is_none_or(|v| v != "nothing");
-        ctx.desired.next_roles[ri] = Some(match (node, chosen[k]) {
-            (Some(ni), _) => {
-                *per_node.entry(ni).or_insert(0) += 1;
-                promoted += 1;
-                if demoted_without_quorum {
-                    Role::Unpromoted
-                } else {
-                    Role::Promoted
-                }
-            }
-            (None, Some(_)) => Role::Unpromoted,
-            (None, None) => Role::Stopped,
-        });
+        if let Some(ni) = node {
+            *per_node.entry(ni).or_insert(0) += 1;
+            promoted += 1;
+        }
+        for &m in unit {
+            ctx.desired.next_roles[m] = Some(match node {
+                Some(_) if demoted_without_quorum => Role::Unpromoted,
+                Some(_) => Role::Promoted,
+                None if ctx.desired.assigned[m].is_some() => Role::Unpromoted,
+                None => Role::Stopped,
+            });
+        }
     }
 }
 
