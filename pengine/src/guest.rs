@@ -59,8 +59,8 @@ pub fn link(node: &mut Node) {
     node.unseen = false;
 }
 
-/// Whether a guest node's history can be read: its connection and its container are both
-/// known to be started (or, with fencing enabled, once every other history was read).
+/// Whether a guest node's history can be read in a regular pass: its connection and its
+/// container are both known to be started.
 pub fn history_readable(obs: &Observed, ni: usize) -> bool {
     let Some(ki) = container_of(obs, ni) else {
         return true;
@@ -70,7 +70,7 @@ pub fn history_readable(obs: &Observed, ni: usize) -> bool {
         .as_ref()
         .and_then(|rn| rn.connection)
         .is_some_and(|ci| obs.resources[ci].role == Role::Started);
-    (started && obs.resources[ki].role == Role::Started) || obs.stonith_enabled
+    started && obs.resources[ki].role == Role::Started
 }
 
 /// The guest node's part of its online state (after the connection's part in

@@ -1140,133 +1140,143 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     let mut orphans: Vec<Resource> = Vec::new();
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     let clone_children = crate::clones::by_child(&obs);
-    // Cluster nodes' histories first, then the remote nodes' (their connections' state is
-    // in the cluster nodes' histories; see `crate::remote`).
-    let mut ordered = all_histories.clone();
-    ordered.sort_by_key(|&(ni, _)| obs.nodes[ni].remote.is_some());
-    let mut remote_states_read = false;
-    for (ni, lr) in ordered {
-        if obs.nodes[ni].remote.is_some() {
-            if !remote_states_read {
-                remote_states_read = true;
-                crate::remote::read_states(&mut obs, cib);
-            }
-            if !obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.unpacked) {
+    // Cluster nodes' histories first, then the remote nodes', one node at a time in the
+    // order `crate::remote::StatePasses` reads them (a remote node's connection state is in
+    // another node's history).
+    let mut batch: Vec<(usize, &LrmResource)> = all_histories
+        .iter()
+        .copied()
+        .filter(|&(ni, _)| obs.nodes[ni].remote.is_none())
+        .collect();
+    let mut passes: Option<crate::remote::StatePasses> = None;
+    loop {
+        if let Some(p) = passes.as_mut() {
+            let Some(next) = p.next(&mut obs, cib) else {
+                break;
+            };
+            batch = all_histories
+                .iter()
+                .copied()
+                .filter(|&(ni, _)| ni == next)
+                .collect();
+        }
+        for (ni, lr) in std::mem::take(&mut batch) {
+            // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
+            // recorded in a departed node's history).
+            if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
                 continue;
             }
-        }
-        // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
-        // recorded in a departed node's history).
-        if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
-            continue;
-        }
-        if lr.ops.is_empty() {
-            if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
-                read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
-            }
-            continue;
-        }
-        let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
-            crate::clones::Owner::Instance(ri) => Some(ri),
-            crate::clones::Owner::Orphan => {
-                crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
-            }
-            crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
-        };
-        if let Some(ri) = owner {
-            crate::clones::note_history_name(&mut obs.resources, &mut obs.groups, ri, &lr.id);
-        }
-        let ri = match owner {
-            Some(ri) => ri,
-            None => {
-                let oi = match orphans.iter().position(|o| o.id == lr.id) {
-                    Some(oi) => oi,
-                    None => {
-                        orphans.push(Resource {
-                            id: lr.id.clone(),
-                            class: lr.class.clone(),
-                            provider: lr.provider.clone(),
-                            kind: lr.kind.clone(),
-                            orphan: true,
-                            managed: flag("stop-orphan-resources", true) && !maintenance_mode,
-                            role: Role::Stopped,
-                            ..Default::default()
-                        });
-                        orphans.len() - 1
-                    }
-                };
-                // orphans live after configured resources
-                obs.resources.len() + oi
-            }
-        };
-        let nres = obs.resources.len();
-        // The configuration check finds the resource by the history's own name: an orphaned
-        // clone instance's history named after another instance is checked as that one's.
-        let checked = match obs.rsc_index(&lr.id) {
-            Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
-                let node = &obs.nodes[ni];
-                let c_r = &obs.resources[c];
-                if node.online
-                    && !node.unclean
-                    && !node.shutdown
-                    && !node.standby
-                    && !node.pending
-                    && !node.maintenance
-                    && c_r.clone_base.is_some()
-                    && !c_r.orphan
-                    && (c_r.class != lr.class || c_r.provider != lr.provider || c_r.kind != lr.kind)
-                    && !c_r.agent_changed_on.contains(&ni)
-                {
-                    Some(c)
-                } else {
-                    None
+            if lr.ops.is_empty() {
+                if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
+                    read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
                 }
+                continue;
             }
-            _ => None,
-        };
-        if let Some(c) = checked {
-            obs.resources[c].agent_changed_on.push(ni);
+            let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
+                crate::clones::Owner::Instance(ri) => Some(ri),
+                crate::clones::Owner::Orphan => {
+                    crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
+                }
+                crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
+            };
+            if let Some(ri) = owner {
+                crate::clones::note_history_name(&mut obs.resources, &mut obs.groups, ri, &lr.id);
+            }
+            let ri = match owner {
+                Some(ri) => ri,
+                None => {
+                    let oi = match orphans.iter().position(|o| o.id == lr.id) {
+                        Some(oi) => oi,
+                        None => {
+                            orphans.push(Resource {
+                                id: lr.id.clone(),
+                                class: lr.class.clone(),
+                                provider: lr.provider.clone(),
+                                kind: lr.kind.clone(),
+                                orphan: true,
+                                managed: flag("stop-orphan-resources", true) && !maintenance_mode,
+                                role: Role::Stopped,
+                                ..Default::default()
+                            });
+                            orphans.len() - 1
+                        }
+                    };
+                    // orphans live after configured resources
+                    obs.resources.len() + oi
+                }
+            };
+            let nres = obs.resources.len();
+            // The configuration check finds the resource by the history's own name: an orphaned
+            // clone instance's history named after another instance is checked as that one's.
+            let checked = match obs.rsc_index(&lr.id) {
+                Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
+                    let node = &obs.nodes[ni];
+                    let c_r = &obs.resources[c];
+                    if node.online
+                        && !node.unclean
+                        && !node.shutdown
+                        && !node.standby
+                        && !node.pending
+                        && !node.maintenance
+                        && c_r.clone_base.is_some()
+                        && !c_r.orphan
+                        && (c_r.class != lr.class
+                            || c_r.provider != lr.provider
+                            || c_r.kind != lr.kind)
+                        && !c_r.agent_changed_on.contains(&ni)
+                    {
+                        Some(c)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some(c) = checked {
+                obs.resources[c].agent_changed_on.push(ni);
+            }
+            let rsc = if ri < nres {
+                &mut obs.resources[ri]
+            } else {
+                &mut orphans[ri - nres]
+            };
+            if shutdown_lock {
+                read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+            }
+            // The configuration check compares the agent the history ran (class, provider, type)
+            // with the configured one on every node that can run resources: a change cleans the
+            // history up there, after a restart where the resource is active.
+            let node = &obs.nodes[ni];
+            if !rsc.orphan
+                && node.online
+                && !node.unclean
+                && !node.shutdown
+                && !node.standby
+                && !node.pending
+                && !node.maintenance
+                && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
+                && !rsc.agent_changed_on.contains(&ni)
+            {
+                rsc.agent_changed_on.push(ni);
+            }
+            unpack_lrm_resource(
+                rsc,
+                ni,
+                &lr.ops,
+                &obs.nodes,
+                stonith_enabled,
+                now,
+                histories
+                    .get(lr.id.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            );
+            crate::clones::forget_stopped_name(rsc, ni);
         }
-        let rsc = if ri < nres {
-            &mut obs.resources[ri]
-        } else {
-            &mut orphans[ri - nres]
-        };
-        if shutdown_lock {
-            read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+        if passes.is_none() {
+            crate::remote::prepare_states(&mut obs);
+            passes = Some(crate::remote::StatePasses::default());
         }
-        // The configuration check compares the agent the history ran (class, provider, type)
-        // with the configured one on every node that can run resources: a change cleans the
-        // history up there, after a restart where the resource is active.
-        let node = &obs.nodes[ni];
-        if !rsc.orphan
-            && node.online
-            && !node.unclean
-            && !node.shutdown
-            && !node.standby
-            && !node.pending
-            && !node.maintenance
-            && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
-            && !rsc.agent_changed_on.contains(&ni)
-        {
-            rsc.agent_changed_on.push(ni);
-        }
-        unpack_lrm_resource(
-            rsc,
-            ni,
-            &lr.ops,
-            &obs.nodes,
-            stonith_enabled,
-            now,
-            histories
-                .get(lr.id.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or(&[]),
-        );
-        crate::clones::forget_stopped_name(rsc, ni);
-    }
-    if !remote_states_read {
-        crate::remote::read_states(&mut obs, cib);
     }
     crate::remote::after_histories(&mut obs);
     // Resources are listed by priority (highest first), configuration order otherwise.

@@ -146,19 +146,21 @@ pub fn note_state(node: &mut Node, st: &NodeState) {
     }
 }
 
-/// Whether a remote node's history can be read now: its connection is known to be up, or
-/// (fencing enabled) every other history has been read.
+/// Whether a remote node's history can be read in a regular pass (Pacemaker's
+/// `unpack_node_history` without `fence`): its connection is known to be up (or shutdown locks
+/// are in use); a guest node's also needs its container up. A node whose connection is no
+/// longer configured waits for the fencing pass.
 pub fn history_readable(obs: &Observed, ni: usize) -> bool {
     let Some(rn) = obs.nodes[ni].remote.as_ref() else {
         return true;
     };
     let Some(ri) = rn.connection else {
-        return obs.stonith_enabled;
+        return false;
     };
     if crate::guest::is_guest(obs, ni) {
         return crate::guest::history_readable(obs, ni);
     }
-    obs.resources[ri].role == Role::Started || obs.stonith_enabled || obs.shutdown_lock
+    obs.resources[ri].role == Role::Started || obs.shutdown_lock
 }
 
 /// A remote node's online state from its connection resource (Pacemaker's
@@ -302,11 +304,10 @@ pub fn active_on_offline(obs: &mut Observed, ri: usize, ni: usize) {
     fence(obs, ni, reason);
 }
 
-/// Reads every remote node's `node_state` whose history can be read (after the cluster nodes'
-/// histories, in status order): online state from the connection, then the recorded state.
-pub fn read_states(obs: &mut Observed, cib: &Cib) {
-    // A connection whose failure resets its node (fencing enabled): the node is fenced unless
-    // its fencing is already recorded; a failed connection never makes the fencing "unseen".
+/// Before the remote nodes' `node_state`s are read (after the cluster nodes' histories): a
+/// connection whose failure resets its node (fencing enabled) fences the node unless its
+/// fencing is already recorded; a failed connection never makes the fencing "unseen".
+pub fn prepare_states(obs: &mut Observed) {
     for ri in 0..obs.resources.len() {
         let r = &obs.resources[ri];
         let Some(ni) = r.remote_node else {
@@ -323,16 +324,49 @@ pub fn read_states(obs: &mut Observed, cib: &Cib) {
             fence(obs, ni, "remote connection is unrecoverable".into());
         }
     }
-    for st in &cib.status {
-        let Some(ni) = crate::observed::node_of_state(&obs.nodes, st) else {
-            continue;
-        };
-        let unread = obs.nodes[ni].remote.as_ref().is_some_and(|rn| !rn.unpacked);
-        if !unread || !history_readable(obs, ni) {
-            continue;
+}
+
+/// The passes over the status that read the remote nodes' `node_state`s (Pacemaker's
+/// `unpack_node_history` loop): each pass reads, in status order, every unread node whose
+/// history is readable by now (a guest node whose container runs on a remote node waits for
+/// that node's history); passes repeat while one read a node; then, with fencing enabled, a
+/// last pass reads every node left.
+#[derive(Debug, Default)]
+pub struct StatePasses {
+    pos: usize,
+    progress: bool,
+    fence: bool,
+}
+
+impl StatePasses {
+    /// The next remote node to read: its online state is determined and its `node_state`
+    /// read; the caller then unpacks its resource history. None when every pass is done.
+    pub fn next(&mut self, obs: &mut Observed, cib: &Cib) -> Option<usize> {
+        loop {
+            let Some(st) = cib.status.get(self.pos) else {
+                if self.progress {
+                    self.progress = false;
+                } else if !self.fence && obs.stonith_enabled {
+                    self.fence = true;
+                } else {
+                    return None;
+                }
+                self.pos = 0;
+                continue;
+            };
+            self.pos += 1;
+            let Some(ni) = crate::observed::node_of_state(&obs.nodes, st) else {
+                continue;
+            };
+            let unread = obs.nodes[ni].remote.as_ref().is_some_and(|rn| !rn.unpacked);
+            if !unread || !(self.fence || history_readable(obs, ni)) {
+                continue;
+            }
+            determine_online(obs, ni);
+            read_state(obs, ni, st);
+            self.progress = true;
+            return Some(ni);
         }
-        determine_online(obs, ni);
-        read_state(obs, ni, st);
     }
 }
 
