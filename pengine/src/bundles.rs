@@ -403,3 +403,33 @@ pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
         .filter(|&bi| bi != own)
         .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
 }
+
+/// Whether `ri` is a bundle replica's connection: Pacemaker gives it `pe_rsc_allow_remote_remotes`,
+/// so its container may run on a Pacemaker Remote node, it is colocated with its container at
+/// 10000 only (`crate::container`), and it does not pull an active, healthy container.
+pub fn is_replica_connection(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some_and(|(bi, n)| obs.bundles[bi].replicas[n].remote == Some(ri))
+}
+
+/// Whether `ri` is a bundle replica's container.
+pub fn is_replica_container(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some_and(|(bi, n)| obs.bundles[bi].replicas[n].container == ri)
+}
+
+/// For a bundle connection whose container is assigned to a Pacemaker Remote (or guest) node:
+/// that node's connection, which the bundle connection must run with (Pacemaker's
+/// "child-remote-with-docker-remote" colocation, INFINITY: pacemaker-remoted takes a single
+/// connection).
+pub fn nested_host_connection(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    ri: usize,
+) -> Option<usize> {
+    let (bi, n) = replica_of(obs, ri)?;
+    let rep = &obs.bundles[bi].replicas[n];
+    if rep.remote != Some(ri) {
+        return None;
+    }
+    let host = assigned.get(rep.container).copied().flatten()?;
+    obs.nodes[host].remote.as_ref()?.connection
+}

@@ -84,18 +84,28 @@ pub fn require_stops(obs: &mut Observed) {
     }
 }
 
-/// The CIB placement reads, with each filler's colocation with its container (INFINITY) added
-/// after the configured ones; the CIB itself when no resource has a container.
+/// A bundle connection's colocation with its container: highly preferred, not mandatory (the
+/// container may run on a Pacemaker Remote node the connection cannot run on).
+pub const NESTED_SCORE: i64 = 10_000;
+
+/// The CIB placement reads, with each filler's colocation with its container (INFINITY; a
+/// bundle connection's `NESTED_SCORE`) added after the configured ones; the CIB itself when no
+/// resource has a container.
 pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
     let implied: Vec<Colocation> = obs
         .resources
         .iter()
-        .filter_map(|r| {
+        .enumerate()
+        .filter_map(|(ri, r)| {
             r.container.map(|ci| Colocation {
                 id: COLOCATION_ID.into(),
                 rsc: r.id.clone(),
                 with_rsc: obs.resources[ci].id.clone(),
-                score: INFINITY,
+                score: if crate::bundles::is_replica_connection(obs, ri) {
+                    NESTED_SCORE
+                } else {
+                    INFINITY
+                },
                 ..Default::default()
             })
         })

@@ -504,7 +504,8 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 }
 
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
-/// containers get -INFINITY on every remote or guest node they are allowed on.
+/// containers (not a bundle's: its connection may nest) get -INFINITY on every remote or guest
+/// node they are allowed on.
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
@@ -513,7 +514,10 @@ fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
     if remote_nodes.is_empty()
-        || !(r.remote_node.is_some() || r.is_stonith() || crate::guest::contains_guest(obs, ri))
+        || !(r.remote_node.is_some()
+            || r.is_stonith()
+            || (crate::guest::contains_guest(obs, ri)
+                && !crate::bundles::is_replica_container(obs, ri)))
     {
         return;
     }
@@ -938,6 +942,19 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     let nn = obs.nodes.len();
     // Its colocations: with what is already placed, then what is colocated with it.
     members::colocate_primitive(ctx, ri, &mut scores, &mut steps, &mut notes);
+    // A bundle connection whose container was assigned to a remote node runs with that node's
+    // connection ("child-remote-with-docker-remote", INFINITY).
+    if let Some(rc) = crate::bundles::nested_host_connection(obs, &ctx.desired.assigned, ri) {
+        let host = ctx.desired.assigned[rc];
+        for (&ni, v) in scores.iter_mut() {
+            if Some(ni) != host {
+                *v = add_score(*v, -INFINITY);
+                record(&mut steps, ni, StepOp::Add(-INFINITY), || {
+                    "child-remote-with-docker-remote: its container runs on a remote node".into()
+                });
+            }
+        }
+    }
     // A resource to be stopped (target-role, on-fail=stop) is banned from every node once its
     // colocations are applied, before the choice (Pacemaker 2.1.5, `pcmk__primitive_assign`).
     if next_role_stopped(obs, ri) {
@@ -1483,6 +1500,22 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     for u in order.iter().filter(|u| is_connection(u) && !bundle_part(u)) {
         assign_unit(&mut ctx, *u);
     }
+    // Each connection assigned makes its remote node online (or shutting down) for what is
+    // assigned after it (`remote_connection_assigned`): a bundle's containers may run there.
+    let before_bundles = (crate::remote::any(obs) && !obs.bundles.is_empty()).then(|| {
+        let mut next = obs.clone();
+        for ri in 0..obs.resources.len() {
+            if obs.resources[ri].remote_node.is_some() && !crate::bundles::is_replica_part(obs, ri)
+            {
+                crate::remote::connection_assigned(&mut next, &ctx.desired.assigned, ri);
+            }
+        }
+        next
+    });
+    let mut ctx = match before_bundles.as_ref() {
+        Some(next) => Ctx { obs: next, ..ctx },
+        None => ctx,
+    };
     // What `pcmk__bundle_allocate` shows for each replica's IP and connection: their own
     // scores (locations, stickiness) before they are assigned.
     for b in &obs.bundles {

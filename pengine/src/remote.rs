@@ -375,25 +375,30 @@ impl StatePasses {
 /// otherwise it shuts down.
 pub fn connections_assigned(obs: &mut Observed, assigned: &[Option<usize>]) {
     for ri in 0..obs.resources.len() {
-        let Some(ni) = obs.resources[ri].remote_node else {
-            continue;
-        };
-        let r = &obs.resources[ri];
-        let runs = assigned.get(ri).copied().flatten().is_some()
-            && r.next_role != Some(Role::Stopped)
-            && r.target_role != Some(Role::Stopped);
-        let node = &mut obs.nodes[ni];
-        if let Some(rn) = node.remote.as_mut() {
-            rn.next_host = assigned.get(ri).copied().flatten();
+        connection_assigned(obs, assigned, ri);
+    }
+}
+
+/// `connections_assigned` for resource `ri` alone (nothing when it is not a connection).
+pub fn connection_assigned(obs: &mut Observed, assigned: &[Option<usize>], ri: usize) {
+    let Some(ni) = obs.resources[ri].remote_node else {
+        return;
+    };
+    let r = &obs.resources[ri];
+    let runs = assigned.get(ri).copied().flatten().is_some()
+        && r.next_role != Some(Role::Stopped)
+        && r.target_role != Some(Role::Stopped);
+    let node = &mut obs.nodes[ni];
+    if let Some(rn) = node.remote.as_mut() {
+        rn.next_host = assigned.get(ri).copied().flatten();
+    }
+    if runs {
+        node.online = true;
+        if node.unseen {
+            node.unclean = false;
         }
-        if runs {
-            node.online = true;
-            if node.unseen {
-                node.unclean = false;
-            }
-        } else {
-            node.shutdown = true;
-        }
+    } else {
+        node.shutdown = true;
     }
 }
 

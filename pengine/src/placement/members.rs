@@ -204,9 +204,20 @@ fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
     list
 }
 
-/// Whether the dependent of `c` may pull its primary: `influence`, or the primary is inactive.
+/// Whether the dependent of `c` may pull its primary: `influence`, or the primary is inactive;
+/// never a bundle connection its container active on one node and not failed (moving a
+/// container interrupts the service, moving a connection does not).
 fn has_influence(ctx: &Ctx, c: &Coloc) -> bool {
     let obs = ctx.obs;
+    if let (Named::Primitive(d), Named::Primitive(p)) = (c.dependent, c.primary) {
+        let primary = &obs.resources[p];
+        if crate::bundles::is_replica_connection(obs, d)
+            && !primary.failed
+            && primary.running_on.len() == 1
+        {
+            return false;
+        }
+    }
     let inactive = match c.primary {
         Named::Primitive(ri) => obs.resources[ri].running_on.is_empty(),
         Named::Group(gi) => obs.groups[gi]
