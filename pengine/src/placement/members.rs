@@ -623,7 +623,25 @@ fn apply_colocations(
             why: format!("colocation {}", c.id),
         });
     }
-    // "With this" colocations: what is colocated with it pulls it, scaled.
+    merge_with_this(ctx, ri, scores, steps, notes, explaining);
+}
+
+/// A bundle container assigned as an instance of its bundle: what is colocated with it (its
+/// connection, when that may influence it) pulls it, as `pcmk__primitive_assign` does.
+pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
+    merge_with_this(ctx, ri, scores, &mut None, &mut Vec::new(), false);
+}
+
+/// "With this" colocations of primitive `ri`: what is colocated with it pulls it, scaled.
+fn merge_with_this(
+    ctx: &mut Ctx,
+    ri: usize,
+    scores: &mut BTreeMap<usize, i64>,
+    steps: &mut Option<Vec<Step>>,
+    notes: &mut Vec<String>,
+    explaining: bool,
+) {
+    let obs = ctx.obs;
     for c in with_this(ctx, Named::Primitive(ri)) {
         if !has_influence(ctx, &c) {
             continue;
