@@ -318,7 +318,8 @@ pub fn replica_node(obs: &Observed, bi: usize, n: usize) -> Option<usize> {
 /// The orderings `pcmk__bundle_internal_constraints` and `pcmk__bundle_create_probe` add
 /// between a bundle and its inner clone: the bundle's start before the clone's, the clone's
 /// running before the bundle's, the same for stops, the bundle's stop before each instance's;
-/// a connection's probes after its container's start.
+/// a container's probe before the other containers' starts on that node (one replica per
+/// host); a connection's probes after its container's start.
 pub fn order_actions(
     obs: &Observed,
     plan: &mut crate::actions::Plan,
@@ -377,6 +378,19 @@ pub fn order_actions(
                 }
                 if let Some(s) = inner_start {
                     plan.edge_rel(pid, s, Rel::Plain);
+                }
+                // One replica per host: no other container starts on that node before the
+                // probe says this one is not already running there.
+                if b.unique {
+                    continue;
+                }
+                let node = plan.actions[pid].node;
+                for o in b.replicas.iter().filter(|o| o.container != r.container) {
+                    for start in plan.starts(o.container) {
+                        if plan.actions[start].node == node {
+                            plan.edge_rel(pid, start, Rel::Plain);
+                        }
+                    }
                 }
             }
         }
