@@ -447,3 +447,20 @@ pub fn nested_host_connection(
     let host = assigned.get(rep.container).copied().flatten()?;
     obs.nodes[host].remote.as_ref()?.connection
 }
+
+/// The host a bundle connection without an IP address reaches its container through
+/// (REMOTE_CONTAINER_HACK, `pe__add_bundle_remote_name`): where its container is assigned, else
+/// where it runs now. None for anything else.
+pub fn remote_addr_host(obs: &Observed, ri: usize) -> Option<usize> {
+    let (bi, n) = replica_of(obs, ri)?;
+    let rep = &obs.bundles[bi].replicas[n];
+    if rep.remote != Some(ri) || rep.ipaddr.is_some() {
+        return None;
+    }
+    let node = obs.resources[ri].remote_node?;
+    obs.nodes[node]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.container_host)
+        .or_else(|| obs.resources[rep.container].running_on.first().copied())
+}

@@ -1426,7 +1426,11 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             } else {
                 a.task.as_str()
             };
-            let op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            let mut op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
+            if let Some(host) = crate::bundles::remote_addr_host(obs, ri) {
+                op.params
+                    .insert("addr".into(), obs.nodes[host].uname.clone());
+            }
             attrs.extend(op.extra.into_iter().chain(op.params));
             // A bundle instance's replica address (see `crate::bundles`).
             if let Some(ip) = r.meta.get("external-ip") {

@@ -303,8 +303,8 @@ pub fn will_stop(obs: &Observed, assigned: &[Option<usize>], ni: usize) -> bool 
 
 /// The graph meta of a guest's container's actions (`CRM_meta_remote_node`), and of a resource
 /// action on a guest node (Pacemaker's `pcmk__add_bundle_meta_to_xml`): the physical host it runs through, the container's current
-/// host for actions that bring things down (stop, demote), its next host for those that bring
-/// them up (start, monitor, promote), with the resource's `container-attribute-target`.
+/// host for actions that bring things down (stop, demote), where it is assigned for those that
+/// bring them up (start, monitor, promote), with the resource's `container-attribute-target`.
 pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String, String)> {
     let mut out = Vec::new();
     // A container's actions name its guest node.
@@ -341,7 +341,7 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
     let host = match task {
         "stop" | "demote" => obs.resources[ki].running_on.first().copied(),
         "start" | "monitor" | "promote" => {
-            obs.nodes[ni].remote.as_ref().and_then(|rn| rn.next_host)
+            obs.nodes[ni].remote.as_ref().and_then(|rn| rn.container_host)
         }
         _ => None,
     };

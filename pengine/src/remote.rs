@@ -25,6 +25,8 @@ pub struct RemoteNode {
     pub unpacked: bool,
     /// Where the connection is assigned (set once placement assigned it).
     pub next_host: Option<usize>,
+    /// A guest node's: where its container is assigned (set with `next_host`).
+    pub container_host: Option<usize>,
 }
 
 /// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
@@ -391,6 +393,7 @@ pub fn connection_assigned(obs: &mut Observed, assigned: &[Option<usize>], ri: u
     let node = &mut obs.nodes[ni];
     if let Some(rn) = node.remote.as_mut() {
         rn.next_host = assigned.get(ri).copied().flatten();
+        rn.container_host = r.container.and_then(|c| assigned.get(c).copied().flatten());
     }
     if runs {
         node.online = true;
