@@ -1970,6 +1970,16 @@ fn connection_scores(
             if let Some(v) = work.get_mut(&c) {
                 *v = crate::placement::add_score(*v, SCORE);
             }
+            // (its container on a remote node: with that node's connection, INFINITY)
+            if let Some(rc) =
+                crate::bundles::nested_host_connection(obs, &desired.assigned, r.remote?)
+            {
+                for (&ni, v) in work.iter_mut() {
+                    if Some(ni) != desired.assigned[rc] {
+                        *v = crate::placement::add_score(*v, -crate::cib::INFINITY);
+                    }
+                }
+            }
             Some(work)
         }
         None => {

@@ -629,7 +629,20 @@ fn apply_colocations(
 /// A bundle container assigned as an instance of its bundle: what is colocated with it (its
 /// connection, when that may influence it) pulls it, as `pcmk__primitive_assign` does.
 pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
-    merge_with_this(ctx, ri, scores, &mut None, &mut Vec::new(), false);
+    let obs = ctx.obs;
+    let own = Named::Primitive(ri);
+    let connections = with_this(ctx, own).into_iter().filter(|c| {
+        c.primary == own
+            && matches!(c.dependent, Named::Primitive(d) if crate::bundles::is_replica_connection(obs, d))
+    });
+    for c in connections.collect::<Vec<_>>() {
+        if !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![own];
+        add_colocated(ctx, c.dependent, scores, c.attr.as_deref(), factor, &mut merging);
+    }
 }
 
 /// "With this" colocations of primitive `ri`: what is colocated with it pulls it, scaled.
