@@ -464,3 +464,34 @@ pub fn remote_addr_host(obs: &Observed, ri: usize) -> Option<usize> {
         .and_then(|rn| rn.container_host)
         .or_else(|| obs.resources[rep.container].running_on.first().copied())
 }
+
+/// Pacemaker's deferred configuration check of a bundle connection reaching its container's
+/// host (`pe__add_param_check` while the REMOTE_CONTAINER_HACK is used): once placed, each node
+/// the connection is active on compares its history with `addr` set to that host.
+pub fn check_connection_definitions(cib: &Cib, obs: &mut Observed) {
+    for ri in 0..obs.resources.len() {
+        if !is_replica_connection(obs, ri) || !obs.resources[ri].addr_from_container() {
+            continue;
+        }
+        let Some(host) = remote_addr_host(obs, ri) else {
+            continue;
+        };
+        let addr = obs.nodes[host].uname.clone();
+        let histories: Vec<(usize, Vec<crate::cib::RscOp>)> =
+            crate::observed::lrm_histories(cib, &obs.nodes)
+                .filter(|(ni, lr)| lr.id == obs.resources[ri].id && obs.resources[ri].running_on.contains(ni))
+                .map(|(ni, lr)| (ni, lr.ops.clone()))
+                .collect();
+        for (ni, ops) in histories {
+            let now = obs.now;
+            crate::observed::definition_changed(
+                &mut obs.resources[ri],
+                ni,
+                &ops,
+                &obs.nodes,
+                now,
+                Some(&addr),
+            );
+        }
+    }
+}

@@ -1926,8 +1926,11 @@ fn unpack_lrm_resource(
     if rsc.role == Role::Unknown {
         rsc.role = Role::Stopped;
     }
-    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan {
-        definition_changed(rsc, ni, ops, nodes, now);
+    // (a bundle connection reaching its container's host waits for placement: see
+    // `crate::bundles::check_connection_definitions`)
+    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container()
+    {
+        definition_changed(rsc, ni, ops, nodes, now, None);
     }
 }
 
@@ -1938,7 +1941,14 @@ fn unpack_lrm_resource(
 /// there, or reloads it when the entry records a restart digest and only reloadable parameters
 /// changed. Anything changed clears a fail count on the node. Entries our own simulation
 /// recorded (no element) ran with the configured parameters.
-fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node], now: i64) {
+pub(crate) fn definition_changed(
+    rsc: &mut Resource,
+    ni: usize,
+    ops: &[RscOp],
+    nodes: &[Node],
+    now: i64,
+    addr: Option<&str>,
+) {
     let node = &nodes[ni];
     if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
         return;
@@ -1998,7 +2008,10 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
         if !checked || op.element.name.is_empty() || (op.interval_ms > 0 && maintenance) {
             continue;
         }
-        let params = rsc.op_params(&op.operation, op.interval_ms, &node.attrs, now);
+        let mut params = rsc.op_params(&op.operation, op.interval_ms, &node.attrs, now);
+        if let Some(addr) = addr {
+            params.params.insert("addr".into(), addr.to_string());
+        }
         let check = crate::digest::check(&params, &op.element, &rsc.feature_set, true);
         let restart = match check {
             DigestCheck::Match => continue,
@@ -2048,6 +2061,17 @@ impl Resource {
             interval_ms,
         };
         crate::op_defaults::for_op(&self.op_default_sets, &ctx, self.evaluated_at)
+    }
+
+    /// Whether this is a connection whose `addr` is the magic "#uname" (a bundle connection
+    /// without an IP: REMOTE_CONTAINER_HACK), the host its container runs on.
+    pub fn addr_from_container(&self) -> bool {
+        self.kind == "remote"
+            && self
+                .op_params("monitor", 0, &BTreeMap::new(), 0)
+                .params
+                .get("addr")
+                .is_some_and(|a| a == "#uname")
     }
 
     /// The parameters an operation runs with on a node (see [`op_params`]).
