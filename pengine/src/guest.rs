@@ -14,6 +14,21 @@ pub fn container_of(obs: &Observed, ni: usize) -> Option<usize> {
     obs.resources.get(ci)?.container
 }
 
+/// The node whose attributes resource `ri` reads for node `ni` (Pacemaker's
+/// `pe_node_attribute_calculated`): `ni` itself, unless `ri` has container-attribute-target
+/// "host" and `ni` is a guest node: then the host its container runs on (None while the
+/// container is inactive).
+pub fn attribute_node(obs: &Observed, ri: usize, ni: usize) -> Option<usize> {
+    let to_host = obs.resources[ri]
+        .meta
+        .get("container-attribute-target")
+        .is_some_and(|v| v.eq_ignore_ascii_case("host"));
+    match container_of(obs, ni) {
+        Some(ki) if to_host => obs.resources[ki].running_on.first().copied(),
+        _ => Some(ni),
+    }
+}
+
 /// Whether node `ni` is a guest node.
 pub fn is_guest(obs: &Observed, ni: usize) -> bool {
     container_of(obs, ni).is_some()

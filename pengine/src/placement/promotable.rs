@@ -44,7 +44,8 @@ fn score_applies(obs: &Observed, ri: usize, ni: usize, allowed: &BTreeMap<usize,
 }
 
 /// Instance `ri`'s promotion score on node `ni`: the node attribute `master-<name>` for the
-/// name its history uses (else its own), then for the cloned primitive's name. `None` when the
+/// name its history uses (else its own), then for the cloned primitive's name (on the
+/// container's host instead, see `guest::attribute_node`). `None` when the
 /// score does not apply there or no attribute is set.
 fn promotion_score(
     obs: &Observed,
@@ -56,7 +57,7 @@ fn promotion_score(
         return None;
     }
     let r = &obs.resources[ri];
-    let attrs = &obs.nodes[ni].attrs;
+    let attrs = &obs.nodes[crate::guest::attribute_node(obs, ri, ni)?].attrs;
     let name = r.clone_name.as_deref().unwrap_or(&r.id);
     let value = attrs.get(&format!("master-{name}")).or_else(|| {
         let base = crate::clones::strip_instance(&r.id);
