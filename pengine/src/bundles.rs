@@ -479,7 +479,9 @@ pub fn check_connection_definitions(cib: &Cib, obs: &mut Observed) {
         let addr = obs.nodes[host].uname.clone();
         let histories: Vec<(usize, Vec<crate::cib::RscOp>)> =
             crate::observed::lrm_histories(cib, &obs.nodes)
-                .filter(|(ni, lr)| lr.id == obs.resources[ri].id && obs.resources[ri].running_on.contains(ni))
+                .filter(|(ni, lr)| {
+                    lr.id == obs.resources[ri].id && obs.resources[ri].running_on.contains(ni)
+                })
                 .map(|(ni, lr)| (ni, lr.ops.clone()))
                 .collect();
         for (ni, ops) in histories {

@@ -355,9 +355,10 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
     };
     let host = match task {
         "stop" | "demote" => obs.resources[ki].running_on.first().copied(),
-        "start" | "monitor" | "promote" => {
-            obs.nodes[ni].remote.as_ref().and_then(|rn| rn.container_host)
-        }
+        "start" | "monitor" | "promote" => obs.nodes[ni]
+            .remote
+            .as_ref()
+            .and_then(|rn| rn.container_host),
         _ => None,
     };
     if let Some(h) = host {

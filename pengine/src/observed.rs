@@ -1928,8 +1928,7 @@ fn unpack_lrm_resource(
     }
     // (a bundle connection reaching its container's host waits for placement: see
     // `crate::bundles::check_connection_definitions`)
-    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container()
-    {
+    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container() {
         definition_changed(rsc, ni, ops, nodes, now, None);
     }
 }

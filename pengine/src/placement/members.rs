@@ -641,7 +641,14 @@ pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTr
         }
         let factor = c.score as f32 / INFINITY as f32;
         let mut merging = vec![own];
-        add_colocated(ctx, c.dependent, scores, c.attr.as_deref(), factor, &mut merging);
+        add_colocated(
+            ctx,
+            c.dependent,
+            scores,
+            c.attr.as_deref(),
+            factor,
+            &mut merging,
+        );
     }
 }
 
