@@ -256,6 +256,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
                 }
                 priority[k] >= 0
                     && node_available(obs, ni)
+                    && guest_will_run(ctx, ni)
                     && weights.contains_key(&ni)
                     && per_node.get(&ni).copied().unwrap_or(0) < spec.promoted_node_max
             });
@@ -356,6 +357,13 @@ pub(super) fn dependent_with_promotable(
             scores.entry(ni).or_insert(-INFINITY);
         }
     }
+}
+
+/// Whether node `ni`, when a guest node, has its container assigned (an instance on a guest
+/// whose container will not run cannot be promoted: `pcmk__node_available` with
+/// `consider_guest`).
+fn guest_will_run(ctx: &Ctx, ni: usize) -> bool {
+    crate::guest::container_of(ctx.obs, ni).is_none_or(|ki| ctx.desired.assigned[ki].is_some())
 }
 
 /// An instance's promotion priority once the clone's colocations naming a role of the clone
