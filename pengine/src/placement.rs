@@ -22,6 +22,8 @@ pub struct ScoreNote {
 pub struct Desired {
     /// Assigned node per resource index (None: stopped).
     pub assigned: Vec<Option<usize>>,
+    /// (resource, node) pairs `resource-discovery` forbids probing (see `no_discovery`).
+    pub no_discovery: std::collections::BTreeSet<(usize, usize)>,
     /// Final node scores per resource.
     pub scores: Vec<BTreeMap<usize, i64>>,
     pub trace: Vec<Vec<ScoreNote>>,
@@ -495,6 +497,90 @@ fn unit_key(obs: &Observed, u: Unit) -> usize {
             .copied()
             .unwrap_or(usize::MAX),
     }
+}
+
+/// The (resource, node) pairs not probed because of `resource-discovery` (Pacemaker's
+/// `pcmk__probe_rsc_on_node`): a node a location constraint (on the resource, its group or
+/// clone, or its bundle for a container or IP) gives discovery "never", and, when such a
+/// constraint says "exclusive", every node no exclusive constraint lists. A bundle's inner
+/// instances are left to `crate::bundles` (probed on their guest node only).
+fn no_discovery(cib: &Cib, obs: &Observed) -> std::collections::BTreeSet<(usize, usize)> {
+    let mut out = std::collections::BTreeSet::new();
+    if cib.locations.iter().all(|l| l.discovery.is_none()) {
+        return out;
+    }
+    for (ri, r) in obs.resources.iter().enumerate() {
+        let replica =
+            crate::bundles::replica_of(obs, ri).map(|(bi, n)| (bi, &obs.bundles[bi].replicas[n]));
+        if replica.is_some_and(|(_, rep)| rep.child == Some(ri)) {
+            continue;
+        }
+        let mut ids = vec![r.id.as_str()];
+        ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
+        ids.extend(
+            r.group
+                .and_then(|g| crate::clone_groups::parent_clone(obs, g))
+                .map(|c| obs.groups[c].id.as_str()),
+        );
+        let bundle_part = replica
+            .filter(|(_, rep)| rep.container == ri || rep.ip == Some(ri))
+            .map(|(bi, _)| obs.bundles[bi].id.as_str());
+        ids.extend(bundle_part);
+        // Each node's discovery mode: the highest a matching constraint gives (always <
+        // never < exclusive).
+        let mut exclusive = false;
+        let mut mode: BTreeMap<usize, u8> = BTreeMap::new();
+        for loc in cib
+            .locations
+            .iter()
+            .filter(|l| ids.contains(&l.rsc.as_str()))
+        {
+            let m = match loc.discovery.as_deref() {
+                Some("never") => 1,
+                Some("exclusive") => 2,
+                _ => 0,
+            };
+            exclusive |= m == 2;
+            if m == 0
+                || loc
+                    .role
+                    .as_deref()
+                    .and_then(Role::parse)
+                    .is_some_and(|x| x != Role::Started)
+            {
+                continue;
+            }
+            let nodes: Vec<usize> = match &loc.node {
+                Some(node) => obs.node_index(node).into_iter().collect(),
+                None => (0..obs.nodes.len())
+                    .filter(|&ni| {
+                        loc.rules.iter().any(|rule| {
+                            eval_rule(
+                                rule,
+                                &obs.nodes[ni].attrs,
+                                obs.now,
+                                Some(RscData {
+                                    params: &r.params,
+                                    meta: &r.meta,
+                                }),
+                            )
+                        })
+                    })
+                    .collect(),
+            };
+            for ni in nodes {
+                let e = mode.entry(ni).or_insert(0);
+                *e = (*e).max(m);
+            }
+        }
+        for ni in 0..obs.nodes.len() {
+            let m = mode.get(&ni).copied().unwrap_or(0);
+            if m == 1 || (exclusive && m != 2) {
+                out.insert((ri, ni));
+            }
+        }
+    }
+    out
 }
 
 /// Whether a node can host resources at all.
@@ -1453,6 +1539,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         cib,
         desired: Desired {
             assigned: vec![None; n],
+            no_discovery: no_discovery(cib, obs),
             scores: vec![BTreeMap::new(); n],
             trace: vec![Vec::new(); n],
             unplaced_reason: vec![None; n],

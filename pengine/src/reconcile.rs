@@ -213,6 +213,7 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     || (r.container.is_some() && r.remote_node.is_none())
                     || r.known_on.contains(&ni)
                     || r.running_on.contains(&ni)
+                    || desired.no_discovery.contains(&(ri, ni))
                     || crate::remote::never_probed(obs, ri, ni)
                     || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
                     || crate::bundles::never_probed(obs, &desired.assigned, ri, ni)
