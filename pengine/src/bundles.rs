@@ -323,7 +323,8 @@ pub fn replica_node(obs: &Observed, bi: usize, n: usize) -> Option<usize> {
 /// The orderings `pcmk__bundle_internal_constraints` and `pcmk__bundle_create_probe` add
 /// between a bundle and its inner clone: the bundle's start before the clone's, the clone's
 /// running before the bundle's, the same for stops, the bundle's stop before each instance's;
-/// a connection's probes after its container's start.
+/// a container's probe before the other containers' starts on that node (one replica per
+/// host); a connection's probes after its container's start.
 pub fn order_actions(
     obs: &Observed,
     plan: &mut crate::actions::Plan,
@@ -413,6 +414,19 @@ pub fn order_actions(
                 if let Some(s) = inner_start {
                     plan.edge_rel(pid, s, Rel::Plain);
                 }
+                // One replica per host: no other container starts on that node before the
+                // probe says this one is not already running there.
+                if b.unique {
+                    continue;
+                }
+                let node = plan.actions[pid].node;
+                for o in b.replicas.iter().filter(|o| o.container != r.container) {
+                    for start in plan.starts(o.container) {
+                        if plan.actions[start].node == node {
+                            plan.edge_rel(pid, start, Rel::Plain);
+                        }
+                    }
+                }
             }
         }
         // One replica per host: another replica's container starts on a node only after
@@ -455,4 +469,84 @@ pub fn node_unknown_to(obs: &Observed, gi: usize, ni: usize) -> bool {
             None => obs.bundles[bi].containers > gi,
         })
         .any(|bi| (0..obs.bundles[bi].replicas.len()).any(|n| replica_node(obs, bi, n) == Some(ni)))
+}
+
+/// Whether `ri` is a bundle replica's connection: Pacemaker gives it `pe_rsc_allow_remote_remotes`,
+/// so its container may run on a Pacemaker Remote node, it is colocated with its container at
+/// 10000 only (`crate::container`), and it does not pull an active, healthy container.
+pub fn is_replica_connection(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some_and(|(bi, n)| obs.bundles[bi].replicas[n].remote == Some(ri))
+}
+
+/// Whether `ri` is a bundle replica's container.
+pub fn is_replica_container(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some_and(|(bi, n)| obs.bundles[bi].replicas[n].container == ri)
+}
+
+/// For a bundle connection whose container is assigned to a Pacemaker Remote (or guest) node:
+/// that node's connection, which the bundle connection must run with (Pacemaker's
+/// "child-remote-with-docker-remote" colocation, INFINITY: pacemaker-remoted takes a single
+/// connection).
+pub fn nested_host_connection(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    ri: usize,
+) -> Option<usize> {
+    let (bi, n) = replica_of(obs, ri)?;
+    let rep = &obs.bundles[bi].replicas[n];
+    if rep.remote != Some(ri) {
+        return None;
+    }
+    let host = assigned.get(rep.container).copied().flatten()?;
+    obs.nodes[host].remote.as_ref()?.connection
+}
+
+/// The host a bundle connection without an IP address reaches its container through
+/// (REMOTE_CONTAINER_HACK, `pe__add_bundle_remote_name`): where its container is assigned, else
+/// where it runs now. None for anything else.
+pub fn remote_addr_host(obs: &Observed, ri: usize) -> Option<usize> {
+    let (bi, n) = replica_of(obs, ri)?;
+    let rep = &obs.bundles[bi].replicas[n];
+    if rep.remote != Some(ri) || rep.ipaddr.is_some() {
+        return None;
+    }
+    let node = obs.resources[ri].remote_node?;
+    obs.nodes[node]
+        .remote
+        .as_ref()
+        .and_then(|rn| rn.container_host)
+        .or_else(|| obs.resources[rep.container].running_on.first().copied())
+}
+
+/// Pacemaker's deferred configuration check of a bundle connection reaching its container's
+/// host (`pe__add_param_check` while the REMOTE_CONTAINER_HACK is used): once placed, each node
+/// the connection is active on compares its history with `addr` set to that host.
+pub fn check_connection_definitions(cib: &Cib, obs: &mut Observed) {
+    for ri in 0..obs.resources.len() {
+        if !is_replica_connection(obs, ri) || !obs.resources[ri].addr_from_container() {
+            continue;
+        }
+        let Some(host) = remote_addr_host(obs, ri) else {
+            continue;
+        };
+        let addr = obs.nodes[host].uname.clone();
+        let histories: Vec<(usize, Vec<crate::cib::RscOp>)> =
+            crate::observed::lrm_histories(cib, &obs.nodes)
+                .filter(|(ni, lr)| {
+                    lr.id == obs.resources[ri].id && obs.resources[ri].running_on.contains(ni)
+                })
+                .map(|(ni, lr)| (ni, lr.ops.clone()))
+                .collect();
+        for (ni, ops) in histories {
+            let now = obs.now;
+            crate::observed::definition_changed(
+                &mut obs.resources[ri],
+                ni,
+                &ops,
+                &obs.nodes,
+                now,
+                Some(&addr),
+            );
+        }
+    }
 }

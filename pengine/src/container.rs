@@ -90,9 +90,13 @@ pub fn require_stops(obs: &mut Observed) {
     }
 }
 
-/// The CIB placement reads, with each filler's colocation with its container (INFINITY; 10000
-/// for a bundle's connection, which Pacemaker lets run elsewhere: `pe_rsc_allow_remote_remotes`)
-/// added after the configured ones; the CIB itself when no resource has a container.
+/// A bundle connection's colocation with its container: highly preferred, not mandatory (the
+/// container may run on a Pacemaker Remote node the connection cannot run on).
+pub const NESTED_SCORE: i64 = 10_000;
+
+/// The CIB placement reads, with each filler's colocation with its container (INFINITY; a
+/// bundle connection's `NESTED_SCORE`) added after the configured ones; the CIB itself when no
+/// resource has a container.
 pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
     let implied: Vec<Colocation> = obs
         .resources
@@ -103,8 +107,8 @@ pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
                 id: COLOCATION_ID.into(),
                 rsc: r.id.clone(),
                 with_rsc: obs.resources[ci].id.clone(),
-                score: if r.remote_node.is_some() && crate::bundles::replica_of(obs, ri).is_some() {
-                    10_000
+                score: if crate::bundles::is_replica_connection(obs, ri) {
+                    NESTED_SCORE
                 } else {
                     INFINITY
                 },

@@ -1427,22 +1427,9 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 a.task.as_str()
             };
             let mut op = r.op_params(op_task, a.interval_ms, node_attrs, obs.now);
-            // A bundle connection's `#uname` address is its container's host after the
-            // transition (where it starts, else where it runs), whatever the action's node
-            // (`pe__add_bundle_remote_name`).
-            if let (Some(_), Some(ci)) = (r.remote_node, r.container) {
-                let raw = r.op_params(op_task, a.interval_ms, &no_attrs, obs.now);
-                let host = g
-                    .actions
-                    .iter()
-                    .find(|x| x.rsc == Some(ci) && x.task == "start" && x.node.is_some())
-                    .and_then(|x| x.node)
-                    .or_else(|| obs.resources[ci].running_on.first().copied());
-                if let (Some("#uname"), Some(h)) =
-                    (raw.params.get("addr").map(String::as_str), host)
-                {
-                    op.params.insert("addr".into(), obs.nodes[h].uname.clone());
-                }
+            if let Some(host) = crate::bundles::remote_addr_host(obs, ri) {
+                op.params
+                    .insert("addr".into(), obs.nodes[host].uname.clone());
             }
             attrs.extend(op.extra.into_iter().chain(op.params));
             // A bundle instance's replica address (see `crate::bundles`).
@@ -2003,6 +1990,16 @@ fn connection_scores(
         Some(c) => {
             if let Some(v) = work.get_mut(&c) {
                 *v = crate::placement::add_score(*v, SCORE);
+            }
+            // (its container on a remote node: with that node's connection, INFINITY)
+            if let Some(rc) =
+                crate::bundles::nested_host_connection(obs, &desired.assigned, r.remote?)
+            {
+                for (&ni, v) in work.iter_mut() {
+                    if Some(ni) != desired.assigned[rc] {
+                        *v = crate::placement::add_score(*v, -crate::cib::INFINITY);
+                    }
+                }
             }
             Some(work)
         }

@@ -14,6 +14,21 @@ pub fn container_of(obs: &Observed, ni: usize) -> Option<usize> {
     obs.resources.get(ci)?.container
 }
 
+/// The node whose attributes resource `ri` reads for node `ni` (Pacemaker's
+/// `pe_node_attribute_calculated`): `ni` itself, unless `ri` has container-attribute-target
+/// "host" and `ni` is a guest node: then the host its container runs on (None while the
+/// container is inactive).
+pub fn attribute_node(obs: &Observed, ri: usize, ni: usize) -> Option<usize> {
+    let to_host = obs.resources[ri]
+        .meta
+        .get("container-attribute-target")
+        .is_some_and(|v| v.eq_ignore_ascii_case("host"));
+    match container_of(obs, ni) {
+        Some(ki) if to_host => obs.resources[ki].running_on.first().copied(),
+        _ => Some(ni),
+    }
+}
+
 /// Whether node `ni` is a guest node.
 pub fn is_guest(obs: &Observed, ni: usize) -> bool {
     container_of(obs, ni).is_some()
@@ -59,8 +74,8 @@ pub fn link(node: &mut Node) {
     node.unseen = false;
 }
 
-/// Whether a guest node's history can be read: its connection and its container are both
-/// known to be started (or, with fencing enabled, once every other history was read).
+/// Whether a guest node's history can be read in a regular pass: its connection and its
+/// container are both known to be started.
 pub fn history_readable(obs: &Observed, ni: usize) -> bool {
     let Some(ki) = container_of(obs, ni) else {
         return true;
@@ -70,7 +85,7 @@ pub fn history_readable(obs: &Observed, ni: usize) -> bool {
         .as_ref()
         .and_then(|rn| rn.connection)
         .is_some_and(|ci| obs.resources[ci].role == Role::Started);
-    (started && obs.resources[ki].role == Role::Started) || obs.stonith_enabled
+    started && obs.resources[ki].role == Role::Started
 }
 
 /// The guest node's part of its online state (after the connection's part in
@@ -306,8 +321,8 @@ pub fn will_stop(obs: &Observed, assigned: &[Option<usize>], ni: usize) -> bool 
 
 /// The graph meta of a guest's container's actions (`CRM_meta_remote_node`), and of a resource
 /// action on a guest node (Pacemaker's `pcmk__add_bundle_meta_to_xml`): the physical host it runs through, the container's current
-/// host for actions that bring things down (stop, demote), its next host for those that bring
-/// them up (start, monitor, promote), with the resource's `container-attribute-target`.
+/// host for actions that bring things down (stop, demote), where it is assigned for those that
+/// bring them up (start, monitor, promote), with the resource's `container-attribute-target`.
 pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String, String)> {
     let mut out = Vec::new();
     // A container's actions name its guest node.
@@ -343,9 +358,10 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
     };
     let host = match task {
         "stop" | "demote" => obs.resources[ki].running_on.first().copied(),
-        "start" | "monitor" | "promote" => {
-            obs.nodes[ni].remote.as_ref().and_then(|rn| rn.next_host)
-        }
+        "start" | "monitor" | "promote" => obs.nodes[ni]
+            .remote
+            .as_ref()
+            .and_then(|rn| rn.container_host),
         _ => None,
     };
     if let Some(h) = host {

@@ -86,6 +86,7 @@ pub fn schedule_traced(
     let (desired, trace) = placement::place_traced(cib, &observed, target);
     // Remote nodes are online from here on when their connection runs (see `remote`).
     remote::connections_assigned(&mut observed, &desired.assigned);
+    bundles::check_connection_definitions(cib, &mut observed);
     remote::fence_unrecoverable(&mut observed, &desired);
     let mut recovery = recovery;
     recovery::after_placement(&observed, &desired, &mut recovery);

@@ -1176,154 +1176,184 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     merge_sets(&mut orphan_op_defaults, &cib.op_defaults, now, None);
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     let clone_children = crate::clones::by_child(&obs);
-    // Cluster nodes' histories first, then the remote nodes' (their connections' state is
-    // in the cluster nodes' histories; see `crate::remote`).
-    let mut ordered = all_histories.clone();
-    ordered.sort_by_key(|&(ni, _)| obs.nodes[ni].remote.is_some());
-    let mut remote_states_read = false;
+    // Cluster nodes' histories first, then the remote nodes', one node at a time in the
+    // order `crate::remote::StatePasses` reads them (a remote node's connection state is in
+    // another node's history).
+    let mut batch: Vec<(usize, &LrmResource)> = all_histories
+        .iter()
+        .copied()
+        .filter(|&(ni, _)| obs.nodes[ni].remote.is_none())
+        .collect();
+    let mut passes: Option<crate::remote::StatePasses> = None;
     // Orphans' recorded containers (orphan id, container id).
     let mut orphan_containers: Vec<(String, String)> = Vec::new();
     // The remote nodes' states are read with the orphans found so far in place (an orphaned
     // connection decides its node's state), which then move back behind the configuration.
-    let read_remote_states =
-        |obs: &mut Observed, orphans: &mut Vec<Resource>, containers: &[(String, String)]| {
+    let with_orphans =
+        |obs: &mut Observed,
+         orphans: &mut Vec<Resource>,
+         containers: &[(String, String)],
+         stage: crate::remote::OrphanLink,
+         read: &mut dyn FnMut(&mut Observed) -> Option<usize>| {
             let base = obs.resources.len();
             obs.resources.append(orphans);
-            crate::remote::link_orphans(obs, base, containers, startup_fencing, true);
-            crate::remote::read_states(obs, cib);
+            crate::remote::link_orphans(obs, base, containers, startup_fencing, stage);
+            let read_node = read(obs);
             *orphans = obs.resources.split_off(base);
             crate::remote::unlink_orphans(obs);
+            read_node
         };
-    for (ni, lr) in ordered {
-        if obs.nodes[ni].remote.is_some() {
-            if !remote_states_read {
-                remote_states_read = true;
-                read_remote_states(&mut obs, &mut orphans, &orphan_containers);
-            }
-            if !obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.unpacked) {
+    loop {
+        if let Some(p) = passes.as_mut() {
+            let Some(next) = with_orphans(
+                &mut obs,
+                &mut orphans,
+                &orphan_containers,
+                crate::remote::OrphanLink::Reading,
+                &mut |obs| p.next(obs, cib),
+            ) else {
+                break;
+            };
+            batch = all_histories
+                .iter()
+                .copied()
+                .filter(|&(ni, _)| ni == next)
+                .collect();
+        }
+        for (ni, lr) in std::mem::take(&mut batch) {
+            // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
+            // recorded in a departed node's history).
+            if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
                 continue;
             }
-        }
-        // Offline nodes' histories are read with fencing, or with shutdown locks (a lock is
-        // recorded in a departed node's history).
-        if !stonith_enabled && !shutdown_lock && !obs.nodes[ni].online {
-            continue;
-        }
-        if lr.ops.is_empty() {
-            if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
-                read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
-            }
-            continue;
-        }
-        let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
-            crate::clones::Owner::Instance(ri) => Some(ri),
-            crate::clones::Owner::Orphan => {
-                crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
-            }
-            crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
-        };
-        if let Some(ri) = owner {
-            crate::clones::note_history_name(&mut obs.resources, &mut obs.groups, ri, &lr.id);
-        }
-        let ri = match owner {
-            Some(ri) => ri,
-            None => {
-                let oi = match orphans.iter().position(|o| o.id == lr.id) {
-                    Some(oi) => oi,
-                    None => {
-                        orphans.push(Resource {
-                            id: lr.id.clone(),
-                            class: lr.class.clone(),
-                            provider: lr.provider.clone(),
-                            kind: lr.kind.clone(),
-                            orphan: true,
-                            managed: flag("stop-orphan-resources", true) && !maintenance_mode,
-                            role: Role::Stopped,
-                            // (unpacked as a resource: resource and operation defaults apply)
-                            meta: orphan_meta.clone(),
-                            op_defaults: orphan_op_defaults.clone(),
-                            op_default_sets: cib.op_defaults.clone(),
-                            evaluated_at: now,
-                            ..Default::default()
-                        });
-                        if let Some(c) = &lr.container {
-                            orphan_containers.push((lr.id.clone(), c.clone()));
-                        }
-                        orphans.len() - 1
-                    }
-                };
-                // orphans live after configured resources
-                obs.resources.len() + oi
-            }
-        };
-        let nres = obs.resources.len();
-        // The configuration check finds the resource by the history's own name: an orphaned
-        // clone instance's history named after another instance is checked as that one's.
-        let checked = match obs.rsc_index(&lr.id) {
-            Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
-                let node = &obs.nodes[ni];
-                let c_r = &obs.resources[c];
-                if node.online
-                    && !node.unclean
-                    && !node.shutdown
-                    && !node.standby
-                    && !node.pending
-                    && !node.maintenance
-                    && c_r.clone_base.is_some()
-                    && !c_r.orphan
-                    && (c_r.class != lr.class || c_r.provider != lr.provider || c_r.kind != lr.kind)
-                    && !c_r.agent_changed_on.contains(&ni)
-                {
-                    Some(c)
-                } else {
-                    None
+            if lr.ops.is_empty() {
+                if let Some(ri) = obs.rsc_index(&lr.id).filter(|_| shutdown_lock) {
+                    read_shutdown_lock(&mut obs.resources[ri], ni, lr, now, lock_limit_s);
                 }
+                continue;
             }
-            _ => None,
-        };
-        if let Some(c) = checked {
-            obs.resources[c].agent_changed_on.push(ni);
+            let owner = match crate::clones::history_owner(&obs, &clone_children, ni, &lr.id) {
+                crate::clones::Owner::Instance(ri) => Some(ri),
+                crate::clones::Owner::Orphan => {
+                    crate::clone_groups::orphan_member(&mut obs, cib, &clone_children, &lr.id, now)
+                }
+                crate::clones::Owner::NotCloned => obs.rsc_index(&lr.id),
+            };
+            if let Some(ri) = owner {
+                crate::clones::note_history_name(&mut obs.resources, &mut obs.groups, ri, &lr.id);
+            }
+            let ri = match owner {
+                Some(ri) => ri,
+                None => {
+                    let oi = match orphans.iter().position(|o| o.id == lr.id) {
+                        Some(oi) => oi,
+                        None => {
+                            orphans.push(Resource {
+                                id: lr.id.clone(),
+                                class: lr.class.clone(),
+                                provider: lr.provider.clone(),
+                                kind: lr.kind.clone(),
+                                orphan: true,
+                                managed: flag("stop-orphan-resources", true) && !maintenance_mode,
+                                role: Role::Stopped,
+                                // (unpacked as a resource: resource and operation defaults apply)
+                                meta: orphan_meta.clone(),
+                                op_defaults: orphan_op_defaults.clone(),
+                                op_default_sets: cib.op_defaults.clone(),
+                                evaluated_at: now,
+                                ..Default::default()
+                            });
+                            if let Some(c) = &lr.container {
+                                orphan_containers.push((lr.id.clone(), c.clone()));
+                            }
+                            orphans.len() - 1
+                        }
+                    };
+                    // orphans live after configured resources
+                    obs.resources.len() + oi
+                }
+            };
+            let nres = obs.resources.len();
+            // The configuration check finds the resource by the history's own name: an orphaned
+            // clone instance's history named after another instance is checked as that one's.
+            let checked = match obs.rsc_index(&lr.id) {
+                Some(c) if ri < nres && obs.resources[ri].orphan && c != ri => {
+                    let node = &obs.nodes[ni];
+                    let c_r = &obs.resources[c];
+                    if node.online
+                        && !node.unclean
+                        && !node.shutdown
+                        && !node.standby
+                        && !node.pending
+                        && !node.maintenance
+                        && c_r.clone_base.is_some()
+                        && !c_r.orphan
+                        && (c_r.class != lr.class
+                            || c_r.provider != lr.provider
+                            || c_r.kind != lr.kind)
+                        && !c_r.agent_changed_on.contains(&ni)
+                    {
+                        Some(c)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some(c) = checked {
+                obs.resources[c].agent_changed_on.push(ni);
+            }
+            let rsc = if ri < nres {
+                &mut obs.resources[ri]
+            } else {
+                &mut orphans[ri - nres]
+            };
+            if shutdown_lock {
+                read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+            }
+            // The configuration check compares the agent the history ran (class, provider, type)
+            // with the configured one on every node that can run resources: a change cleans the
+            // history up there, after a restart where the resource is active.
+            let node = &obs.nodes[ni];
+            if !rsc.orphan
+                && node.online
+                && !node.unclean
+                && !node.shutdown
+                && !node.standby
+                && !node.pending
+                && !node.maintenance
+                && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
+                && !rsc.agent_changed_on.contains(&ni)
+            {
+                rsc.agent_changed_on.push(ni);
+            }
+            unpack_lrm_resource(
+                rsc,
+                ni,
+                &lr.ops,
+                &obs.nodes,
+                stonith_enabled,
+                now,
+                histories
+                    .get(lr.id.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            );
+            crate::clones::forget_stopped_name(rsc, ni);
         }
-        let rsc = if ri < nres {
-            &mut obs.resources[ri]
-        } else {
-            &mut orphans[ri - nres]
-        };
-        if shutdown_lock {
-            read_shutdown_lock(rsc, ni, lr, now, lock_limit_s);
+        if passes.is_none() {
+            with_orphans(
+                &mut obs,
+                &mut orphans,
+                &orphan_containers,
+                crate::remote::OrphanLink::Found,
+                &mut |obs| {
+                    crate::remote::prepare_states(obs);
+                    None
+                },
+            );
+            passes = Some(crate::remote::StatePasses::default());
         }
-        // The configuration check compares the agent the history ran (class, provider, type)
-        // with the configured one on every node that can run resources: a change cleans the
-        // history up there, after a restart where the resource is active.
-        let node = &obs.nodes[ni];
-        if !rsc.orphan
-            && node.online
-            && !node.unclean
-            && !node.shutdown
-            && !node.standby
-            && !node.pending
-            && !node.maintenance
-            && (rsc.class != lr.class || rsc.provider != lr.provider || rsc.kind != lr.kind)
-            && !rsc.agent_changed_on.contains(&ni)
-        {
-            rsc.agent_changed_on.push(ni);
-        }
-        unpack_lrm_resource(
-            rsc,
-            ni,
-            &lr.ops,
-            &obs.nodes,
-            stonith_enabled,
-            now,
-            histories
-                .get(lr.id.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or(&[]),
-        );
-        crate::clones::forget_stopped_name(rsc, ni);
-    }
-    if !remote_states_read {
-        read_remote_states(&mut obs, &mut orphans, &orphan_containers);
     }
     // Resources are listed by priority (highest first), configuration order otherwise.
     let prio = |obs: &Observed, t: &Top| -> i64 {
@@ -1349,7 +1379,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         orphans_base,
         &orphan_containers,
         startup_fencing,
-        false,
+        crate::remote::OrphanLink::Final,
     );
     crate::remote::after_histories(&mut obs);
     // A primitive found active on a node in maintenance is unmanaged (Pacemaker clears the
@@ -2065,8 +2095,10 @@ fn unpack_lrm_resource(
     if rsc.role == Role::Unknown {
         rsc.role = Role::Stopped;
     }
-    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan {
-        definition_changed(rsc, ni, ops, nodes, now);
+    // (a bundle connection reaching its container's host waits for placement: see
+    // `crate::bundles::check_connection_definitions`)
+    if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container() {
+        definition_changed(rsc, ni, ops, nodes, now, None);
     }
 }
 
@@ -2077,7 +2109,14 @@ fn unpack_lrm_resource(
 /// there, or reloads it when the entry records a restart digest and only reloadable parameters
 /// changed. Anything changed clears a fail count on the node. Entries our own simulation
 /// recorded (no element) ran with the configured parameters.
-fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node], now: i64) {
+pub(crate) fn definition_changed(
+    rsc: &mut Resource,
+    ni: usize,
+    ops: &[RscOp],
+    nodes: &[Node],
+    now: i64,
+    addr: Option<&str>,
+) {
     let node = &nodes[ni];
     if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
         return;
@@ -2137,7 +2176,10 @@ fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Nod
         if !checked || op.element.name.is_empty() || (op.interval_ms > 0 && maintenance) {
             continue;
         }
-        let params = rsc.op_params(&op.operation, op.interval_ms, &node.attrs, now);
+        let mut params = rsc.op_params(&op.operation, op.interval_ms, &node.attrs, now);
+        if let Some(addr) = addr {
+            params.params.insert("addr".into(), addr.to_string());
+        }
         let check = crate::digest::check(&params, &op.element, &rsc.feature_set, true);
         let restart = match check {
             DigestCheck::Match => continue,
@@ -2187,6 +2229,17 @@ impl Resource {
             interval_ms,
         };
         crate::op_defaults::for_op(&self.op_default_sets, &ctx, self.evaluated_at)
+    }
+
+    /// Whether this is a connection whose `addr` is the magic "#uname" (a bundle connection
+    /// without an IP: REMOTE_CONTAINER_HACK), the host its container runs on.
+    pub fn addr_from_container(&self) -> bool {
+        self.kind == "remote"
+            && self
+                .op_params("monitor", 0, &BTreeMap::new(), 0)
+                .params
+                .get("addr")
+                .is_some_and(|a| a == "#uname")
     }
 
     /// The parameters an operation runs with on a node (see [`op_params`]).

@@ -426,7 +426,8 @@ pub enum DiscoverMode {
 
 /// Resource discovery for primitive `ri` (Pacemaker's `rsc_discover_mode` per allowed node and
 /// `exclusive_discover`): the mode each node got from the location constraints on the primitive,
-/// its group or its clone, and whether one of them says "exclusive". With exclusive discovery a
+/// its group or its clone (or its bundle, for a container or IP), and whether one of them says
+/// "exclusive". With exclusive discovery a
 /// node not marked exclusive gets -INFINITY (`apply_exclusive_discovery`) and is not probed; a
 /// node marked "never" is not probed.
 pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize, DiscoverMode>) {
@@ -437,6 +438,14 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
         r.group
             .and_then(|g| crate::clone_groups::parent_clone(obs, g))
             .map(|c| obs.groups[c].id.as_str()),
+    );
+    ids.extend(
+        crate::bundles::replica_of(obs, ri)
+            .filter(|&(bi, k)| {
+                let rep = &obs.bundles[bi].replicas[k];
+                rep.container == ri || rep.ip == Some(ri)
+            })
+            .map(|(bi, _)| obs.bundles[bi].id.as_str()),
     );
     let mut exclusive = false;
     let mut modes: BTreeMap<usize, DiscoverMode> = BTreeMap::new();
@@ -484,16 +493,6 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
         }
     }
     (exclusive, modes)
-}
-
-/// Whether discovery keeps primitive `ri` from being probed on node `ni` (see `discovery`).
-pub fn discovery_forbids_probe(cib: &Cib, obs: &Observed, ri: usize, ni: usize) -> bool {
-    let (exclusive, modes) = discovery(cib, obs, ri);
-    match modes.get(&ni) {
-        Some(DiscoverMode::Never) => true,
-        Some(DiscoverMode::Exclusive) => false,
-        _ => exclusive,
-    }
 }
 
 /// A placement unit: a primitive or a whole group.
@@ -582,6 +581,33 @@ fn unit_key(obs: &Observed, u: Unit) -> usize {
     }
 }
 
+/// Per resource, the nodes it is not probed on because of `resource-discovery` (Pacemaker's
+/// `pcmk__probe_rsc_on_node`; see `discovery`). A bundle's inner instances are left to
+/// `crate::bundles` (probed on their guest node only).
+fn no_discovery(cib: &Cib, obs: &Observed) -> Vec<std::collections::BTreeSet<usize>> {
+    let n = obs.resources.len();
+    if cib.locations.iter().all(|l| l.discovery.is_none()) {
+        return vec![std::collections::BTreeSet::new(); n];
+    }
+    (0..n)
+        .map(|ri| {
+            let inner = crate::bundles::replica_of(obs, ri)
+                .is_some_and(|(bi, k)| obs.bundles[bi].replicas[k].child == Some(ri));
+            if inner {
+                return std::collections::BTreeSet::new();
+            }
+            let (exclusive, modes) = discovery(cib, obs, ri);
+            (0..obs.nodes.len())
+                .filter(|ni| match modes.get(ni) {
+                    Some(DiscoverMode::Never) => true,
+                    Some(DiscoverMode::Exclusive) => false,
+                    _ => exclusive,
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Whether a node can host resources at all.
 pub fn node_available(obs: &Observed, ni: usize) -> bool {
     let n = &obs.nodes[ni];
@@ -589,7 +615,8 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 }
 
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
-/// containers get -INFINITY on every remote or guest node they are allowed on.
+/// containers (not a bundle's: its connection may nest) get -INFINITY on every remote or guest
+/// node they are allowed on.
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
@@ -598,7 +625,10 @@ fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
     if remote_nodes.is_empty()
-        || !(r.remote_node.is_some() || r.is_stonith() || crate::guest::contains_guest(obs, ri))
+        || !(r.remote_node.is_some()
+            || r.is_stonith()
+            || (crate::guest::contains_guest(obs, ri)
+                && !crate::bundles::is_replica_container(obs, ri)))
     {
         return;
     }
@@ -1040,6 +1070,19 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     let nn = obs.nodes.len();
     // Its colocations: with what is already placed, then what is colocated with it.
     members::colocate_primitive(ctx, ri, &mut scores, &mut steps, &mut notes);
+    // A bundle connection whose container was assigned to a remote node runs with that node's
+    // connection ("child-remote-with-docker-remote", INFINITY).
+    if let Some(rc) = crate::bundles::nested_host_connection(obs, &ctx.desired.assigned, ri) {
+        let host = ctx.desired.assigned[rc];
+        for (&ni, v) in scores.iter_mut() {
+            if Some(ni) != host {
+                *v = add_score(*v, -INFINITY);
+                record(&mut steps, ni, StepOp::Add(-INFINITY), || {
+                    "child-remote-with-docker-remote: its container runs on a remote node".into()
+                });
+            }
+        }
+    }
     // A resource to be stopped (target-role, on-fail=stop) is banned from every node once its
     // colocations are applied, before the choice (Pacemaker 2.1.5, `pcmk__primitive_assign`).
     if next_role_stopped(obs, ri) {
@@ -1549,13 +1592,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             instance_scores: BTreeMap::new(),
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
-            no_discovery: (0..n)
-                .map(|ri| {
-                    (0..obs.nodes.len())
-                        .filter(|&ni| discovery_forbids_probe(cib, obs, ri, ni))
-                        .collect()
-                })
-                .collect(),
+            no_discovery: no_discovery(cib, obs),
             unmanaged: obs
                 .resources
                 .iter()
@@ -1592,6 +1629,22 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     for u in order.iter().filter(|u| is_connection(u) && !bundle_part(u)) {
         assign_unit(&mut ctx, *u);
     }
+    // Each connection assigned makes its remote node online (or shutting down) for what is
+    // assigned after it (`remote_connection_assigned`): a bundle's containers may run there.
+    let before_bundles = (crate::remote::any(obs) && !obs.bundles.is_empty()).then(|| {
+        let mut next = obs.clone();
+        for ri in 0..obs.resources.len() {
+            if obs.resources[ri].remote_node.is_some() && !crate::bundles::is_replica_part(obs, ri)
+            {
+                crate::remote::connection_assigned(&mut next, &ctx.desired.assigned, ri);
+            }
+        }
+        next
+    });
+    let mut ctx = match before_bundles.as_ref() {
+        Some(next) => Ctx { obs: next, ..ctx },
+        None => ctx,
+    };
     // What `pcmk__bundle_allocate` shows for each replica's IP and connection: their own
     // scores (locations, stickiness) before they are assigned.
     for b in &obs.bundles {

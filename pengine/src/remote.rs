@@ -28,6 +28,8 @@ pub struct RemoteNode {
     /// The connection is an orphan found in the status (no longer configured): Pacemaker made
     /// the node when it met that history, shutting down (see `link_orphans`).
     pub orphan: bool,
+    /// A guest node's: where its container is assigned (set with `next_host`).
+    pub container_host: Option<usize>,
 }
 
 /// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
@@ -157,17 +159,27 @@ pub fn link(obs: &mut Observed, startup_fencing: bool) {
     }
 }
 
+/// When orphaned connections are linked to their nodes (see `link_orphans`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanLink {
+    /// Once the cluster nodes' histories found them: the node gets a remote node's start-up
+    /// fencing (its connection has no container yet when Pacemaker links it).
+    Found,
+    /// For each later pass over the remote nodes' states.
+    Reading,
+    /// Once they sit behind the configured resources: fillers ordered with their container.
+    Final,
+}
+
 /// Links the orphaned connections among `obs.resources[base..]` to the nodes their histories
 /// made (Pacemaker's `link_rsc2remotenode` for an orphan, then
 /// `handle_orphaned_container_fillers`): `containers` names each orphan's recorded container.
-/// The first time (`first`), the node gets a remote node's start-up fencing: its connection
-/// has no container yet when Pacemaker links it.
 pub fn link_orphans(
     obs: &mut Observed,
     base: usize,
     containers: &[(String, String)],
     startup_fencing: bool,
-    first: bool,
+    stage: OrphanLink,
 ) {
     for ri in base..obs.resources.len() {
         let r = &obs.resources[ri];
@@ -176,7 +188,7 @@ pub fn link_orphans(
                 .rsc_index(c)
                 .or_else(|| (base..obs.resources.len()).find(|&i| obs.resources[i].id == *c));
             obs.resources[ri].container = ci.filter(|&ci| ci != ri);
-            if !first {
+            if stage == OrphanLink::Final {
                 crate::container::order_filler(obs, ri);
             }
         }
@@ -196,7 +208,7 @@ pub fn link_orphans(
         if let Some(rn) = node.remote.as_mut() {
             rn.connection = Some(ri);
         }
-        if first {
+        if stage == OrphanLink::Found {
             node.unclean = startup_fencing;
             node.unseen = true;
         }
@@ -225,19 +237,21 @@ pub fn note_state(node: &mut Node, st: &NodeState) {
     }
 }
 
-/// Whether a remote node's history can be read now: its connection is known to be up, or
-/// (fencing enabled) every other history has been read.
+/// Whether a remote node's history can be read in a regular pass (Pacemaker's
+/// `unpack_node_history` without `fence`): its connection is known to be up (or shutdown locks
+/// are in use); a guest node's also needs its container up. A node whose connection is no
+/// longer configured waits for the fencing pass.
 pub fn history_readable(obs: &Observed, ni: usize) -> bool {
     let Some(rn) = obs.nodes[ni].remote.as_ref() else {
         return true;
     };
     let Some(ri) = rn.connection else {
-        return obs.stonith_enabled;
+        return false;
     };
     if crate::guest::is_guest(obs, ni) {
         return crate::guest::history_readable(obs, ni);
     }
-    obs.resources[ri].role == Role::Started || obs.stonith_enabled || obs.shutdown_lock
+    obs.resources[ri].role == Role::Started || obs.shutdown_lock
 }
 
 /// A remote node's online state from its connection resource (Pacemaker's
@@ -381,11 +395,10 @@ pub fn active_on_offline(obs: &mut Observed, ri: usize, ni: usize) {
     fence(obs, ni, reason);
 }
 
-/// Reads every remote node's `node_state` whose history can be read (after the cluster nodes'
-/// histories, in status order): online state from the connection, then the recorded state.
-pub fn read_states(obs: &mut Observed, cib: &Cib) {
-    // A connection whose failure resets its node (fencing enabled): the node is fenced unless
-    // its fencing is already recorded; a failed connection never makes the fencing "unseen".
+/// Before the remote nodes' `node_state`s are read (after the cluster nodes' histories): a
+/// connection whose failure resets its node (fencing enabled) fences the node unless its
+/// fencing is already recorded; a failed connection never makes the fencing "unseen".
+pub fn prepare_states(obs: &mut Observed) {
     for ri in 0..obs.resources.len() {
         let r = &obs.resources[ri];
         let Some(ni) = r.remote_node else {
@@ -402,16 +415,49 @@ pub fn read_states(obs: &mut Observed, cib: &Cib) {
             fence(obs, ni, "remote connection is unrecoverable".into());
         }
     }
-    for st in &cib.status {
-        let Some(ni) = crate::observed::node_of_state(&obs.nodes, st) else {
-            continue;
-        };
-        let unread = obs.nodes[ni].remote.as_ref().is_some_and(|rn| !rn.unpacked);
-        if !unread || !history_readable(obs, ni) {
-            continue;
+}
+
+/// The passes over the status that read the remote nodes' `node_state`s (Pacemaker's
+/// `unpack_node_history` loop): each pass reads, in status order, every unread node whose
+/// history is readable by now (a guest node whose container runs on a remote node waits for
+/// that node's history); passes repeat while one read a node; then, with fencing enabled, a
+/// last pass reads every node left.
+#[derive(Debug, Default)]
+pub struct StatePasses {
+    pos: usize,
+    progress: bool,
+    fence: bool,
+}
+
+impl StatePasses {
+    /// The next remote node to read: its online state is determined and its `node_state`
+    /// read; the caller then unpacks its resource history. None when every pass is done.
+    pub fn next(&mut self, obs: &mut Observed, cib: &Cib) -> Option<usize> {
+        loop {
+            let Some(st) = cib.status.get(self.pos) else {
+                if self.progress {
+                    self.progress = false;
+                } else if !self.fence && obs.stonith_enabled {
+                    self.fence = true;
+                } else {
+                    return None;
+                }
+                self.pos = 0;
+                continue;
+            };
+            self.pos += 1;
+            let Some(ni) = crate::observed::node_of_state(&obs.nodes, st) else {
+                continue;
+            };
+            let unread = obs.nodes[ni].remote.as_ref().is_some_and(|rn| !rn.unpacked);
+            if !unread || !(self.fence || history_readable(obs, ni)) {
+                continue;
+            }
+            determine_online(obs, ni);
+            read_state(obs, ni, st);
+            self.progress = true;
+            return Some(ni);
         }
-        determine_online(obs, ni);
-        read_state(obs, ni, st);
     }
 }
 
@@ -420,25 +466,31 @@ pub fn read_states(obs: &mut Observed, cib: &Cib) {
 /// otherwise it shuts down.
 pub fn connections_assigned(obs: &mut Observed, assigned: &[Option<usize>]) {
     for ri in 0..obs.resources.len() {
-        let Some(ni) = obs.resources[ri].remote_node else {
-            continue;
-        };
-        let r = &obs.resources[ri];
-        let runs = assigned.get(ri).copied().flatten().is_some()
-            && r.next_role != Some(Role::Stopped)
-            && r.target_role != Some(Role::Stopped);
-        let node = &mut obs.nodes[ni];
-        if let Some(rn) = node.remote.as_mut() {
-            rn.next_host = assigned.get(ri).copied().flatten();
+        connection_assigned(obs, assigned, ri);
+    }
+}
+
+/// `connections_assigned` for resource `ri` alone (nothing when it is not a connection).
+pub fn connection_assigned(obs: &mut Observed, assigned: &[Option<usize>], ri: usize) {
+    let Some(ni) = obs.resources[ri].remote_node else {
+        return;
+    };
+    let r = &obs.resources[ri];
+    let runs = assigned.get(ri).copied().flatten().is_some()
+        && r.next_role != Some(Role::Stopped)
+        && r.target_role != Some(Role::Stopped);
+    let node = &mut obs.nodes[ni];
+    if let Some(rn) = node.remote.as_mut() {
+        rn.next_host = assigned.get(ri).copied().flatten();
+        rn.container_host = r.container.and_then(|c| assigned.get(c).copied().flatten());
+    }
+    if runs {
+        node.online = true;
+        if node.unseen {
+            node.unclean = false;
         }
-        if runs {
-            node.online = true;
-            if node.unseen {
-                node.unclean = false;
-            }
-        } else {
-            node.shutdown = true;
-        }
+    } else {
+        node.shutdown = true;
     }
 }
 

@@ -466,6 +466,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
+        if crate::bundles::is_replica_container(obs, ri) {
+            super::members::add_instance_dependents(ctx, ri, &mut scores[k]);
+        }
         // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
         // that to its current role)
         if target_stopped(obs, ri) && r.managed {

@@ -204,9 +204,20 @@ fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
     list
 }
 
-/// Whether the dependent of `c` may pull its primary: `influence`, or the primary is inactive.
+/// Whether the dependent of `c` may pull its primary: `influence`, or the primary is inactive;
+/// never a bundle connection its container active on one node and not failed (moving a
+/// container interrupts the service, moving a connection does not).
 fn has_influence(ctx: &Ctx, c: &Coloc) -> bool {
     let obs = ctx.obs;
+    if let (Named::Primitive(d), Named::Primitive(p)) = (c.dependent, c.primary) {
+        let primary = &obs.resources[p];
+        if crate::bundles::is_replica_connection(obs, d)
+            && !primary.failed
+            && primary.running_on.len() == 1
+        {
+            return false;
+        }
+    }
     let inactive = match c.primary {
         Named::Primitive(ri) => obs.resources[ri].running_on.is_empty(),
         Named::Group(gi) => obs.groups[gi]
@@ -612,7 +623,45 @@ fn apply_colocations(
             why: format!("colocation {}", c.id),
         });
     }
-    // "With this" colocations: what is colocated with it pulls it, scaled.
+    merge_with_this(ctx, ri, scores, steps, notes, explaining);
+}
+
+/// A bundle container assigned as an instance of its bundle: what is colocated with it (its
+/// connection, when that may influence it) pulls it, as `pcmk__primitive_assign` does.
+pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
+    let obs = ctx.obs;
+    let own = Named::Primitive(ri);
+    let connections = with_this(ctx, own).into_iter().filter(|c| {
+        c.primary == own
+            && matches!(c.dependent, Named::Primitive(d) if crate::bundles::is_replica_connection(obs, d))
+    });
+    for c in connections.collect::<Vec<_>>() {
+        if !has_influence(ctx, &c) {
+            continue;
+        }
+        let factor = c.score as f32 / INFINITY as f32;
+        let mut merging = vec![own];
+        add_colocated(
+            ctx,
+            c.dependent,
+            scores,
+            c.attr.as_deref(),
+            factor,
+            &mut merging,
+        );
+    }
+}
+
+/// "With this" colocations of primitive `ri`: what is colocated with it pulls it, scaled.
+fn merge_with_this(
+    ctx: &mut Ctx,
+    ri: usize,
+    scores: &mut BTreeMap<usize, i64>,
+    steps: &mut Option<Vec<Step>>,
+    notes: &mut Vec<String>,
+    explaining: bool,
+) {
+    let obs = ctx.obs;
     for c in with_this(ctx, Named::Primitive(ri)) {
         if !has_influence(ctx, &c) {
             continue;

@@ -55,7 +55,8 @@ fn score_applies(obs: &Observed, ri: usize, ni: usize, allowed: &BTreeMap<usize,
 }
 
 /// Instance `ri`'s promotion score on node `ni`: the node attribute `master-<name>` for the
-/// name its history uses (else its own), then for the cloned primitive's name. `None` when the
+/// name its history uses (else its own), then for the cloned primitive's name (on the
+/// container's host instead, see `guest::attribute_node`). `None` when the
 /// score does not apply there or no attribute is set.
 fn promotion_score(
     obs: &Observed,
@@ -67,7 +68,7 @@ fn promotion_score(
         return None;
     }
     let r = &obs.resources[ri];
-    let attrs = attribute_source(obs, ri, ni)?;
+    let attrs = &obs.nodes[crate::guest::attribute_node(obs, ri, ni)?].attrs;
     let name = r.clone_name.as_deref().unwrap_or(&r.id);
     let value = attrs.get(&format!("master-{name}")).or_else(|| {
         let base = crate::clones::strip_instance(&r.id);
@@ -76,28 +77,6 @@ fn promotion_score(
             .flatten()
     })?;
     Some(parse_score(value).unwrap_or(0))
-}
-
-/// The node attributes instance `ri`'s promotion score is read from on node `ni`
-/// (`pe_node_attribute_calculated`): the node's own, or with `container-attribute-target=host`
-/// on a guest node those of the host its container is active on (none while it is inactive).
-fn attribute_source(obs: &Observed, ri: usize, ni: usize) -> Option<&BTreeMap<String, String>> {
-    let host_target = obs.resources[ri]
-        .meta
-        .get("container-attribute-target")
-        .is_some_and(|v| v.eq_ignore_ascii_case("host"));
-    let container = obs.nodes[ni]
-        .remote
-        .as_ref()
-        .and_then(|rn| rn.connection)
-        .and_then(|c| obs.resources[c].container);
-    match container {
-        Some(c) if host_target => obs.resources[c]
-            .running_on
-            .first()
-            .map(|&h| &obs.nodes[h].attrs),
-        _ => Some(&obs.nodes[ni].attrs),
-    }
 }
 
 /// Adds each instance's positive promotion scores to its node scores (`scores[k]` for the
@@ -377,6 +356,7 @@ pub(super) fn set_roles(ctx: &mut Ctx, gi: usize, spec: &PromotableSpec, placed_
                 members_ok
                     && priority[k] >= 0
                     && node_available(obs, ni)
+                    && guest_will_run(ctx, ni)
                     && weights.contains_key(&ni)
                     && per_node.get(&ni).copied().unwrap_or(0) < spec.promoted_node_max
             });
@@ -476,6 +456,13 @@ pub(super) fn dependent_with_promotable(
             scores.entry(ni).or_insert(-INFINITY);
         }
     }
+}
+
+/// Whether node `ni`, when a guest node, has its container assigned (an instance on a guest
+/// whose container will not run cannot be promoted: `pcmk__node_available` with
+/// `consider_guest`).
+fn guest_will_run(ctx: &Ctx, ni: usize) -> bool {
+    crate::guest::container_of(ctx.obs, ni).is_none_or(|ki| ctx.desired.assigned[ki].is_some())
 }
 
 /// An instance's promotion priority once the clone's colocations naming a role of the clone
