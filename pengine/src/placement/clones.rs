@@ -597,6 +597,26 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         placed = None;
                     }
                 }
+                // The members after it are colocated with it: Pacemaker adds their scores
+                // there (each while the sum stays usable), before it bans a member to be
+                // stopped from every node.
+                if let (Some(ni), Some(j)) = (placed, unit.iter().position(|&m| m == ri)) {
+                    let mut acc = fin.get(&ni).copied().unwrap_or(-INFINITY);
+                    for &m in &unit[j + 1..] {
+                        let theirs = ctx.desired.member_scores[m].get(&ni).copied();
+                        let sum = add_score(acc, theirs.unwrap_or(-INFINITY));
+                        if sum < 0 {
+                            break;
+                        }
+                        acc = sum;
+                    }
+                    fin.insert(ni, acc);
+                }
+                if target_stopped(obs, ri) && obs.resources[ri].managed {
+                    for v in fin.values_mut() {
+                        *v = -INFINITY;
+                    }
+                }
                 ctx.desired.scores[ri] = fin;
             }
             ctx.desired.assigned[ri] = placed;
