@@ -182,8 +182,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         let mut s = s;
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
+        // (a colocated group's locations count in full for its first member only: the later
+        // ones are merely allowed where they apply, as `pcmk__group_apply_location` does)
+        let collocated = obs.resources[ri]
+            .group
+            .is_none_or(|g| obs.groups[g].collocated());
         for &m in &unit[1..] {
-            let ms = super::base_scores(ctx, m);
+            let ms = super::base_scores_as(ctx, m, !collocated);
             ctx.desired.member_scores[m] = ms.clone();
             for (ni, v) in s.iter_mut() {
                 *v = add_score(*v, ms.get(ni).copied().unwrap_or(-INFINITY));
