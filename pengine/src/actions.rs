@@ -1508,6 +1508,9 @@ fn group_actions(
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
                     a.dot_only = !clone_runnable;
+                    // (Pacemaker creates a group's or clone's start and running before its
+                    // stop and stopped, which the synapse order shows)
+                    a.created_at = ids[2];
                     plan.add(a)
                 }
             };
