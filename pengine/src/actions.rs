@@ -1508,6 +1508,9 @@ fn group_actions(
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
                     a.dot_only = !clone_runnable;
+                    // (Pacemaker creates a group's or clone's start and running before its
+                    // stop and stopped, which the synapse order shows)
+                    a.created_at = ids[2];
                     plan.add(a)
                 }
             };
@@ -1873,6 +1876,7 @@ fn apply_order(
             &o.first_action,
             &o.then,
             &o.then_action,
+            o.mandatory,
             inhibited,
             assigned,
         );
@@ -1934,6 +1938,7 @@ fn apply_order(
             &inv(&o.then_action),
             &o.first,
             &inv(&o.first_action),
+            o.mandatory,
             inhibited,
             assigned,
         );
@@ -2007,6 +2012,7 @@ fn interleave_instances(
     first_action: &str,
     then: &str,
     then_action: &str,
+    mandatory: bool,
     inhibited: &std::collections::BTreeSet<usize>,
     assigned: &[Option<usize>],
 ) -> Vec<(usize, usize)> {
@@ -2077,5 +2083,90 @@ fn interleave_instances(
             }
         }
     }
+    if fk == Kind::Start && tk == Kind::Start {
+        unplaced_instance_pairs(obs, plan, (fg, tg), &firsts, mandatory, inhibited, assigned);
+    }
     pairs
+}
+
+/// A then instance of an interleaved start ordering that has no node (never placed, or
+/// unassigned for want of a first instance: `inhibited`) is paired as Pacemaker's
+/// `find_compatible_child` pairs it: with the first instance placed on the first of its
+/// allowed nodes that has one, the nodes sorted as `pcmk__sort_nodes` sorts them (all its
+/// scores equal once it cannot be placed: fewest resources placed there, then name). A
+/// never-placed instance's start, which Pacemaker creates optional for the clone's own
+/// orderings, becomes required (drawn, unrunnable, no node) when a mandatory ordering pairs
+/// it with a required first start.
+fn unplaced_instance_pairs(
+    obs: &Observed,
+    plan: &mut Plan,
+    (fg, tg): (usize, usize),
+    firsts: &[(usize, usize)],
+    mandatory: bool,
+    inhibited: &std::collections::BTreeSet<usize>,
+    assigned: &[Option<usize>],
+) {
+    if firsts.is_empty()
+        || obs.groups[tg]
+            .clone
+            .as_ref()
+            .is_some_and(|c| !c.instances.is_empty())
+    {
+        return;
+    }
+    let mut count = vec![0usize; obs.nodes.len()];
+    for (ri, a) in assigned.iter().enumerate() {
+        if let Some(n) = a.filter(|_| !inhibited.contains(&ri)) {
+            count[n] += 1;
+        }
+    }
+    let mut nodes: Vec<usize> = (0..obs.nodes.len()).collect();
+    nodes.sort_by(|&a, &b| {
+        count[a]
+            .cmp(&count[b])
+            .then_with(|| obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
+    });
+    // (the first instance found may have no start: then nothing is ordered)
+    let located = |n: usize| {
+        obs.groups[fg]
+            .members
+            .iter()
+            .any(|&m| assigned[m] == Some(n) && !inhibited.contains(&m))
+    };
+    let Some(&n) = nodes.iter().find(|&&n| located(n)) else {
+        return;
+    };
+    let Some(f) = firsts.iter().find(|&&(_, m)| m == n).map(|&(f, _)| f) else {
+        return;
+    };
+    let running = plan.find_group(tg, &Kind::GroupRunning);
+    for &ri in &obs.groups[tg].members {
+        if assigned[ri].is_some() && !inhibited.contains(&ri) {
+            continue;
+        }
+        let starts: Vec<usize> = (0..plan.actions.len())
+            .filter(|&i| plan.actions[i].rsc == Some(ri) && plan.actions[i].kind == Kind::Start)
+            .collect();
+        if starts.is_empty() {
+            if !mandatory
+                || plan.actions[f].optional
+                || !obs.resources[ri].running_on.is_empty()
+                || assigned[ri].is_some()
+            {
+                continue;
+            }
+            let mut a = act(Kind::Start, Some(ri), None);
+            a.runnable = false;
+            a.dot_only = true;
+            let s = plan.add(a);
+            plan.edge_rel(f, s, Rel::Start);
+            if let Some(r) = running {
+                plan.edge_rel(s, r, Rel::Optional);
+            }
+        } else {
+            for s in starts {
+                plan.edge_rel(f, s, Rel::Start);
+            }
+        }
+    }
 }

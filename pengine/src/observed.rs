@@ -308,6 +308,16 @@ impl Group {
                 .is_none_or(|v| crate::cib::is_true(v)),
         }
     }
+
+    /// Whether a group's members are colocated one with the one before it (its `collocated`
+    /// meta-attribute, true unless set false).
+    pub fn collocated(&self) -> bool {
+        self.clone.is_some()
+            || self
+                .meta
+                .get("collocated")
+                .is_none_or(|v| crate::cib::is_true(v))
+    }
 }
 
 /// A top-level entry of the resource section, in CIB order.

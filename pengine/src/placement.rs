@@ -846,7 +846,25 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     }
     // Failures: migration-threshold.
     let threshold = migration_threshold(r);
-    for (ni, count) in fail_limits(obs, ri) {
+    let mut limits = fail_limits(obs, ri);
+    // (an anonymous clone's instance reaching it bans the whole clone from the node, every
+    // instance and member: Pacemaker bans the instance's top parent)
+    let anonymous = crate::clone_groups::clone_of(obs, ri).filter(|&c| {
+        obs.groups[c]
+            .clone
+            .as_ref()
+            .is_some_and(|spec| !spec.unique)
+    });
+    if let Some(c) = anonymous {
+        for m in crate::clone_groups::instances(obs, c).into_iter().flatten() {
+            for (ni, count) in fail_limits(obs, m).into_iter().filter(|_| m != ri) {
+                if !limits.iter().any(|&(n, _)| n == ni) {
+                    limits.push((ni, count));
+                }
+            }
+        }
+    }
+    for (ni, count) in limits {
         scores.insert(ni, -INFINITY);
         record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
             format!("fail count {count} reached migration-threshold={threshold}")

@@ -847,6 +847,32 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         if crate::one_or_more::name_of(obs, o).is_some() {
             continue;
         }
+        // An optional start ordering whose then clone has the deprecated restart-type=restart
+        // implies the then (Pacemaker follows it to every instance's start, so active ones
+        // restart).
+        if o.kind == "optional"
+            && o.first_action == "start"
+            && o.then_action == "start"
+            && crate::clones::interleaved(obs, &o.first, &o.then, "start").is_none()
+        {
+            let clone_restarts = obs.group_index(&o.then).is_some_and(|g| {
+                obs.groups[g].clone.is_some()
+                    && obs.groups[g]
+                        .meta
+                        .get("restart-type")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("restart"))
+            });
+            let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
+                (Some(g), _) => Some(End::GroupRunning(g)),
+                (None, Some(r)) => Some(End::Start(r)),
+                _ => None,
+            };
+            if let (true, Some(first), Some(g)) = (clone_restarts, first, obs.group_index(&o.then))
+            {
+                rels.push((first, End::GroupStart(g), Mode::Implies));
+            }
+            continue;
+        }
         if o.kind != "mandatory" || o.first_action != "start" || o.then_action != "start" {
             continue;
         }

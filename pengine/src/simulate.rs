@@ -373,7 +373,8 @@ pub fn score_text(v: i64) -> String {
     }
 }
 
-/// A resource's history on a node, created with its agent when missing.
+/// A resource's history on a node, created with its agent when missing (or when the node has
+/// several entries of that id: crm_simulate's look-up finds none then, and adds another).
 fn lrm_resource<'a>(
     st: &'a mut NodeState,
     id: &str,
@@ -382,7 +383,9 @@ fn lrm_resource<'a>(
     kind: &str,
 ) -> &'a mut LrmResource {
     st.has_lrm = true;
-    let pos = match st.lrm.iter().position(|l| l.id == id) {
+    let found = st.lrm.iter().position(|l| l.id == id);
+    let several = st.lrm.iter().filter(|l| l.id == id).count() > 1;
+    let pos = match found.filter(|_| !several) {
         Some(p) => p,
         None => {
             st.lrm.push(LrmResource {

@@ -184,12 +184,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         let mut s = s;
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
+        // (a colocated group's locations count in full for its first member only: the later
+        // ones are merely allowed where they apply, as `pcmk__group_apply_location` does)
+        let collocated = obs.resources[ri]
+            .group
+            .is_none_or(|g| obs.groups[g].collocated());
         // Each member's scores are merged into the one before it as Pacemaker merges a
         // colocated dependent's, rolled back (with the members after it) when they would leave
         // no available node.
         let mut merging = true;
         for &m in &unit[1..] {
-            let ms = super::base_scores(ctx, m);
+            let ms = super::base_scores_as(ctx, m, !collocated);
             ctx.desired.member_scores[m] = ms.clone();
             if !merging {
                 continue;
@@ -626,6 +631,26 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 if let Some(ni) = placed {
                     if target_stopped(obs, ri) || fin.get(&ni).is_none_or(|&v| v < 0) {
                         placed = None;
+                    }
+                }
+                // The members after it are colocated with it: Pacemaker adds their scores
+                // there (each while the sum stays usable), before it bans a member to be
+                // stopped from every node.
+                if let (Some(ni), Some(j)) = (placed, unit.iter().position(|&m| m == ri)) {
+                    let mut acc = fin.get(&ni).copied().unwrap_or(-INFINITY);
+                    for &m in &unit[j + 1..] {
+                        let theirs = ctx.desired.member_scores[m].get(&ni).copied();
+                        let sum = add_score(acc, theirs.unwrap_or(-INFINITY));
+                        if sum < 0 {
+                            break;
+                        }
+                        acc = sum;
+                    }
+                    fin.insert(ni, acc);
+                }
+                if target_stopped(obs, ri) && obs.resources[ri].managed {
+                    for v in fin.values_mut() {
+                        *v = -INFINITY;
                     }
                 }
                 ctx.desired.scores[ri] = fin;

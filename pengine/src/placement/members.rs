@@ -145,7 +145,7 @@ fn this_with(ctx: &Ctx, gi: usize, k: usize) -> Vec<Coloc> {
                 || (c.dependent == group && (k == 0 || (earlier_unmanaged && c.score >= INFINITY)))
         })
         .collect();
-    if k > 0 {
+    if k > 0 && obs.groups[gi].collocated() {
         list.push(internal(ctx, ri, members[k - 1]));
     }
     sort_by_other(ctx, &mut list, |c| c.primary);
@@ -192,7 +192,7 @@ fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
                     && group.is_some_and(|g| expanded(ctx, g)))
         })
         .collect();
-    if let Some(g) = group {
+    if let Some(g) = group.filter(|&g| obs.groups[g].collocated()) {
         let members = &obs.groups[g].members;
         if let Some(k) = members.iter().position(|&m| m == ri) {
             if let Some(&next) = members.get(k + 1) {
