@@ -383,6 +383,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
+    for &ri in &rec.dangling_moves {
+        if let Change::Move { source, target, .. } = rec.changes[ri] {
+            if !rec.move_reasons.contains_key(&ri) {
+                plan.abandoned_migrations.push((ri, source, target));
+            }
+        }
+    }
     for (&ri, &(source, target)) in &rec.unrunnable_migrations {
         if matches!(rec.changes[ri], Change::Stop { .. }) {
             plan.abandoned_migrations.push((ri, source, target));

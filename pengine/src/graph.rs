@@ -567,6 +567,14 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         g.dot_edges.push((migrate_to, migrate_from));
         g.dot_edges.push((migrate_from, map[start].0));
         g.dot_edges.push((migrate_from, map[stop].0));
+        // (migrate_from is ordered before every stop of the resource: a dangling migration's
+        // too)
+        for pi in 0..plan.actions.len() {
+            let a = &plan.actions[pi];
+            if pi != stop && a.rsc == Some(ri) && a.kind == Kind::Stop && !a.dot_only {
+                g.dot_edges.push((migrate_from, map[pi].0));
+            }
+        }
         // (what the start waits for: another resource's start, or a group's or clone's
         // running that is not the resource's own)
         let other = |f: usize| match (plan.actions[f].rsc, plan.actions[f].group) {
