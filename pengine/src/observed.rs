@@ -1921,16 +1921,24 @@ fn unpack_lrm_resource(
     }
 }
 
-/// Pacemaker's configuration check of an active resource's history on an available node: from
-/// the last start on, every recurring entry and every probe, start, promote and migrate_from
-/// has its recorded parameter digests compared with the configured parameters (see `digest`).
+/// Pacemaker's configuration check of an active resource's history on an available node (not
+/// shutting down): from the last start on, every recurring entry and every probe, start,
+/// promote and migrate_from has its recorded parameter digests compared with the configured
+/// parameters (see `digest`).
 /// A changed recurring operation is rescheduled; a changed start-like one restarts the resource
 /// there, or reloads it when the entry records a restart digest and only reloadable parameters
 /// changed. Anything changed clears a fail count on the node. Entries our own simulation
 /// recorded (no element) ran with the configured parameters.
 fn definition_changed(rsc: &mut Resource, ni: usize, ops: &[RscOp], nodes: &[Node], now: i64) {
     let node = &nodes[ni];
-    if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
+    // (a node shutting down is not checked either: migrate-shutdown)
+    if !node.online
+        || node.unclean
+        || node.standby
+        || node.pending
+        || node.maintenance
+        || node.shutdown
+    {
         return;
     }
     // By call id; equal call ids in reverse document order, as Pacemaker's list sort leaves them.
