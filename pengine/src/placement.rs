@@ -8,6 +8,7 @@ use crate::observed::{Observed, Role, Top};
 mod clones;
 mod members;
 mod promotable;
+mod utilization;
 
 /// One reason a node's score for a resource changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
