@@ -250,6 +250,14 @@ impl Resource {
             self.remote_node.is_some() && self.container.is_none(),
         )
     }
+    /// `migration-threshold`: the fail count on a node at which the resource leaves it
+    /// (INFINITY when unset or unreadable; 0 or less: never).
+    pub fn migration_threshold(&self) -> i64 {
+        self.meta
+            .get("migration-threshold")
+            .and_then(|v| crate::cib::parse_score(v))
+            .unwrap_or(crate::cib::INFINITY)
+    }
     /// The name the resource's history and fail counts use (an anonymous clone instance's is
     /// the cloned primitive's id).
     pub fn history_id(&self) -> &str {

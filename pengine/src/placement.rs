@@ -714,7 +714,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         }
     }
     // Failures: migration-threshold.
-    let threshold = migration_threshold(r);
+    let threshold = r.migration_threshold();
     for (ni, count) in fail_limits(obs, ri) {
         scores.insert(ni, -INFINITY);
         record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
@@ -832,19 +832,12 @@ fn target_stopped(obs: &Observed, ri: usize) -> bool {
         || obs.stop_all
 }
 
-fn migration_threshold(r: &crate::observed::Resource) -> i64 {
-    r.meta
-        .get("migration-threshold")
-        .and_then(|v| parse_score(v))
-        .unwrap_or(INFINITY)
-}
-
 /// The nodes (with the fail count) where resource `ri` reached its migration-threshold: unexpired
 /// failures only, a container's count including its fillers' (see `container`), none where the
 /// fail count is cleared in this transition (found while unpacking).
 pub(crate) fn fail_limits(obs: &Observed, ri: usize) -> Vec<(usize, i64)> {
     let r = &obs.resources[ri];
-    let threshold = migration_threshold(r);
+    let threshold = r.migration_threshold();
     if threshold <= 0 {
         return Vec::new();
     }
