@@ -1401,8 +1401,9 @@ pub(crate) fn starts_after_fencing(
             if needs_fencing || unknown_there {
                 plan.edge_rel(fence, s, Rel::StopStart);
             }
-            if needs_fencing {
-                plan.edge(fence, s);
+            // (its own edge: `edge` would take it for the start's, already there)
+            if needs_fencing && !plan.edges.contains(&(fence, s, Rel::Plain)) {
+                plan.edges.push((fence, s, Rel::Plain));
             }
         } else if needs_fencing || unknown_there {
             plan.edge(fence, s);
