@@ -1351,6 +1351,10 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             let mut scores = match *u {
                 // A group counts its members' scores, from the last member back through the
                 // chain of internal colocations while some node stays usable (Pacemaker 2.1.5).
+                // A clone counts its own scores (its locations), not its instances'.
+                Unit::Group(gi) if obs.groups[gi].clone.is_some() => {
+                    members::location_scores(ctx, gi)
+                }
                 Unit::Group(gi) => members::sort_scores(ctx, gi),
                 Unit::Primitive(_) => {
                     let kept = ctx.desired.trace[first].len();
@@ -1375,11 +1379,24 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 if with_first == usize::MAX || with_first == first {
                     continue;
                 }
-                let kept = ctx.desired.trace[with_first].len();
-                let theirs = base_scores(ctx, with_first);
-                ctx.desired.trace[with_first].truncate(kept);
+                let theirs = match with {
+                    Unit::Group(wg) if obs.groups[wg].clone.is_some() => {
+                        members::location_scores(ctx, wg)
+                    }
+                    _ => {
+                        let kept = ctx.desired.trace[with_first].len();
+                        let theirs = base_scores(ctx, with_first);
+                        ctx.desired.trace[with_first].truncate(kept);
+                        theirs
+                    }
+                };
                 for (ni, v) in scores.iter_mut() {
-                    let other = theirs.get(ni).copied().unwrap_or(-INFINITY);
+                    // (only an available node counts: `best_node_score_matching_attr`)
+                    let other = theirs
+                        .get(ni)
+                        .copied()
+                        .filter(|_| node_available(obs, *ni))
+                        .unwrap_or(-INFINITY);
                     let weight = if other <= -INFINITY && c.score >= INFINITY {
                         -INFINITY
                     } else {
