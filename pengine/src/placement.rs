@@ -1210,9 +1210,13 @@ fn colocated_need(ctx: &Ctx, u: Unit) -> BTreeMap<String, i64> {
         let primaries = positions_of(&ctx.colocations_by_rsc, &ids)
             .into_iter()
             .map(|i| (cols[i].score, cols[i].with_rsc.as_str()));
+        // (a clone does not follow dependents that are not clones: Pacemaker cannot tell
+        // whether they will be colocated with it)
+        let is_clone = |u: Unit| matches!(u, Unit::Group(g) if obs.groups[g].clone.is_some());
         let dependents = positions_of(&ctx.colocations_by_with, &ids)
             .into_iter()
-            .map(|i| (cols[i].score, cols[i].rsc.as_str()));
+            .map(|i| (cols[i].score, cols[i].rsc.as_str()))
+            .filter(|&(_, d)| !is_clone(cur) || unit_of(obs, d).is_some_and(is_clone));
         for (score, other) in primaries.chain(dependents) {
             if score < INFINITY {
                 continue;
