@@ -1401,8 +1401,13 @@ pub(crate) fn starts_after_fencing(
             if needs_fencing || unknown_there {
                 plan.edge_rel(fence, s, Rel::StopStart);
             }
-            // (its own edge: `edge` would take it for the start's, already there)
-            if needs_fencing && !plan.edges.contains(&(fence, s, Rel::Plain)) {
+            // (its own edge: `edge` would take it for the start's, already there; not for
+            // the migrate_from continuing a partial migration, which the atomic model records
+            // before any fencing)
+            if needs_fencing
+                && r.partial_migration.is_none()
+                && !plan.edges.contains(&(fence, s, Rel::Plain))
+            {
                 plan.edges.push((fence, s, Rel::Plain));
             }
         } else if needs_fencing || unknown_there {

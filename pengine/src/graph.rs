@@ -530,7 +530,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 g.actions[f].task.starts_with("load_stopped") && g.actions[t].task == "migrate_to"
             })
             .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
         v.dedup();
         v
     };
@@ -604,8 +604,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         g.dot_edges.push((migrate_from, map[stop].0));
         // (migrate_from is ordered before every stop of the resource: a dangling migration's
         // too)
-        for pi in 0..plan.actions.len() {
-            let a = &plan.actions[pi];
+        for (pi, a) in plan.actions.iter().enumerate() {
             if pi != stop && a.rsc == Some(ri) && a.kind == Kind::Stop && !a.dot_only {
                 g.dot_edges.push((migrate_from, map[pi].0));
             }

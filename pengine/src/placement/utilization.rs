@@ -111,7 +111,7 @@ fn lists(ctx: &Ctx, p: &Placing, r: Rsc) -> (Vec<Rsc>, Vec<Rsc>) {
                     }
                     let instance = crate::clone_groups::is_instance(obs, gi);
                     let attached = !instance
-                        || members.iter().any(|&m| m == p.first)
+                        || members.contains(&p.first)
                         || members.iter().all(|&m| !provisional(ctx, p, m));
                     if attached && expanded(ctx, p, gi) {
                         if k == 0 {
