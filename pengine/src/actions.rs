@@ -383,6 +383,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
+    for &ri in &rec.dangling_moves {
+        if let Change::Move { source, target, .. } = rec.changes[ri] {
+            if !rec.move_reasons.contains_key(&ri) {
+                plan.abandoned_migrations.push((ri, source, target));
+            }
+        }
+    }
     for (&ri, &(source, target)) in &rec.unrunnable_migrations {
         if matches!(rec.changes[ri], Change::Stop { .. }) {
             plan.abandoned_migrations.push((ri, source, target));
@@ -800,12 +807,29 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 .filter(|((r2, _, _), _)| *r2 == ri)
                 .map(|(&(_, _, iv), &m)| (iv, m))
                 .collect();
-            let mut stop_ids = Vec::new();
+            let mut stop_ids: Vec<usize> = Vec::new();
             let mut start_id = None;
             let mut target_node = None;
             let mut dot_start: Option<usize> = None;
             // The start is optional (shown in the graph only): active monitors stay as they are.
             let mut optional_start = false;
+            // A dangling migration's stop elsewhere is created before the resource's own
+            // actions (Pacemaker's `pcmk__abort_dangling_migration` runs first): the graph
+            // lists it after them (migrate-shutdown).
+            let own_stops: Vec<usize> = match &rec.changes[ri] {
+                Change::Stop { sources, .. } => sources.clone(),
+                Change::Move { stops, .. } | Change::Recover { stops, .. } => stops.clone(),
+                Change::Restart { node, .. } => vec![*node],
+                _ => Vec::new(),
+            };
+            if !own_stops.is_empty() && !desired.unmanaged[ri] {
+                for &ni in r.dangling_sources.iter().chain(&r.stops_forced) {
+                    let exists = stop_ids.iter().any(|&i| plan.actions[i].node == Some(ni));
+                    if !own_stops.contains(&ni) && !exists {
+                        stop_ids.push(stop_on(&mut plan, ni, None));
+                    }
+                }
+            }
             match &rec.changes[ri] {
                 Change::Keep => {
                     if let Some(ni) = desired.assigned[ri] {
@@ -1377,8 +1401,14 @@ pub(crate) fn starts_after_fencing(
             if needs_fencing || unknown_there {
                 plan.edge_rel(fence, s, Rel::StopStart);
             }
-            if needs_fencing {
-                plan.edge(fence, s);
+            // (its own edge: `edge` would take it for the start's, already there; not for
+            // the migrate_from continuing a partial migration, which the atomic model records
+            // before any fencing)
+            if needs_fencing
+                && r.partial_migration.is_none()
+                && !plan.edges.contains(&(fence, s, Rel::Plain))
+            {
+                plan.edges.push((fence, s, Rel::Plain));
             }
         } else if needs_fencing || unknown_there {
             plan.edge(fence, s);

@@ -798,12 +798,14 @@ pub enum Migratable {
 }
 
 /// The number of failed migrate_to from one node after which the model stops trying:
-/// [`MIGRATE_TO_ATTEMPTS`], or the resource's `migration-threshold` when that is lower and
-/// positive (a threshold of 1 means "after one failure, go elsewhere": by stop and start).
-pub fn migrate_attempts_limit(migration_threshold: Option<i64>) -> i64 {
-    match migration_threshold {
-        Some(t) if t > 0 => t.min(MIGRATE_TO_ATTEMPTS),
-        _ => MIGRATE_TO_ATTEMPTS,
+/// [`MIGRATE_TO_ATTEMPTS`], or the resource's `migration-threshold`
+/// ([`crate::observed::Resource::migration_threshold`]) when that is lower and positive (a
+/// threshold of 1 means "after one failure, go elsewhere": by stop and start).
+pub fn migrate_attempts_limit(migration_threshold: i64) -> i64 {
+    if migration_threshold > 0 {
+        migration_threshold.min(MIGRATE_TO_ATTEMPTS)
+    } else {
+        MIGRATE_TO_ATTEMPTS
     }
 }
 
@@ -1444,11 +1446,7 @@ pub fn observe(cib: &Cib, obs: &mut Observed) -> AtomicView {
                 // killed migrate_to would turn the next move into a stop and a start.
                 let r = &obs.resources[ri];
                 if r.migratable_cleared && !r.failed {
-                    let limit = migrate_attempts_limit(
-                        r.meta
-                            .get("migration-threshold")
-                            .and_then(|v| crate::cib::parse_score(v)),
-                    );
+                    let limit = migrate_attempts_limit(r.migration_threshold());
                     let cleared = r
                         .running_on
                         .iter()
@@ -1605,11 +1603,7 @@ pub fn reconcile(
         }
         let r = &obs.resources[ri];
         let allow_migrate = r.meta_bool("allow-migrate", false);
-        let limit = migrate_attempts_limit(
-            r.meta
-                .get("migration-threshold")
-                .and_then(|v| crate::cib::parse_score(v)),
-        );
+        let limit = migrate_attempts_limit(r.migration_threshold());
         // Without quorum (no-quorum-policy stop) a copy that runs is stopped, as the ordinary
         // reading stops it ("due to no quorum"), not migrated or recovered (seed 40673 migrated
         // two VMs below quorum and the next plan stopped both); a stopped one's start is blocked
@@ -2921,7 +2915,7 @@ mod tests {
         let presence = [Presence::Online, Presence::Online];
         let failures = |n: i64| {
             move |node: usize| {
-                let limit = migrate_attempts_limit(None);
+                let limit = migrate_attempts_limit(crate::cib::INFINITY);
                 if node == 0 && n >= limit {
                     Migratable::No(MoveCause::MigrateToFailed { failures: n })
                 } else {
@@ -2958,10 +2952,10 @@ mod tests {
             Decision::Keep { node: 0 }
         );
         // The limit: 3, or a lower positive migration-threshold.
-        assert_eq!(migrate_attempts_limit(None), 3);
-        assert_eq!(migrate_attempts_limit(Some(1)), 1);
-        assert_eq!(migrate_attempts_limit(Some(0)), 3);
-        assert_eq!(migrate_attempts_limit(Some(1_000_000)), 3);
+        assert_eq!(migrate_attempts_limit(crate::cib::INFINITY), 3);
+        assert_eq!(migrate_attempts_limit(1), 1);
+        assert_eq!(migrate_attempts_limit(0), 3);
+        assert_eq!(migrate_attempts_limit(1_000_000), 3);
     }
 
     #[test]

@@ -517,6 +517,41 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
+    // A load_stopped -> migrate_to ordering that closes a loop (another migration the other
+    // way whose stop releases that load_stopped) is dropped, as Pacemaker's
+    // `ordering_is_invalid` does: migrate_to actions from the last created back, each loop
+    // checked with the orderings still kept (load-stopped-loop-2).
+    let load_migrations: Vec<(usize, usize)> = {
+        let mut v: Vec<(usize, usize)> = g
+            .edges
+            .iter()
+            .copied()
+            .filter(|&(f, t)| {
+                g.actions[f].task.starts_with("load_stopped") && g.actions[t].task == "migrate_to"
+            })
+            .collect();
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
+        v.dedup();
+        v
+    };
+    for (load, migrate_to) in load_migrations {
+        let mut seen = vec![false; g.actions.len()];
+        let mut stack = vec![migrate_to];
+        let mut loops = false;
+        while let Some(a) = stack.pop() {
+            if a == load {
+                loops = true;
+                break;
+            }
+            if std::mem::replace(&mut seen[a], true) {
+                continue;
+            }
+            stack.extend(g.edges.iter().filter(|e| e.0 == a).map(|e| e.1));
+        }
+        if loops {
+            g.edges.retain(|&e| e != (load, migrate_to));
+        }
+    }
     // Optional orderings after a migration's stop: drawn only.
     for &(f, t) in &plan.drawn_orderings {
         let source = if is_mig(f) { map[f].2[0] } else { map[f].1 };
@@ -567,6 +602,13 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         g.dot_edges.push((migrate_to, migrate_from));
         g.dot_edges.push((migrate_from, map[start].0));
         g.dot_edges.push((migrate_from, map[stop].0));
+        // (migrate_from is ordered before every stop of the resource: a dangling migration's
+        // too)
+        for (pi, a) in plan.actions.iter().enumerate() {
+            if pi != stop && a.rsc == Some(ri) && a.kind == Kind::Stop && !a.dot_only {
+                g.dot_edges.push((migrate_from, map[pi].0));
+            }
+        }
         // (what the start waits for: another resource's start, or a group's or clone's
         // running that is not the resource's own)
         let other = |f: usize| match (plan.actions[f].rsc, plan.actions[f].group) {

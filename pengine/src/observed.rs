@@ -270,6 +270,14 @@ impl Resource {
             self.remote_node.is_some() && self.container.is_none(),
         )
     }
+    /// `migration-threshold`: the fail count on a node at which the resource leaves it
+    /// (INFINITY when unset or unreadable; 0 or less: never).
+    pub fn migration_threshold(&self) -> i64 {
+        self.meta
+            .get("migration-threshold")
+            .and_then(|v| crate::cib::parse_score(v))
+            .unwrap_or(crate::cib::INFINITY)
+    }
     /// The name the resource's history and fail counts use (an anonymous clone instance's is
     /// the cloned primitive's id).
     pub fn history_id(&self) -> &str {
@@ -2112,9 +2120,10 @@ fn unpack_lrm_resource(
     }
 }
 
-/// Pacemaker's configuration check of an active resource's history on an available node: from
-/// the last start on, every recurring entry and every probe, start, promote and migrate_from
-/// has its recorded parameter digests compared with the configured parameters (see `digest`).
+/// Pacemaker's configuration check of an active resource's history on an available node (not
+/// shutting down): from the last start on, every recurring entry and every probe, start,
+/// promote and migrate_from has its recorded parameter digests compared with the configured
+/// parameters (see `digest`).
 /// A changed recurring operation is rescheduled; a changed start-like one restarts the resource
 /// there, or reloads it when the entry records a restart digest and only reloadable parameters
 /// changed. Anything changed clears a fail count on the node. Entries our own simulation
@@ -2128,7 +2137,14 @@ pub(crate) fn definition_changed(
     addr: Option<&str>,
 ) {
     let node = &nodes[ni];
-    if !node.online || node.unclean || node.standby || node.pending || node.maintenance {
+    // (a node shutting down is not checked either: migrate-shutdown)
+    if !node.online
+        || node.unclean
+        || node.standby
+        || node.pending
+        || node.maintenance
+        || node.shutdown
+    {
         return;
     }
     // By call id; equal call ids in reverse document order, as Pacemaker's list sort leaves them.

@@ -8,6 +8,7 @@ use crate::observed::{Observed, Role, Top};
 mod clones;
 mod members;
 mod promotable;
+mod utilization;
 
 /// One reason a node's score for a resource changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -845,7 +846,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         }
     }
     // Failures: migration-threshold.
-    let threshold = migration_threshold(r);
+    let threshold = r.migration_threshold();
     let mut limits = fail_limits(obs, ri);
     // (an anonymous clone's instance reaching it bans the whole clone from the node, every
     // instance and member: Pacemaker bans the instance's top parent)
@@ -981,19 +982,12 @@ fn target_stopped(obs: &Observed, ri: usize) -> bool {
         || obs.stop_all
 }
 
-fn migration_threshold(r: &crate::observed::Resource) -> i64 {
-    r.meta
-        .get("migration-threshold")
-        .and_then(|v| parse_score(v))
-        .unwrap_or(INFINITY)
-}
-
 /// The nodes (with the fail count) where resource `ri` reached its migration-threshold: unexpired
 /// failures only, a container's count including its fillers' (see `container`), none where the
 /// fail count is cleared in this transition (found while unpacking).
 pub(crate) fn fail_limits(obs: &Observed, ri: usize) -> Vec<(usize, i64)> {
     let r = &obs.resources[ri];
-    let threshold = migration_threshold(r);
+    let threshold = r.migration_threshold();
     if threshold <= 0 {
         return Vec::new();
     }
@@ -1379,9 +1373,13 @@ fn colocated_need(ctx: &Ctx, u: Unit) -> BTreeMap<String, i64> {
         let primaries = positions_of(&ctx.colocations_by_rsc, &ids)
             .into_iter()
             .map(|i| (cols[i].score, cols[i].with_rsc.as_str()));
+        // (a clone does not follow dependents that are not clones: Pacemaker cannot tell
+        // whether they will be colocated with it)
+        let is_clone = |u: Unit| matches!(u, Unit::Group(g) if obs.groups[g].clone.is_some());
         let dependents = positions_of(&ctx.colocations_by_with, &ids)
             .into_iter()
-            .map(|i| (cols[i].score, cols[i].rsc.as_str()));
+            .map(|i| (cols[i].score, cols[i].rsc.as_str()))
+            .filter(|&(_, d)| !is_clone(cur) || unit_of(obs, d).is_some_and(is_clone));
         for (score, other) in primaries.chain(dependents) {
             if score < INFINITY {
                 continue;
@@ -1520,6 +1518,10 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             let mut scores = match *u {
                 // A group counts its members' scores, from the last member back through the
                 // chain of internal colocations while some node stays usable (Pacemaker 2.1.5).
+                // A clone counts its own scores (its locations), not its instances'.
+                Unit::Group(gi) if obs.groups[gi].clone.is_some() => {
+                    members::location_scores(ctx, gi)
+                }
                 Unit::Group(gi) => members::sort_scores(ctx, gi),
                 Unit::Primitive(_) => {
                     let kept = ctx.desired.trace[first].len();
@@ -1544,11 +1546,24 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 if with_first == usize::MAX || with_first == first {
                     continue;
                 }
-                let kept = ctx.desired.trace[with_first].len();
-                let theirs = base_scores(ctx, with_first);
-                ctx.desired.trace[with_first].truncate(kept);
+                let theirs = match with {
+                    Unit::Group(wg) if obs.groups[wg].clone.is_some() => {
+                        members::location_scores(ctx, wg)
+                    }
+                    _ => {
+                        let kept = ctx.desired.trace[with_first].len();
+                        let theirs = base_scores(ctx, with_first);
+                        ctx.desired.trace[with_first].truncate(kept);
+                        theirs
+                    }
+                };
                 for (ni, v) in scores.iter_mut() {
-                    let other = theirs.get(ni).copied().unwrap_or(-INFINITY);
+                    // (only an available node counts: `best_node_score_matching_attr`)
+                    let other = theirs
+                        .get(ni)
+                        .copied()
+                        .filter(|_| node_available(obs, *ni))
+                        .unwrap_or(-INFINITY);
                     let weight = if other <= -INFINITY && c.score >= INFINITY {
                         -INFINITY
                     } else {

@@ -58,6 +58,10 @@ pub struct Reconciliation {
     /// resource stops: (source, target). Pacemaker still creates their migrate_to and
     /// migrate_from, unrunnable, which DOT draws.
     pub unrunnable_migrations: std::collections::BTreeMap<usize, (usize, usize)>,
+    /// Resources that would migrate but move by stop and start because a dangling migration
+    /// leaves them a stop on another node (no summary reason; their migrate_to and
+    /// migrate_from are drawn, unrunnable).
+    pub dangling_moves: std::collections::BTreeSet<usize>,
     /// Groups whose start pseudo action cannot run: a mandatory ordering's first cannot.
     pub blocked_group_starts: std::collections::BTreeSet<usize>,
     /// Of those, the groups blocked by an asymmetrical ordering (symmetrical=false): their
@@ -353,12 +357,21 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                     && r.partial_migration.is_none()
                     && !obs.nodes[s].unclean
                     && obs.nodes[s].online
+                    && !dangling_stop_elsewhere(r, s)
                 {
                     Change::Migrate {
                         source: s,
                         target: t,
                     }
                 } else {
+                    if r.allow_migrate()
+                        && !r.migratable_cleared
+                        && r.partial_migration.is_none()
+                        && !obs.nodes[s].unclean
+                        && obs.nodes[s].online
+                    {
+                        rec.dangling_moves.insert(ri);
+                    }
                     Change::Move {
                         source: s,
                         target: t,
@@ -525,6 +538,18 @@ fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bo
             format!("{} stopped", obs.groups[gi].id),
         ),
     }
+}
+
+/// Whether a dangling migration (or a migrate_to pending on a lost source) leaves resource
+/// `r` a stop on a node other than `current`. Pacemaker orders migrate_from before every stop
+/// of the resource, and that stop cannot migrate, so the migration becomes unrunnable and the
+/// resource moves by stop and start (Pacemaker 2.1.5, `pe_order_implies_first_migratable`;
+/// migrate-partial-4).
+fn dangling_stop_elsewhere(r: &crate::observed::Resource, current: usize) -> bool {
+    r.dangling_sources
+        .iter()
+        .chain(&r.stops_forced)
+        .any(|&n| n != current)
 }
 
 /// Whether a resource's migration is a partial one being continued (not a new decision).

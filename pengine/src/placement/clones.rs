@@ -348,6 +348,8 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // The limits put on each instance's nodes (node, score): for a clone of a group, its
     // members' scores take them too.
     let mut bans: Vec<Vec<(usize, i64)>> = vec![Vec::new(); members.len()];
+    // The resources of this clone placed so far (for the utilization a chain still needs).
+    let mut placed_now: Vec<bool> = vec![false; obs.resources.len()];
     // One instance's assignment (with `prefer`, only to that node, else it stays undecided).
     let mut allocate = |ctx: &mut Ctx,
                         k: usize,
@@ -355,7 +357,8 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         scores: &mut Vec<BTreeMap<usize, i64>>,
                         count: &mut BTreeMap<usize, usize>,
                         appended: &mut Vec<usize>,
-                        bans: &mut Vec<Vec<(usize, i64)>>|
+                        bans: &mut Vec<Vec<(usize, i64)>>,
+                        placed_now: &mut Vec<bool>|
      -> Option<usize> {
         let ri = members[k];
         let r = &obs.resources[ri];
@@ -487,18 +490,59 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         let running = unit
             .iter()
             .find_map(|&m| obs.resources[m].running_on.first().copied());
+        // With a placement strategy, nodes without room for the instance and what a mandatory
+        // colocation chain ties to it are banned once its scores are shown; when no node has
+        // that room, those without room for the instance alone, the one with the most free
+        // capacity preferred (`pcmk__ban_insufficient_capacity`).
+        let mut limited = scores[k].clone();
+        let mut most_capable: Option<usize> = None;
+        if obs.placement_strategy != "default" && r.managed {
+            let placing = super::utilization::Placing {
+                first: ri,
+                placed: &|m: usize| placed_now[m],
+            };
+            let need = super::utilization::instance_need(ctx, &placing);
+            let usable: Vec<usize> = limited
+                .keys()
+                .copied()
+                .filter(|&ni| node_available(obs, ni))
+                .collect();
+            let any_capable = usable.iter().any(|&ni| super::fits_need(ctx, &need, ni));
+            for &ni in &usable {
+                let fits = if any_capable {
+                    super::fits_need(ctx, &need, ni)
+                } else {
+                    super::fits_need(ctx, &r.utilization, ni)
+                };
+                if !fits {
+                    limited.insert(ni, -INFINITY);
+                }
+                if !any_capable
+                    && most_capable
+                        .is_none_or(|m| super::capacity_cmp(ctx, ni, m) == std::cmp::Ordering::Less)
+                {
+                    most_capable = Some(ni);
+                }
+            }
+        }
         let chosen = if !r.managed {
             running.filter(|&ni| r.running_on.len() == 1 && scores[k].contains_key(&ni))
         } else {
-            match prefer {
+            match prefer.or(most_capable) {
                 Some(p) => {
-                    let best = best_node(ctx, &scores[k], running, spec.unique);
-                    let best_score = best.and_then(|b| scores[k].get(&b).copied());
-                    let ps = scores[k].get(&p).copied().unwrap_or(-INFINITY);
-                    (node_available(obs, p) && ps >= 0 && best_score.is_some_and(|b| ps >= b))
-                        .then_some(p)
+                    let best = best_node(ctx, &limited, running, spec.unique);
+                    let best_score = best.and_then(|b| limited.get(&b).copied());
+                    let ps = limited.get(&p).copied().unwrap_or(-INFINITY);
+                    let preferred =
+                        (node_available(obs, p) && ps >= 0 && best_score.is_some_and(|b| ps >= b))
+                            .then_some(p);
+                    if prefer.is_some() {
+                        preferred
+                    } else {
+                        preferred.or(best)
+                    }
                 }
-                None => best_node(ctx, &scores[k], running, spec.unique),
+                None => best_node(ctx, &limited, running, spec.unique),
             }
         };
         if prefer.is_some() && chosen.is_none() {
@@ -515,6 +559,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
             for &m in unit {
+                placed_now[m] = true;
                 ctx.num_resources[ni] += 1;
                 for (name, v) in &obs.resources[m].utilization {
                     *ctx.util_used[ni].entry(name.clone()).or_insert(0) += *v;
@@ -542,6 +587,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             &mut count,
             &mut appended,
             &mut bans,
+            &mut placed_now,
         ) {
             assigned[k] = Some(ni);
             decided[k] = true;
@@ -568,6 +614,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             &mut count,
             &mut appended,
             &mut bans,
+            &mut placed_now,
         );
         if assigned[k].is_some() {
             allocated += 1;
