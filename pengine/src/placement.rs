@@ -588,12 +588,18 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 }
 
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
-/// containers get -INFINITY on every remote or guest node they are allowed on.
+/// containers get -INFINITY on every remote or guest node they are allowed on (that has a
+/// connection resource: a leftover remote node entry whose connection is gone is not avoided).
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
     let remote_nodes: Vec<usize> = (0..obs.nodes.len())
-        .filter(|&ni| obs.nodes[ni].remote.is_some())
+        .filter(|&ni| {
+            obs.nodes[ni]
+                .remote
+                .as_ref()
+                .is_some_and(|rn| rn.connection.is_some())
+        })
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
     if remote_nodes.is_empty()
@@ -609,6 +615,28 @@ fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64
         record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
             "remote connections, fencing devices and guest containers avoid remote nodes".into()
         });
+    }
+}
+
+/// A filler whose container is a remote connection or holds a guest node runs on that node
+/// only: every other node gets -INFINITY (Pacemaker 2.1.5, instead of the colocation with the
+/// container; see `crate::container::forced_connection`).
+fn force_onto_remote(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
+    let obs = ctx.obs;
+    let Some(conn) = crate::container::forced_connection(obs, ri) else {
+        return;
+    };
+    for (&ni, score) in scores.iter_mut() {
+        let on_it = obs.nodes[ni]
+            .remote
+            .as_ref()
+            .is_some_and(|rn| rn.connection == Some(conn));
+        if !on_it {
+            *score = -INFINITY;
+            record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+                "its container holds a remote node: it runs there only".into()
+            });
+        }
     }
 }
 
@@ -650,6 +678,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     // nodes (of those allowed: in an asymmetric cluster, once the locations are in).
     if obs.symmetric {
         avoid_remote_nodes(ctx, ri, &mut scores);
+        force_onto_remote(ctx, ri, &mut scores);
     }
     // An unmanaged resource found active on a node is held there with INFINITY, as Pacemaker
     // 2.1.5 records it when unpacking the status: a blocked one only on the nodes recorded
