@@ -1557,9 +1557,47 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
     place_traced(cib, obs, None).0
 }
 
+/// The CIB with each location naming a clone instance by its history name (its `clone_name`,
+/// when that is no resource's or group's id) moved onto the instance's clone, as Pacemaker
+/// 2.1.5 resolves a constraint's resource (`pcmk__find_constraint_resource`, renamed
+/// instances resolve to their outermost parent). Bundles' replicas are left alone.
+fn renamed_locations<'a>(
+    cib: std::borrow::Cow<'a, Cib>,
+    obs: &Observed,
+) -> std::borrow::Cow<'a, Cib> {
+    let target = |id: &str| -> Option<String> {
+        if obs.rsc_index(id).is_some() || obs.group_index(id).is_some() {
+            return None;
+        }
+        let ri = obs
+            .resources
+            .iter()
+            .position(|r| r.clone_name.as_deref() == Some(id))?;
+        let ci = crate::clone_groups::clone_of(obs, ri)?;
+        if crate::bundles::bundle_of_child(obs, ci).is_some() {
+            return None;
+        }
+        Some(obs.groups[ci].id.clone())
+    };
+    let renamed: Vec<(usize, String)> = cib
+        .locations
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| target(&l.rsc).map(|t| (i, t)))
+        .collect();
+    if renamed.is_empty() {
+        return cib;
+    }
+    let mut owned = cib.into_owned();
+    for (i, t) in renamed {
+        owned.locations[i].rsc = t;
+    }
+    std::borrow::Cow::Owned(owned)
+}
+
 /// Places every resource, recording why `explain` (a resource index) goes where it goes.
 pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desired, Option<Trace>) {
-    let cib = &*crate::container::implied_colocations(cib, obs);
+    let cib = &*renamed_locations(crate::container::implied_colocations(cib, obs), obs);
     let n = obs.resources.len();
     let mut ctx = Ctx {
         obs,
