@@ -1277,12 +1277,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     // stop -> clean-up -> start (every start of the resource).
     // (every stop of the resource, on any node: Pacemaker orders the resource's stop actions)
+    // (a required clean-up's orderings are optional: one that cannot run leaves the start)
     for (ri, delete) in agent_deletes {
         for stop in plan.stops(ri) {
             plan.edge(stop, delete);
         }
         for start in plan.starts(ri) {
-            plan.edge(delete, start);
+            plan.edge_rel(delete, start, Rel::Optional);
         }
     }
     for (ri, clear) in orphan_clears {
