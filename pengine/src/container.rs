@@ -2,7 +2,9 @@
 //!
 //! Pacemaker's rules for such a resource (a "filler"), applied here as hooks of the pipeline:
 //! - it is colocated with its container (INFINITY) and ordered after it (a symmetrical mandatory
-//!   order: the container starts first and stops last) (`implied_colocations`, `resolve`);
+//!   order: the container starts first and stops last) (`implied_colocations`, `resolve`),
+//!   unless the container is a remote connection or holds a guest node: then it is banned from
+//!   every other node instead (`forced_connection`, applied by placement);
 //! - it is never probed (`reconcile`);
 //! - its failures default to on-fail "restart-container": the container gets a required stop on
 //!   that node (so it restarts, or moves), and a failed stop of the filler counts as done, the
@@ -43,12 +45,34 @@ pub fn resolve(obs: &mut Observed) {
     }
 }
 
+/// The remote connection a filler is forced onto instead (Pacemaker 2.1.5's internal
+/// constraints of a primitive): its container when that is a remote connection, else the guest
+/// node connection its container holds. None for a connection itself or without a container.
+pub fn forced_connection(obs: &Observed, ri: usize) -> Option<usize> {
+    let is_conn = |i: usize| {
+        let r = &obs.resources[i];
+        crate::remote::is_connection_agent(&r.class, r.provider.as_deref(), &r.kind)
+    };
+    let ci = obs.resources[ri].container?;
+    if is_conn(ri) {
+        return None;
+    }
+    if is_conn(ci) {
+        return Some(ci);
+    }
+    (0..obs.resources.len()).find(|&i| obs.resources[i].container == Some(ci) && is_conn(i))
+}
+
 /// The implied order of filler `ri` with its container: the container's start before the
-/// filler's, the filler's stop before the container's (nothing without a container).
+/// filler's, the filler's stop before the container's (nothing without a container, nor for a
+/// filler forced onto a remote node instead, see `forced_connection`).
 pub fn order_filler(obs: &mut Observed, ri: usize) {
     let Some(ci) = obs.resources[ri].container else {
         return;
     };
+    if forced_connection(obs, ri).is_some() {
+        return;
+    }
     // Also within one group: each filler waits for the container itself, not only for the
     // member before it.
     let (r, c) = (&obs.resources[ri], &obs.resources[ci]);
@@ -102,6 +126,7 @@ pub fn implied_colocations<'a>(cib: &'a Cib, obs: &Observed) -> Cow<'a, Cib> {
         .resources
         .iter()
         .enumerate()
+        .filter(|&(ri, _)| forced_connection(obs, ri).is_none())
         .filter_map(|(ri, r)| {
             r.container.map(|ci| Colocation {
                 id: COLOCATION_ID.into(),

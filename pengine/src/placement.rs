@@ -617,12 +617,18 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
 /// containers (not a bundle's: its connection may nest) get -INFINITY on every remote or guest
-/// node they are allowed on.
+/// node they are allowed on (that has a connection resource: a leftover remote node entry whose
+/// connection is gone is not avoided).
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
     let remote_nodes: Vec<usize> = (0..obs.nodes.len())
-        .filter(|&ni| obs.nodes[ni].remote.is_some())
+        .filter(|&ni| {
+            obs.nodes[ni]
+                .remote
+                .as_ref()
+                .is_some_and(|rn| rn.connection.is_some())
+        })
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
     if remote_nodes.is_empty()
@@ -641,6 +647,28 @@ fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64
         record(&mut ctx.recording, ni, StepOp::Add(-INFINITY), || {
             "remote connections, fencing devices and guest containers avoid remote nodes".into()
         });
+    }
+}
+
+/// A filler whose container is a remote connection or holds a guest node runs on that node
+/// only: every other node gets -INFINITY (Pacemaker 2.1.5, instead of the colocation with the
+/// container; see `crate::container::forced_connection`).
+fn force_onto_remote(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
+    let obs = ctx.obs;
+    let Some(conn) = crate::container::forced_connection(obs, ri) else {
+        return;
+    };
+    for (&ni, score) in scores.iter_mut() {
+        let on_it = obs.nodes[ni]
+            .remote
+            .as_ref()
+            .is_some_and(|rn| rn.connection == Some(conn));
+        if !on_it {
+            *score = -INFINITY;
+            record(&mut ctx.recording, ni, StepOp::Set(-INFINITY), || {
+                "its container holds a remote node: it runs there only".into()
+            });
+        }
     }
 }
 
@@ -682,6 +710,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     // nodes (of those allowed: in an asymmetric cluster, once the locations are in).
     if obs.symmetric {
         avoid_remote_nodes(ctx, ri, &mut scores);
+        force_onto_remote(ctx, ri, &mut scores);
     }
     // An unmanaged resource found active on a node is held there with INFINITY, as Pacemaker
     // 2.1.5 records it when unpacking the status: a blocked one only on the nodes recorded
@@ -1605,9 +1634,47 @@ pub fn place(cib: &Cib, obs: &Observed) -> Desired {
     place_traced(cib, obs, None).0
 }
 
+/// The CIB with each location naming a clone instance by its history name (its `clone_name`,
+/// when that is no resource's or group's id) moved onto the instance's clone, as Pacemaker
+/// 2.1.5 resolves a constraint's resource (`pcmk__find_constraint_resource`, renamed
+/// instances resolve to their outermost parent). Bundles' replicas are left alone.
+fn renamed_locations<'a>(
+    cib: std::borrow::Cow<'a, Cib>,
+    obs: &Observed,
+) -> std::borrow::Cow<'a, Cib> {
+    let target = |id: &str| -> Option<String> {
+        if obs.rsc_index(id).is_some() || obs.group_index(id).is_some() {
+            return None;
+        }
+        let ri = obs
+            .resources
+            .iter()
+            .position(|r| r.clone_name.as_deref() == Some(id))?;
+        let ci = crate::clone_groups::clone_of(obs, ri)?;
+        if crate::bundles::bundle_of_child(obs, ci).is_some() {
+            return None;
+        }
+        Some(obs.groups[ci].id.clone())
+    };
+    let renamed: Vec<(usize, String)> = cib
+        .locations
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| target(&l.rsc).map(|t| (i, t)))
+        .collect();
+    if renamed.is_empty() {
+        return cib;
+    }
+    let mut owned = cib.into_owned();
+    for (i, t) in renamed {
+        owned.locations[i].rsc = t;
+    }
+    std::borrow::Cow::Owned(owned)
+}
+
 /// Places every resource, recording why `explain` (a resource index) goes where it goes.
 pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desired, Option<Trace>) {
-    let cib = &*crate::container::implied_colocations(cib, obs);
+    let cib = &*renamed_locations(crate::container::implied_colocations(cib, obs), obs);
     let n = obs.resources.len();
     let mut ctx = Ctx {
         obs,

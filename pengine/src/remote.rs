@@ -775,6 +775,11 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 _ => after_start(plan),
             },
             Kind::Monitor { .. } | Kind::StoppedMonitor { .. } => after_start(plan),
+            // A clean-up there waits for the connection's start (runnable-left): with the
+            // connection unrecoverable and no start, it cannot run.
+            Kind::Delete if state == ConnectionState::Failed && conn_starts.is_empty() => {
+                plan.actions[i].runnable = false;
+            }
             _ => {
                 let host = obs.resources[ci].running_on.first();
                 if host.is_some() && state == ConnectionState::Stopped {
