@@ -518,6 +518,9 @@ struct Ctx<'a> {
     /// changes the clone's allowed-node table then); what is merged with the clone later
     /// sees these.
     role_weights: Vec<Option<BTreeMap<usize, i64>>>,
+    /// Whether any location constraint sets `resource-discovery` (else `discovery` has nothing
+    /// to find, and is not asked: it reads every location per resource).
+    any_discovery: bool,
     /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
     /// each resource looks only at its own constraints.
     locations_by_rsc: HashMap<&'a str, Vec<usize>>,
@@ -833,7 +836,11 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         avoid_remote_nodes(ctx, ri, &mut scores);
     }
     // Exclusive discovery: the nodes no exclusive location marks are banned.
-    let (exclusive, modes) = discovery(cib, obs, ri);
+    let (exclusive, modes) = if ctx.any_discovery {
+        discovery(cib, obs, ri)
+    } else {
+        (false, BTreeMap::new())
+    };
     if exclusive {
         for (&ni, score) in scores.iter_mut() {
             if modes.get(&ni) != Some(&DiscoverMode::Exclusive) {
@@ -1705,6 +1712,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         in_progress: vec![false; n],
         working: vec![None; n],
         role_weights: vec![None; obs.groups.len()],
+        any_discovery: cib.locations.iter().any(|l| l.discovery.is_some()),
         locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
         colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
         colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),
