@@ -425,13 +425,9 @@ pub enum DiscoverMode {
     Exclusive,
 }
 
-/// Resource discovery for primitive `ri` (Pacemaker's `rsc_discover_mode` per allowed node and
-/// `exclusive_discover`): the mode each node got from the location constraints on the primitive,
-/// its group or its clone (or its bundle, for a container or IP), and whether one of them says
-/// "exclusive". With exclusive discovery a
-/// node not marked exclusive gets -INFINITY (`apply_exclusive_discovery`) and is not probed; a
-/// node marked "never" is not probed.
-pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize, DiscoverMode>) {
+/// The ids whose location constraints apply to primitive `ri`: its own, its group's and, for a
+/// clone of a group's instance member, the clone's.
+fn location_ids(obs: &Observed, ri: usize) -> Vec<&str> {
     let r = &obs.resources[ri];
     let mut ids = vec![r.id.as_str()];
     ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
@@ -440,6 +436,17 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
             .and_then(|g| crate::clone_groups::parent_clone(obs, g))
             .map(|c| obs.groups[c].id.as_str()),
     );
+    ids
+}
+
+/// Resource discovery for primitive `ri` (Pacemaker's `rsc_discover_mode` per allowed node and
+/// `exclusive_discover`): the mode each node got from the location constraints on the primitive,
+/// its group or its clone (or its bundle, for a container or IP), and whether one of them says
+/// "exclusive". With exclusive discovery a node not marked exclusive gets -INFINITY
+/// (`apply_exclusive_discovery`) and is not probed; a node marked "never" is not probed.
+pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize, DiscoverMode>) {
+    let r = &obs.resources[ri];
+    let mut ids = location_ids(obs, ri);
     ids.extend(
         crate::bundles::replica_of(obs, ri)
             .filter(|&(bi, k)| {
@@ -729,14 +736,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         }
     }
     let cib = ctx.cib;
-    let mut ids = vec![r.id.as_str()];
-    ids.extend(r.group.map(|g| obs.groups[g].id.as_str()));
-    // (a clone of a group's constraints, for its instances' members)
-    ids.extend(
-        r.group
-            .and_then(|g| crate::clone_groups::parent_clone(obs, g))
-            .map(|c| obs.groups[c].id.as_str()),
-    );
+    let ids = location_ids(obs, ri);
     for loc in positions_of(&ctx.locations_by_rsc, &ids)
         .into_iter()
         .map(|i| &cib.locations[i])
