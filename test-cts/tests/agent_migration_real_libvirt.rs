@@ -406,9 +406,10 @@ fn migrations_started(run: &AgentRun) -> usize {
 ///
 /// The agent keeps a share of its budget for reading both sides after the abort; a daemon too
 /// loaded to answer even within it leaves the agent unable to prove where the guest is, and then
-/// 7 naming the unreadable source is the truthful answer (seen once in CI). The test accepts that
-/// 7 only with that reason, and then itself waits for the aborted migration to be torn down and
-/// checks that the guest runs once, on the source.
+/// 7 naming the unreadable source is the truthful answer (seen once in CI); so is 7 when the abort
+/// itself did not answer and the job may still be in flight (seen in session 11's CI). The test
+/// accepts 7 only with one of those reasons, and then itself waits for the aborted migration to
+/// be torn down and checks that the guest runs once, on the source.
 #[test]
 fn a_deadline_shorter_than_the_migration_aborts_it_and_keeps_the_guest_on_the_source() {
     if !real_infra_or_skip(
@@ -433,9 +434,13 @@ fn a_deadline_shorter_than_the_migration_aborts_it_and_keeps_the_guest_on_the_so
     match out.code() {
         Some(1) => assert!(has_reason("still runs on the source"), "{}", out.describe()),
         Some(7) => {
-            assert!(has_reason("source unknown"), "{}", out.describe());
+            assert!(
+                has_reason("source unknown") || has_reason("could not be aborted"),
+                "{}",
+                out.describe()
+            );
             eprintln!(
-                "migrate_to answered 7: the source could not be read after the abort; checking where the guest runs"
+                "migrate_to answered 7: the source could not be read after the abort, or the abort did not answer; checking where the guest runs"
             );
         }
         other => panic!("migrate_to {other:?}: {}", out.describe()),
