@@ -406,26 +406,12 @@ pub fn order_actions(
             .child
             .and_then(|ci| plan.find_group_action(ci, &Kind::GroupStart));
         for r in &b.replicas {
-            for &(pr, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
-                let _ = pr;
+            for &(_, pid) in probe_ids.iter().filter(|(pr, _)| *pr == r.container) {
                 for start in plan.starts(r.container) {
                     plan.edge_rel(pid, start, Rel::Plain);
                 }
                 if let Some(s) = inner_start {
                     plan.edge_rel(pid, s, Rel::Plain);
-                }
-                // One replica per host: no other container starts on that node before the
-                // probe says this one is not already running there.
-                if b.unique {
-                    continue;
-                }
-                let node = plan.actions[pid].node;
-                for o in b.replicas.iter().filter(|o| o.container != r.container) {
-                    for start in plan.starts(o.container) {
-                        if plan.actions[start].node == node {
-                            plan.edge_rel(pid, start, Rel::Plain);
-                        }
-                    }
                 }
             }
         }
