@@ -157,11 +157,7 @@ pub fn failcount_with_fillers(obs: &Observed, ri: usize, ni: usize) -> i64 {
     let own = |i: usize| {
         let r = &obs.resources[i];
         let count = r.fail_count.get(&ni).copied().unwrap_or(0);
-        let timeout_s = r
-            .meta
-            .get("failure-timeout")
-            .map(|v| crate::cib::parse_interval_ms(v) / 1000)
-            .unwrap_or(0) as i64;
+        let timeout_s = r.failure_timeout_s();
         let expired = timeout_s > 0
             && r.last_failure
                 .get(&ni)

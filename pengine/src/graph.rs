@@ -2003,11 +2003,7 @@ fn bundle_scores(
         for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
             if let Some(Some(ni)) = own.get(n) {
                 let r = &obs.resources[ri];
-                let stickiness = r
-                    .meta
-                    .get("resource-stickiness")
-                    .or(r.meta.get("default-resource-stickiness"))
-                    .and_then(|v| crate::cib::parse_score(v))
+                let stickiness = Some(r.stickiness())
                     .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
                     .unwrap_or(0);
                 push(&r.id, *ni, crate::placement::add_score(500, stickiness));

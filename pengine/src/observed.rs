@@ -278,6 +278,23 @@ impl Resource {
             .and_then(|v| crate::cib::parse_score(v))
             .unwrap_or(crate::cib::INFINITY)
     }
+    /// `failure-timeout` in seconds: how long after its last failure a fail count expires (0:
+    /// never).
+    pub fn failure_timeout_s(&self) -> i64 {
+        self.meta
+            .get("failure-timeout")
+            .map(|v| (parse_interval_ms(v) / 1000) as i64)
+            .unwrap_or(0)
+    }
+    /// `resource-stickiness` (or the legacy `default-resource-stickiness`): what the resource
+    /// adds to the node it runs on (0 when unset or unreadable).
+    pub fn stickiness(&self) -> i64 {
+        self.meta
+            .get("resource-stickiness")
+            .or(self.meta.get("default-resource-stickiness"))
+            .and_then(|v| crate::cib::parse_score(v))
+            .unwrap_or(0)
+    }
     /// The name the resource's history and fail counts use (an anonymous clone instance's is
     /// the cloned primitive's id).
     pub fn history_id(&self) -> &str {
@@ -1542,10 +1559,7 @@ fn failure_rechecks(obs: &mut Observed) {
         let timeout_s = if reconnect_s > 0 {
             reconnect_s
         } else {
-            r.meta
-                .get("failure-timeout")
-                .map(|v| (parse_interval_ms(v) / 1000) as i64)
-                .unwrap_or(0)
+            r.failure_timeout_s()
         };
         if timeout_s <= 0 || r.blocked {
             continue;
@@ -1689,11 +1703,7 @@ fn unpack_lrm_resource(
     let mut on_fail = OnFail::Ignore;
     let mut last_failure: Option<&RscOp> = None;
     let node_unclean = nodes[ni].unclean;
-    let failure_timeout_s = rsc
-        .meta
-        .get("failure-timeout")
-        .map(|v| parse_interval_ms(v) / 1000)
-        .unwrap_or(0) as i64;
+    let failure_timeout_s = rsc.failure_timeout_s();
     let mut next_role_cleared = false;
     for op in &sorted {
         if op.operation == "notify" || op.operation == "meta-data" {

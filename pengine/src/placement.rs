@@ -913,12 +913,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         });
     }
     // Stickiness on the single current node.
-    let stickiness = r
-        .meta
-        .get("resource-stickiness")
-        .or(r.meta.get("default-resource-stickiness"))
-        .and_then(|v| parse_score(v))
-        .unwrap_or(0);
+    let stickiness = r.stickiness();
     // Pacemaker 2.1.5 applies it to a managed resource active on one node, failed or not;
     // a stickiness below 1 is none.
     if r.managed && stickiness > 0 && r.running_on.len() == 1 {
