@@ -525,9 +525,9 @@ struct Ctx<'a> {
     /// changes the clone's allowed-node table then); what is merged with the clone later
     /// sees these.
     role_weights: Vec<Option<BTreeMap<usize, i64>>>,
-    /// Whether any location constraint sets `resource-discovery` (else `discovery` has nothing
-    /// to find, and is not asked: it reads every location per resource).
-    any_discovery: bool,
+    /// Per resource, its `discovery` (empty when no location sets `resource-discovery`):
+    /// computed once, as it reads every location.
+    discoveries: Vec<(bool, BTreeMap<usize, DiscoverMode>)>,
     /// Constraint positions in the CIB by the resource id they name, built once per `place`, so
     /// each resource looks only at its own constraints.
     locations_by_rsc: HashMap<&'a str, Vec<usize>>,
@@ -592,22 +592,32 @@ fn unit_key(obs: &Observed, u: Unit) -> usize {
     }
 }
 
-/// Per resource, the nodes it is not probed on because of `resource-discovery` (Pacemaker's
-/// `pcmk__probe_rsc_on_node`; see `discovery`). A bundle's inner instances are left to
-/// `crate::bundles` (probed on their guest node only).
-fn no_discovery(cib: &Cib, obs: &Observed) -> Vec<std::collections::BTreeSet<usize>> {
-    let n = obs.resources.len();
+/// Each resource's `discovery`, or none at all when no location sets `resource-discovery`.
+fn discoveries(cib: &Cib, obs: &Observed) -> Vec<(bool, BTreeMap<usize, DiscoverMode>)> {
     if cib.locations.iter().all(|l| l.discovery.is_none()) {
-        return vec![std::collections::BTreeSet::new(); n];
+        return Vec::new();
     }
-    (0..n)
+    (0..obs.resources.len())
+        .map(|ri| discovery(cib, obs, ri))
+        .collect()
+}
+
+/// Per resource, the nodes it is not probed on because of `resource-discovery` (Pacemaker's
+/// `pcmk__probe_rsc_on_node`), from `discoveries`. A bundle's inner instances are left to
+/// `crate::bundles` (probed on their guest node only).
+fn no_discovery(
+    obs: &Observed,
+    discoveries: &[(bool, BTreeMap<usize, DiscoverMode>)],
+) -> Vec<std::collections::BTreeSet<usize>> {
+    (0..obs.resources.len())
         .map(|ri| {
-            let inner = crate::bundles::replica_of(obs, ri)
-                .is_some_and(|(bi, k)| obs.bundles[bi].replicas[k].child == Some(ri));
-            if inner {
+            let inner = |ri: usize| {
+                crate::bundles::replica_of(obs, ri)
+                    .is_some_and(|(bi, k)| obs.bundles[bi].replicas[k].child == Some(ri))
+            };
+            let Some(&(exclusive, ref modes)) = discoveries.get(ri).filter(|_| !inner(ri)) else {
                 return std::collections::BTreeSet::new();
-            }
-            let (exclusive, modes) = discovery(cib, obs, ri);
+            };
             (0..obs.nodes.len())
                 .filter(|ni| match modes.get(ni) {
                     Some(DiscoverMode::Never) => true,
@@ -836,12 +846,7 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
         avoid_remote_nodes(ctx, ri, &mut scores);
     }
     // Exclusive discovery: the nodes no exclusive location marks are banned.
-    let (exclusive, modes) = if ctx.any_discovery {
-        discovery(cib, obs, ri)
-    } else {
-        (false, BTreeMap::new())
-    };
-    if exclusive {
+    if let Some((true, modes)) = ctx.discoveries.get(ri) {
         for (&ni, score) in scores.iter_mut() {
             if modes.get(&ni) != Some(&DiscoverMode::Exclusive) {
                 *score = -INFINITY;
@@ -1678,6 +1683,7 @@ fn renamed_locations<'a>(
 pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desired, Option<Trace>) {
     let cib = &*renamed_locations(crate::container::implied_colocations(cib, obs), obs);
     let n = obs.resources.len();
+    let discoveries = discoveries(cib, obs);
     let mut ctx = Ctx {
         obs,
         cib,
@@ -1694,7 +1700,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             instance_scores: BTreeMap::new(),
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
-            no_discovery: no_discovery(cib, obs),
+            no_discovery: no_discovery(obs, &discoveries),
             unmanaged: obs
                 .resources
                 .iter()
@@ -1707,7 +1713,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         in_progress: vec![false; n],
         working: vec![None; n],
         role_weights: vec![None; obs.groups.len()],
-        any_discovery: cib.locations.iter().any(|l| l.discovery.is_some()),
+        discoveries,
         locations_by_rsc: positions_by(&cib.locations, |l| l.rsc.as_str()),
         colocations_by_rsc: positions_by(&cib.colocations, |c| c.rsc.as_str()),
         colocations_by_with: positions_by(&cib.colocations, |c| c.with_rsc.as_str()),
