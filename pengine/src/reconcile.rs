@@ -623,21 +623,10 @@ fn apply_ordering(
         if !s.exists || s.unmanaged {
             return false;
         }
-        let before = (s.runnable, s.required);
-        if f_required && !s.required {
-            s.required = true;
-            s.reason.get_or_insert(format!("required {desc}"));
-        }
         // (runnable-left too: a bundle's connection may be placed while its container cannot
         // start, and what is placed on its guest node cannot start either)
-        if !f_runnable && s.runnable {
-            s.runnable = false;
-            s.reason.get_or_insert(format!("unrunnable {desc}"));
-            if !obs.resources[ri].running_on.is_empty() {
-                s.required = true;
-            }
-        }
-        return before != (s.runnable, s.required);
+        let active = !obs.resources[ri].running_on.is_empty();
+        return take_first(s, f_required, f_runnable, &desc, active);
     }
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
@@ -693,6 +682,22 @@ fn apply_ordering(
         }
         return before != (s.runnable, s.required);
     }
+    let active = !s.unmanaged && !obs.resources[ri].running_on.is_empty();
+    take_first(s, f_required, f_runnable, &desc, active)
+}
+
+/// What a first makes of a then start: required when the first is ("required" reason), then
+/// unrunnable when the first is ("unrunnable"), Pacemaker keeping the first reason set; an
+/// `active` then that cannot start must stop (its stop, and so its start, required). Returns
+/// whether the start changed.
+fn take_first(
+    s: &mut StartState,
+    f_required: bool,
+    f_runnable: bool,
+    desc: &str,
+    active: bool,
+) -> bool {
+    let before = (s.runnable, s.required);
     if f_required && !s.required {
         s.required = true;
         s.reason.get_or_insert(format!("required {desc}"));
@@ -700,7 +705,7 @@ fn apply_ordering(
     if !f_runnable && s.runnable {
         s.runnable = false;
         s.reason.get_or_insert(format!("unrunnable {desc}"));
-        if !s.unmanaged && !obs.resources[ri].running_on.is_empty() {
+        if active {
             s.required = true;
         }
     }

@@ -636,20 +636,25 @@ pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTr
             && matches!(c.dependent, Named::Primitive(d) if crate::bundles::is_replica_connection(obs, d))
     });
     for c in connections.collect::<Vec<_>>() {
-        if !has_influence(ctx, &c) {
-            continue;
+        if has_influence(ctx, &c) {
+            merge_dependent(ctx, own, &c, scores);
         }
-        let factor = c.score as f32 / INFINITY as f32;
-        let mut merging = vec![own];
-        add_colocated(
-            ctx,
-            c.dependent,
-            scores,
-            c.attr.as_deref(),
-            factor,
-            &mut merging,
-        );
     }
+}
+
+/// Adds the scores of `c`'s dependent (and what is colocated with it) to its primary `own`'s,
+/// scaled by the colocation's score.
+fn merge_dependent(ctx: &mut Ctx, own: Named, c: &Coloc, scores: &mut BTreeMap<usize, i64>) {
+    let factor = c.score as f32 / INFINITY as f32;
+    let mut merging = vec![own];
+    add_colocated(
+        ctx,
+        c.dependent,
+        scores,
+        c.attr.as_deref(),
+        factor,
+        &mut merging,
+    );
 }
 
 /// "With this" colocations of primitive `ri`: what is colocated with it pulls it, scaled.
@@ -667,16 +672,7 @@ fn merge_with_this(
             continue;
         }
         let before = scores.clone();
-        let factor = c.score as f32 / INFINITY as f32;
-        let mut merging = vec![Named::Primitive(ri)];
-        add_colocated(
-            ctx,
-            c.dependent,
-            scores,
-            c.attr.as_deref(),
-            factor,
-            &mut merging,
-        );
+        merge_dependent(ctx, Named::Primitive(ri), &c, scores);
         let dependent = match c.dependent {
             Named::Primitive(d) => obs.resources[d].id.as_str(),
             Named::Group(g) => obs.groups[g].id.as_str(),
