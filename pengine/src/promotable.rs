@@ -291,13 +291,6 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 }
             }
         }
-        let pseudo_of = |plan: &mut Plan, of: usize, kind: Kind| {
-            let mut a = act(kind, None, None);
-            a.group = Some(of);
-            a.pseudo = true;
-            add(plan, a)
-        };
-        let pseudo = |plan: &mut Plan, kind: Kind| pseudo_of(plan, gi, kind);
         // An instance of a clone of a group: its own promote/promoted and demote/demoted
         // between the clone's and its members' (`pcmk__group_internal_constraints`), members
         // promoted in order and demoted in reverse; the clone's then order the instances'.
@@ -322,8 +315,8 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             };
             let (mine_d, mine_p) = (of(&demotes), of(&promotes));
             if !mine_d.is_empty() {
-                let d = pseudo_of(plan, ig, Kind::GroupDemote);
-                let dd = pseudo_of(plan, ig, Kind::GroupDemoted);
+                let d = group_pseudo(plan, ig, Kind::GroupDemote);
+                let dd = group_pseudo(plan, ig, Kind::GroupDemoted);
                 for &x in &mine_d {
                     plan.edge_rel(d, x, Rel::Plain);
                     plan.edge_rel(x, dd, Rel::Plain);
@@ -331,8 +324,8 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                 instance_demotes.push((d, dd));
             }
             if !mine_p.is_empty() {
-                let p = pseudo_of(plan, ig, Kind::GroupPromote);
-                let pd = pseudo_of(plan, ig, Kind::GroupPromoted);
+                let p = group_pseudo(plan, ig, Kind::GroupPromote);
+                let pd = group_pseudo(plan, ig, Kind::GroupPromoted);
                 for &x in &mine_p {
                     plan.edge_rel(p, x, Rel::Plain);
                     plan.edge_rel(x, pd, Rel::Plain);
@@ -363,50 +356,79 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             } else {
                 instance_promotes.iter().copied().unzip()
             };
-        // The clone's promote pair is created before its demote pair.
-        let promote_pair = (!promotes.is_empty()).then(|| {
-            (
-                pseudo(plan, Kind::GroupPromote),
-                pseudo(plan, Kind::GroupPromoted),
-            )
-        });
-        let mut demoted = None;
-        if !demotes.is_empty() {
-            let d = pseudo(plan, Kind::GroupDemote);
-            let dd = pseudo(plan, Kind::GroupDemoted);
-            for &x in &demote_heads {
-                plan.edge_rel(d, x, Rel::Plain);
-            }
-            for &x in &demote_tails {
-                plan.edge_rel(x, dd, Rel::Plain);
-            }
-            for kind in [Kind::GroupStop, Kind::GroupStart] {
-                if let Some(t) = clone_pseudo(plan, gi, &kind) {
-                    plan.edge_rel(dd, t, Rel::Plain);
-                }
-            }
-            plan.edge_rel(d, dd, Rel::Optional);
-            demoted = Some(dd);
-        }
-        if let Some((p, pd)) = promote_pair {
-            for &x in &promote_heads {
-                plan.edge_rel(p, x, Rel::Plain);
-            }
-            for &x in &promote_tails {
-                plan.edge_rel(x, pd, Rel::Plain);
-            }
-            if let Some(run) = clone_pseudo(plan, gi, &Kind::GroupRunning) {
-                plan.edge_rel(run, p, Rel::Plain);
-            }
-            if let Some(dd) = demoted {
-                plan.edge_rel(dd, p, Rel::Plain);
-            }
-            if let Some(stopped) = clone_pseudo(plan, gi, &Kind::GroupStopped) {
-                plan.edge_rel(stopped, p, Rel::Optional);
-            }
-        }
+        role_pseudo_pairs(
+            plan,
+            gi,
+            (!promotes.is_empty()).then_some((&promote_heads[..], &promote_tails[..])),
+            (!demotes.is_empty()).then_some((&demote_heads[..], &demote_tails[..])),
+        );
         if let Some(bi) = crate::bundles::bundle_of_child(obs, gi) {
             bundle_role_actions(plan, obs.bundles[bi].containers, gi);
+        }
+    }
+}
+
+/// A pseudo action of group `g` (a clone, an instance group or a bundle).
+fn group_pseudo(plan: &mut Plan, g: usize, kind: Kind) -> usize {
+    let mut a = act(kind, None, None);
+    a.group = Some(g);
+    a.pseudo = true;
+    add(plan, a)
+}
+
+/// Group `g`'s (a clone's or a bundle's) own promote/promoted and demote/demoted pseudo actions
+/// around `promote` and `demote` (each: what its first comes before, what comes before its
+/// last; None: no such pair), the promote pair created first, with the promotable restart
+/// ordering (`pcmk__promotable_restart_ordering`): demoted before its stop, its start and its
+/// promote, running before promote, stopped before promote (optional).
+fn role_pseudo_pairs(
+    plan: &mut Plan,
+    g: usize,
+    promote: Option<(&[usize], &[usize])>,
+    demote: Option<(&[usize], &[usize])>,
+) {
+    let pseudo = |plan: &mut Plan, kind: Kind| group_pseudo(plan, g, kind);
+    let promote_pair = promote.map(|(heads, tails)| {
+        (
+            pseudo(plan, Kind::GroupPromote),
+            pseudo(plan, Kind::GroupPromoted),
+            heads,
+            tails,
+        )
+    });
+    let mut demoted = None;
+    if let Some((heads, tails)) = demote {
+        let d = pseudo(plan, Kind::GroupDemote);
+        let dd = pseudo(plan, Kind::GroupDemoted);
+        for &x in heads {
+            plan.edge_rel(d, x, Rel::Plain);
+        }
+        for &x in tails {
+            plan.edge_rel(x, dd, Rel::Plain);
+        }
+        for kind in [Kind::GroupStop, Kind::GroupStart] {
+            if let Some(t) = clone_pseudo(plan, g, &kind) {
+                plan.edge_rel(dd, t, Rel::Plain);
+            }
+        }
+        plan.edge_rel(d, dd, Rel::Optional);
+        demoted = Some(dd);
+    }
+    if let Some((p, pd, heads, tails)) = promote_pair {
+        for &x in heads {
+            plan.edge_rel(p, x, Rel::Plain);
+        }
+        for &x in tails {
+            plan.edge_rel(x, pd, Rel::Plain);
+        }
+        if let Some(run) = clone_pseudo(plan, g, &Kind::GroupRunning) {
+            plan.edge_rel(run, p, Rel::Plain);
+        }
+        if let Some(dd) = demoted {
+            plan.edge_rel(dd, p, Rel::Plain);
+        }
+        if let Some(stopped) = clone_pseudo(plan, g, &Kind::GroupStopped) {
+            plan.edge_rel(stopped, p, Rel::Optional);
         }
     }
 }
@@ -414,52 +436,21 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
 /// A bundle's own promote/promoted and demote/demoted pseudo actions around those of its
 /// promotable inner clone `ci` (`pcmk__bundle_create_actions`, required when the inner clone's
 /// are), ordered as `pcmk__bundle_internal_constraints` orders them: the bundle's promote before
-/// the clone's, the clone's promoted before the bundle's (demotes alike), and the bundle's
-/// restart ordering (`pcmk__promotable_restart_ordering`).
+/// the clone's, the clone's promoted before the bundle's (demotes alike), with the restart
+/// ordering of `role_pseudo_pairs`.
 fn bundle_role_actions(plan: &mut Plan, bundle: usize, ci: usize) {
-    let pseudo = |plan: &mut Plan, kind: Kind| {
-        let mut a = act(kind, None, None);
-        a.group = Some(bundle);
-        a.pseudo = true;
-        add(plan, a)
+    let inner = |kind: Kind| clone_pseudo(plan, ci, &kind);
+    let pair = |first: Kind, last: Kind| {
+        inner(first).map(|f| (vec![f], inner(last).into_iter().collect::<Vec<usize>>()))
     };
-    let inner = |plan: &Plan, kind: Kind| clone_pseudo(plan, ci, &kind);
-    let own = |plan: &Plan, kind: Kind| clone_pseudo(plan, bundle, &kind);
-    let promote = inner(plan, Kind::GroupPromote).map(|p| {
-        let bp = pseudo(plan, Kind::GroupPromote);
-        let bpd = pseudo(plan, Kind::GroupPromoted);
-        plan.edge_rel(bp, p, Rel::Plain);
-        if let Some(pd) = inner(plan, Kind::GroupPromoted) {
-            plan.edge_rel(pd, bpd, Rel::Plain);
-        }
-        bp
-    });
-    let demoted = inner(plan, Kind::GroupDemote).map(|d| {
-        let bd = pseudo(plan, Kind::GroupDemote);
-        let bdd = pseudo(plan, Kind::GroupDemoted);
-        plan.edge_rel(bd, d, Rel::Plain);
-        if let Some(dd) = inner(plan, Kind::GroupDemoted) {
-            plan.edge_rel(dd, bdd, Rel::Plain);
-        }
-        plan.edge_rel(bd, bdd, Rel::Optional);
-        for kind in [Kind::GroupStop, Kind::GroupStart] {
-            if let Some(t) = own(plan, kind) {
-                plan.edge_rel(bdd, t, Rel::Plain);
-            }
-        }
-        bdd
-    });
-    if let Some(bp) = promote {
-        if let Some(bdd) = demoted {
-            plan.edge_rel(bdd, bp, Rel::Plain);
-        }
-        if let Some(run) = own(plan, Kind::GroupRunning) {
-            plan.edge_rel(run, bp, Rel::Plain);
-        }
-        if let Some(stopped) = own(plan, Kind::GroupStopped) {
-            plan.edge_rel(stopped, bp, Rel::Optional);
-        }
-    }
+    let promote = pair(Kind::GroupPromote, Kind::GroupPromoted);
+    let demote = pair(Kind::GroupDemote, Kind::GroupDemoted);
+    role_pseudo_pairs(
+        plan,
+        bundle,
+        promote.as_ref().map(|(h, t)| (&h[..], &t[..])),
+        demote.as_ref().map(|(h, t)| (&h[..], &t[..])),
+    );
 }
 
 /// The role an instance has after the transition, as the plan says: Promoted when it is
