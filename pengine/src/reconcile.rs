@@ -351,31 +351,27 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                         target: t,
                         stops: vec![s],
                     }
-                } else if r.allow_migrate()
-                    && !r.migratable_cleared
-                    // a partial migration that cannot continue forbids migrating
-                    && r.partial_migration.is_none()
-                    && !obs.nodes[s].unclean
-                    && obs.nodes[s].online
-                    && !dangling_stop_elsewhere(r, s)
-                {
-                    Change::Migrate {
-                        source: s,
-                        target: t,
-                    }
                 } else {
-                    if r.allow_migrate()
+                    let migratable = r.allow_migrate()
                         && !r.migratable_cleared
+                        // a partial migration that cannot continue forbids migrating
                         && r.partial_migration.is_none()
                         && !obs.nodes[s].unclean
-                        && obs.nodes[s].online
-                    {
-                        rec.dangling_moves.insert(ri);
-                    }
-                    Change::Move {
-                        source: s,
-                        target: t,
-                        stops: vec![s],
+                        && obs.nodes[s].online;
+                    if migratable && !dangling_stop_elsewhere(r, s) {
+                        Change::Migrate {
+                            source: s,
+                            target: t,
+                        }
+                    } else {
+                        if migratable {
+                            rec.dangling_moves.insert(ri);
+                        }
+                        Change::Move {
+                            source: s,
+                            target: t,
+                            stops: vec![s],
+                        }
                     }
                 }
             }
