@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use highlander_agent::clock::{Clock, ManualClock};
 use highlander_agent::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, MigrateRequest, Op, ProcessCheck,
-    ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, MigrateRequest, Op, PauseReason,
+    ProcessCheck, ShutdownModes,
 };
 use highlander_agent::log::Log;
 use highlander_agent::mem::{Daemon, Fault, MemDomain, MemHypervisor, MemWorld};
@@ -341,6 +341,37 @@ fn an_abort_that_never_takes_effect_answers_location_unknown() {
     assert_eq!(out.code, NotRunning, "{out:?}");
     assert!(reason(&out).contains("still in flight"), "{out:?}");
     assert_eq!(p.world.running_on("vm1"), vec![A], "it still runs once");
+}
+
+/// The same on libvirt 9, where the target's incoming copy reads as paused "for a migration"
+/// (outgoing, when no job answers) or paused for another reason: with the source's job still in
+/// flight that copy is the migration's own, not a second run (CI on 461e131 answered "runs on
+/// both"). Still 7 with the in-flight reason, and the guest still runs once.
+#[test]
+fn an_unaborted_job_with_a_paused_incoming_copy_is_not_a_double_run() {
+    for shown in [
+        DomainState::MigratingOut,
+        DomainState::Paused(PauseReason::Other),
+    ] {
+        let p = Pair::new();
+        assert_eq!(p.code(A, "start"), Success);
+        p.world.set_migration_ms(60_000);
+        p.world.set_incoming_reads_as(shown.clone());
+        p.world.inject(A, Op::AbortJob, Fault::Hang);
+        let out = p.run(A, "migrate_to", &[]);
+        assert_eq!(
+            p.world.node(B).state("vm1", 100),
+            Ok(shown.clone()),
+            "the knob shows the incoming copy as libvirt 9 does"
+        );
+        assert_eq!(out.code, NotRunning, "{shown:?}: {out:?}");
+        assert!(
+            reason(&out).contains("still in flight"),
+            "{shown:?}: {out:?}"
+        );
+        assert!(!reason(&out).contains("runs on both"), "{shown:?}: {out:?}");
+        assert_eq!(p.world.running_on("vm1"), vec![A], "it still runs once");
+    }
 }
 
 /// cts-sim seed 40863: the migrate call and the abort never answer, and reading the source's job
