@@ -2189,7 +2189,9 @@ fn unplaced_instance_pairs(
     let Some(f) = firsts.iter().find(|&&(_, m)| m == n).map(|&(f, _)| f) else {
         return;
     };
-    let running = plan.find_group(tg, &Kind::GroupRunning);
+    let mut running = plan.find_group(tg, &Kind::GroupRunning);
+    // The previous instance's start made required here (an ordered clone chains them).
+    let mut previous: Option<usize> = None;
     for &ri in &obs.groups[tg].members {
         if assigned[ri].is_some() && !inhibited.contains(&ri) {
             continue;
@@ -2210,9 +2212,28 @@ fn unplaced_instance_pairs(
             a.dot_only = true;
             let s = plan.add(a);
             plan.edge_rel(f, s, Rel::Start);
+            // A clone none of whose instances starts still has its start and running (created
+            // optional): the mandatory ordering after the first clone's running makes its
+            // start required, and it cannot run with no instance start runnable; the
+            // instances' starts lead to its running (Pacemaker's ordering of the clone's
+            // start before an instance's start finds no start yet and orders nothing), and an
+            // ordered clone chains them (clone-order-16instances).
+            if running.is_none() {
+                let gs = plan.add(drawn_group_pseudo(Kind::GroupStart, tg));
+                let gr = plan.add(drawn_group_pseudo(Kind::GroupRunning, tg));
+                plan.edge_rel(gs, gr, Rel::Start);
+                if let Some(fr) = plan.find_group(fg, &Kind::GroupRunning) {
+                    plan.edge_rel(fr, gs, Rel::Start);
+                }
+                running = Some(gr);
+            }
             if let Some(r) = running {
                 plan.edge_rel(s, r, Rel::Optional);
             }
+            if let Some(p) = previous.filter(|_| obs.groups[tg].chained()) {
+                plan.edge_rel(p, s, Rel::Optional);
+            }
+            previous = Some(s);
         } else {
             for s in starts {
                 plan.edge_rel(f, s, Rel::Start);

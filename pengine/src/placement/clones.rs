@@ -423,9 +423,24 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         // instance's best node that has one (Pacemaker's `find_compatible_child`).
         for &(ci, w) in &interleaved {
             let c = &cib.colocations[ci];
-            let mut nodes: Vec<(usize, i64)> = scores[k].iter().map(|(&n, &v)| (n, v)).collect();
+            // (nodes sorted as `pcmk__sort_nodes` with no current node: an unavailable node
+            // counts -INFINITY, then score, free capacity for `balanced`, fewest resources
+            // placed unless `minimal`, then name: order-clone)
+            let strategy = obs.placement_strategy.as_str();
+            let mut nodes: Vec<(usize, i64)> = scores[k]
+                .iter()
+                .map(|(&n, &v)| (n, if node_available(obs, n) { v } else { -INFINITY }))
+                .collect();
             nodes.sort_by(|a, b| {
                 b.1.cmp(&a.1)
+                    .then_with(|| match strategy {
+                        "balanced" => super::capacity_cmp(ctx, a.0, b.0),
+                        _ => std::cmp::Ordering::Equal,
+                    })
+                    .then_with(|| match strategy {
+                        "minimal" => std::cmp::Ordering::Equal,
+                        _ => ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0]),
+                    })
                     .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
             });
             let others = crate::clone_groups::instances(obs, w);
