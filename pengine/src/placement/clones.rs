@@ -77,6 +77,25 @@ fn best_node(
     }
 }
 
+/// Clone `gi`'s own scores before its instances are placed: its locations, and -INFINITY
+/// where an instance of an anonymous clone reached its migration-threshold (Pacemaker bans
+/// the whole clone there, `pcmk__threshold_reached`, before resources are sorted and placed:
+/// what is colocated with the clone sees the ban too; bug-lf-2619).
+pub(super) fn own_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
+    let obs = ctx.obs;
+    let mut scores = super::members::location_scores(ctx, gi);
+    if obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique) {
+        for &m in &obs.groups[gi].members {
+            for (ni, _) in super::fail_limits(obs, m) {
+                if let Some(v) = scores.get_mut(&ni) {
+                    *v = -INFINITY;
+                }
+            }
+        }
+    }
+    scores
+}
+
 /// Places every instance of clone group `gi` (its primaries were placed by `assign_unit`).
 pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let obs = ctx.obs;
@@ -94,18 +113,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let units = crate::clone_groups::instances(obs, gi);
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
-    let mut clone_scores = super::members::location_scores(ctx, gi);
-    // An anonymous clone's instance that reached its migration-threshold bans the whole clone
-    // there (`pcmk__threshold_reached`).
-    if !spec.unique {
-        for &m in &obs.groups[gi].members {
-            for (ni, _) in super::fail_limits(obs, m) {
-                if let Some(v) = clone_scores.get_mut(&ni) {
-                    *v = -INFINITY;
-                }
-            }
-        }
-    }
+    let mut clone_scores = own_scores(ctx, gi);
     let location_scores = clone_scores.clone();
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();

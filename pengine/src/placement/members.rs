@@ -363,7 +363,7 @@ fn add_colocated_as(
             } else if done {
                 ctx.desired.group_scores[gi].clone()
             } else {
-                location_scores(ctx, gi)
+                super::clones::own_scores(ctx, gi)
             };
             add_matching(ctx, &mut work, &theirs, attr, factor, flags.nonnegative);
         }
