@@ -718,6 +718,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     }
                     fin.insert(ni, acc);
                 }
+                // What is colocated with the clone, given to the instance group, is
+                // colocated with its last member (`expand_group_colocations`), which adds
+                // those dependents' scores while it is placed (clone-anon-failcount).
+                if placed.is_some() && unit.last() == Some(&ri) {
+                    for _ in 0..appended[k] {
+                        super::members::add_parent_dependents(ctx, gi, all_coloc, &mut fin);
+                    }
+                }
                 if target_stopped(obs, ri) && obs.resources[ri].managed {
                     for v in fin.values_mut() {
                         *v = -INFINITY;
