@@ -1513,6 +1513,27 @@ fn group_actions(
     if let Some(gs) = ids[0].filter(|_| blocked_start) {
         plan.actions[gs].runnable = false;
     }
+    // A chained group's member start that is required makes the next members' starts
+    // required (the members' start ordering implies its then): a start the quorum policy
+    // blocked from its creation is then required and drawn, unrunnable (group14).
+    if is_group && chained {
+        let mut required_before = false;
+        for &m in &members {
+            let own: Vec<usize> = (0..plan.actions.len())
+                .filter(|&i| plan.actions[i].rsc == Some(m) && plan.actions[i].kind == Kind::Start)
+                .collect();
+            if required_before {
+                for &x in &own {
+                    let a = &mut plan.actions[x];
+                    if a.optional && !a.runnable {
+                        a.optional = false;
+                        a.dot_only = true;
+                    }
+                }
+            }
+            required_before |= own.iter().any(|&x| !plan.actions[x].optional);
+        }
+    }
     // Members whose start is required but cannot run (drawn only) make the group's start and
     // running required too (a group action is required when a member's is): both are drawn,
     // unrunnable, with the members' orderings.
@@ -1555,6 +1576,17 @@ fn group_actions(
                 // (running, not start; group11).
                 Some(_) if is_group && slot == 0 => continue,
                 Some(id) => id,
+                // A group's start keeps its own runnable flag (Pacemaker makes a group
+                // action unrunnable for an unrunnable member action of another task only):
+                // required, it is in the graph unless an ordering blocks it (group14).
+                None if is_group && slot == 0 => {
+                    let mut a = drawn_group_pseudo(kind, gi);
+                    a.dot_only = blocked_start;
+                    a.runnable = !blocked_start;
+                    a.created_at = ids[2];
+                    ids[slot] = Some(plan.add(a));
+                    continue;
+                }
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
                     a.dot_only = !clone_runnable;
