@@ -1513,6 +1513,27 @@ fn group_actions(
     if let Some(gs) = ids[0].filter(|_| blocked_start) {
         plan.actions[gs].runnable = false;
     }
+    // A chained group's member start that is required makes the next members' starts
+    // required (the members' start ordering implies its then): a start the quorum policy
+    // blocked from its creation is then required and drawn, unrunnable (group14).
+    if is_group && chained {
+        let mut required_before = false;
+        for &m in &members {
+            let own: Vec<usize> = (0..plan.actions.len())
+                .filter(|&i| plan.actions[i].rsc == Some(m) && plan.actions[i].kind == Kind::Start)
+                .collect();
+            if required_before {
+                for &x in &own {
+                    let a = &mut plan.actions[x];
+                    if a.optional && !a.runnable {
+                        a.optional = false;
+                        a.dot_only = true;
+                    }
+                }
+            }
+            required_before |= own.iter().any(|&x| !plan.actions[x].optional);
+        }
+    }
     // Members whose start is required but cannot run (drawn only) make the group's start and
     // running required too (a group action is required when a member's is): both are drawn,
     // unrunnable, with the members' orderings.
@@ -1555,6 +1576,17 @@ fn group_actions(
                 // (running, not start; group11).
                 Some(_) if is_group && slot == 0 => continue,
                 Some(id) => id,
+                // A group's start keeps its own runnable flag (Pacemaker makes a group
+                // action unrunnable for an unrunnable member action of another task only):
+                // required, it is in the graph unless an ordering blocks it (group14).
+                None if is_group && slot == 0 => {
+                    let mut a = drawn_group_pseudo(kind, gi);
+                    a.dot_only = blocked_start;
+                    a.runnable = !blocked_start;
+                    a.created_at = ids[2];
+                    ids[slot] = Some(plan.add(a));
+                    continue;
+                }
                 None => {
                     let mut a = drawn_group_pseudo(kind, gi);
                     a.dot_only = !clone_runnable;
@@ -2189,7 +2221,9 @@ fn unplaced_instance_pairs(
     let Some(f) = firsts.iter().find(|&&(_, m)| m == n).map(|&(f, _)| f) else {
         return;
     };
-    let running = plan.find_group(tg, &Kind::GroupRunning);
+    let mut running = plan.find_group(tg, &Kind::GroupRunning);
+    // The previous instance's start made required here (an ordered clone chains them).
+    let mut previous: Option<usize> = None;
     for &ri in &obs.groups[tg].members {
         if assigned[ri].is_some() && !inhibited.contains(&ri) {
             continue;
@@ -2210,9 +2244,28 @@ fn unplaced_instance_pairs(
             a.dot_only = true;
             let s = plan.add(a);
             plan.edge_rel(f, s, Rel::Start);
+            // A clone none of whose instances starts still has its start and running (created
+            // optional): the mandatory ordering after the first clone's running makes its
+            // start required, and it cannot run with no instance start runnable; the
+            // instances' starts lead to its running (Pacemaker's ordering of the clone's
+            // start before an instance's start finds no start yet and orders nothing), and an
+            // ordered clone chains them (clone-order-16instances).
+            if running.is_none() {
+                let gs = plan.add(drawn_group_pseudo(Kind::GroupStart, tg));
+                let gr = plan.add(drawn_group_pseudo(Kind::GroupRunning, tg));
+                plan.edge_rel(gs, gr, Rel::Start);
+                if let Some(fr) = plan.find_group(fg, &Kind::GroupRunning) {
+                    plan.edge_rel(fr, gs, Rel::Start);
+                }
+                running = Some(gr);
+            }
             if let Some(r) = running {
                 plan.edge_rel(s, r, Rel::Optional);
             }
+            if let Some(p) = previous.filter(|_| obs.groups[tg].chained()) {
+                plan.edge_rel(p, s, Rel::Optional);
+            }
+            previous = Some(s);
         } else {
             for s in starts {
                 plan.edge_rel(f, s, Rel::Start);

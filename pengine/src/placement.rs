@@ -1555,9 +1555,7 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 // A group counts its members' scores, from the last member back through the
                 // chain of internal colocations while some node stays usable (Pacemaker 2.1.5).
                 // A clone counts its own scores (its locations), not its instances'.
-                Unit::Group(gi) if obs.groups[gi].clone.is_some() => {
-                    members::location_scores(ctx, gi)
-                }
+                Unit::Group(gi) if obs.groups[gi].clone.is_some() => clones::own_scores(ctx, gi),
                 Unit::Group(gi) => members::sort_scores(ctx, gi),
                 Unit::Primitive(_) => {
                     let kept = ctx.desired.trace[first].len();
@@ -1584,7 +1582,7 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
                 }
                 let theirs = match with {
                     Unit::Group(wg) if obs.groups[wg].clone.is_some() => {
-                        members::location_scores(ctx, wg)
+                        clones::own_scores(ctx, wg)
                     }
                     _ => {
                         let kept = ctx.desired.trace[with_first].len();

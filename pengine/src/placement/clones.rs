@@ -77,6 +77,25 @@ fn best_node(
     }
 }
 
+/// Clone `gi`'s own scores before its instances are placed: its locations, and -INFINITY
+/// where an instance of an anonymous clone reached its migration-threshold (Pacemaker bans
+/// the whole clone there, `pcmk__threshold_reached`, before resources are sorted and placed:
+/// what is colocated with the clone sees the ban too; bug-lf-2619).
+pub(super) fn own_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
+    let obs = ctx.obs;
+    let mut scores = super::members::location_scores(ctx, gi);
+    if obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique) {
+        for &m in &obs.groups[gi].members {
+            for (ni, _) in super::fail_limits(obs, m) {
+                if let Some(v) = scores.get_mut(&ni) {
+                    *v = -INFINITY;
+                }
+            }
+        }
+    }
+    scores
+}
+
 /// Places every instance of clone group `gi` (its primaries were placed by `assign_unit`).
 pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let obs = ctx.obs;
@@ -94,18 +113,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let units = crate::clone_groups::instances(obs, gi);
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
-    let mut clone_scores = super::members::location_scores(ctx, gi);
-    // An anonymous clone's instance that reached its migration-threshold bans the whole clone
-    // there (`pcmk__threshold_reached`).
-    if !spec.unique {
-        for &m in &obs.groups[gi].members {
-            for (ni, _) in super::fail_limits(obs, m) {
-                if let Some(v) = clone_scores.get_mut(&ni) {
-                    *v = -INFINITY;
-                }
-            }
-        }
-    }
+    let mut clone_scores = own_scores(ctx, gi);
     let location_scores = clone_scores.clone();
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
@@ -423,9 +431,24 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         // instance's best node that has one (Pacemaker's `find_compatible_child`).
         for &(ci, w) in &interleaved {
             let c = &cib.colocations[ci];
-            let mut nodes: Vec<(usize, i64)> = scores[k].iter().map(|(&n, &v)| (n, v)).collect();
+            // (nodes sorted as `pcmk__sort_nodes` with no current node: an unavailable node
+            // counts -INFINITY, then score, free capacity for `balanced`, fewest resources
+            // placed unless `minimal`, then name: order-clone)
+            let strategy = obs.placement_strategy.as_str();
+            let mut nodes: Vec<(usize, i64)> = scores[k]
+                .iter()
+                .map(|(&n, &v)| (n, if node_available(obs, n) { v } else { -INFINITY }))
+                .collect();
             nodes.sort_by(|a, b| {
                 b.1.cmp(&a.1)
+                    .then_with(|| match strategy {
+                        "balanced" => super::capacity_cmp(ctx, a.0, b.0),
+                        _ => std::cmp::Ordering::Equal,
+                    })
+                    .then_with(|| match strategy {
+                        "minimal" => std::cmp::Ordering::Equal,
+                        _ => ctx.num_resources[a.0].cmp(&ctx.num_resources[b.0]),
+                    })
                     .then_with(|| obs.nodes[a.0].uname.cmp(&obs.nodes[b.0].uname))
             });
             let others = crate::clone_groups::instances(obs, w);
@@ -694,6 +717,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         acc = sum;
                     }
                     fin.insert(ni, acc);
+                }
+                // What is colocated with the clone, given to the instance group, is
+                // colocated with its last member (`expand_group_colocations`), which adds
+                // those dependents' scores while it is placed (clone-anon-failcount).
+                if placed.is_some() && unit.last() == Some(&ri) {
+                    for _ in 0..appended[k] {
+                        super::members::add_parent_dependents(ctx, gi, all_coloc, &mut fin);
+                    }
                 }
                 if target_stopped(obs, ri) && obs.resources[ri].managed {
                     for v in fin.values_mut() {

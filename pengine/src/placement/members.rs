@@ -363,7 +363,7 @@ fn add_colocated_as(
             } else if done {
                 ctx.desired.group_scores[gi].clone()
             } else {
-                location_scores(ctx, gi)
+                super::clones::own_scores(ctx, gi)
             };
             add_matching(ctx, &mut work, &theirs, attr, factor, flags.nonnegative);
         }
@@ -413,6 +413,30 @@ fn add_colocated_as(
     }
     *nodes = work;
     merging.retain(|n| *n != other);
+}
+
+/// For a finite colocation with a clone whose instances are all placed: each instance's node
+/// (None: not placed), the placed instances first, each in instance order; an instance group
+/// counts as its first member. None for any other colocation.
+fn clone_instance_nodes(ctx: &Ctx, c: &Coloc) -> Option<Vec<Option<usize>>> {
+    let Named::Group(gi) = c.primary else {
+        return None;
+    };
+    let obs = ctx.obs;
+    if obs.groups[gi].clone.is_none() || c.score.abs() >= INFINITY {
+        return None;
+    }
+    if !obs.groups[gi].members.iter().all(|&m| ctx.done[m]) {
+        return None;
+    }
+    let mut nodes: Vec<Option<usize>> = crate::clone_groups::instances(obs, gi)
+        .iter()
+        .filter_map(|u| u.first())
+        .map(|&m| ctx.desired.assigned[m])
+        .collect();
+    // (a stable sort: placed ones first)
+    nodes.sort_by_key(|n| n.is_none());
+    Some(nodes)
 }
 
 /// Where the primary of a colocation runs: a primitive's node; a group's last member's for a
@@ -553,6 +577,52 @@ fn apply_colocations(
                 delta: c.score,
                 why: format!("colocation {}", c.id),
             });
+            continue;
+        }
+        // A finite colocation with a clone applies once per instance, as Pacemaker's
+        // `pcmk__clone_apply_coloc_score` hands it to each instance in turn: one placed adds
+        // the score where it is placed, one not placed takes a positive score off every node,
+        // and each is rolled back when it would leave no node with a non-negative score.
+        if let Some(instances) = clone_instance_nodes(ctx, &c) {
+            for placed in instances {
+                if placed.is_none() && c.score < 0 {
+                    continue;
+                }
+                let mut work = scores.clone();
+                for (&ni, v) in work.iter_mut() {
+                    match placed {
+                        None => *v = add_score(-c.score, *v),
+                        Some(p) if same_attribute(obs, c.attr.as_deref(), ni, p) => {
+                            *v = add_score(c.score, *v)
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let with_node = placed
+                    .map(|p| obs.nodes[p].uname.clone())
+                    .unwrap_or_else(|| "no node".into());
+                if any_usable(ctx, &work) {
+                    record_changes(steps, scores, &work, &|| {
+                        format!(
+                            "colocation {} ({} with an instance on {with_node})",
+                            c.id,
+                            score_text(c.score)
+                        )
+                    });
+                    *scores = work;
+                    ctx.working[ri] = Some(scores.clone());
+                } else if explaining {
+                    notes.push(format!(
+                        "colocation {} with an instance on {with_node} is rolled back: it would leave no node with a non-negative score",
+                        c.id
+                    ));
+                }
+                ctx.desired.trace[ri].push(ScoreNote {
+                    node: placed.unwrap_or(usize::MAX),
+                    delta: c.score,
+                    why: format!("colocation {}", c.id),
+                });
+            }
             continue;
         }
         let Some(placed) = primary_node(ctx, &c) else {
