@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_score};
-use crate::observed::{Observed, Role, Top};
+use crate::observed::{Observed, Role, Top, is_orphan_node};
 
 mod clones;
 mod members;
@@ -706,7 +706,9 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let mut scores: BTreeMap<usize, i64> = BTreeMap::new();
     let mut notes = Vec::new();
     if obs.symmetric {
-        for ni in 0..obs.nodes.len() {
+        // (a node made for an orphaned connection met in the status is not among the allowed
+        // nodes of a resource unpacked before it: only an orphan, made with it, has it)
+        for ni in (0..obs.nodes.len()).filter(|&ni| r.orphan || !is_orphan_node(&obs.nodes[ni])) {
             let weight = obs.nodes[ni].weight;
             scores.insert(ni, weight);
             record(&mut ctx.recording, ni, StepOp::Set(weight), || {

@@ -23,6 +23,7 @@ use super::{
     same_attribute, score_text, target_stopped,
 };
 use crate::cib::INFINITY;
+use crate::observed::is_orphan_node;
 
 /// A resource a colocation names: a primitive (a group member included) or a whole group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -722,7 +723,8 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     // The group's own scores: location constraints naming the group.
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
-        for ni in 0..obs.nodes.len() {
+        // (not a node made for an orphaned connection: see `base_scores_as`)
+        for ni in (0..obs.nodes.len()).filter(|&ni| !is_orphan_node(&obs.nodes[ni])) {
             group_scores.insert(ni, obs.nodes[ni].weight);
         }
     }
