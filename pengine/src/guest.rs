@@ -380,7 +380,13 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
 /// starts. A start there also lets the resource's stops elsewhere wait for the connection to
 /// start (if it fails, the resource stays where it was). Returns false when the node is not a
 /// guest node.
-pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, ci: usize) -> bool {
+pub fn order_action(
+    obs: &Observed,
+    plan: &mut crate::actions::Plan,
+    i: usize,
+    ci: usize,
+    conn_placed: bool,
+) -> bool {
     use crate::actions::{Kind, Rel};
     let Some(ki) = obs.resources[ci].container else {
         return false;
@@ -396,7 +402,7 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
     } else {
         plan.starts(ci)
     };
-    match plan.actions[i].kind {
+    match plan.actions[i].kind.clone() {
         Kind::Start => {
             for s in plan.starts(ki) {
                 plan.edge_rel(s, i, Rel::Start);
@@ -423,9 +429,14 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
                 }
             }
         }
-        _ => {
+        kind => {
             for &s in &conn_starts {
                 plan.edge_rel(s, i, Rel::Start);
+            }
+            // (runnable-left: a connection that will not run has an unrunnable start, so a
+            // fail-count clear there cannot run)
+            if kind == Kind::ClearFailcount && !conn_placed {
+                plan.actions[i].runnable = false;
             }
         }
     }
