@@ -223,6 +223,15 @@ pub fn host_lost(obs: &mut Observed) {
         if obs.nodes[ni].online {
             continue;
         }
+        // (offline when its history is read: Pacemaker creates none of the recurring
+        // operations found there, and its configuration check skips the node)
+        for r in &mut obs.resources {
+            r.unpacked_recurring.retain(|&(n, _)| n != ni);
+            r.rescheduled.retain(|&(n, _)| n != ni);
+            r.definition_restart.retain(|&n| n != ni);
+            r.reload_on.retain(|&n| n != ni);
+            r.clear_failcount_changed.retain(|&n| n != ni);
+        }
         let active: Vec<usize> = (0..obs.resources.len())
             .filter(|&ri| {
                 let r = &obs.resources[ri];
