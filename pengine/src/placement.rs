@@ -455,6 +455,24 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
             })
             .map(|(bi, _)| obs.bundles[bi].id.as_str()),
     );
+    discovery_of(
+        cib,
+        obs,
+        &ids,
+        Some(RscData {
+            params: &r.params,
+            meta: &r.meta,
+        }),
+    )
+}
+
+/// `discovery` for the location constraints naming any of `ids` (rules evaluated with `rsc`).
+pub(crate) fn discovery_of(
+    cib: &Cib,
+    obs: &Observed,
+    ids: &[&str],
+    rsc: Option<RscData>,
+) -> (bool, BTreeMap<usize, DiscoverMode>) {
     let mut exclusive = false;
     let mut modes: BTreeMap<usize, DiscoverMode> = BTreeMap::new();
     for loc in cib
@@ -482,15 +500,7 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
                 .filter(|&ni| {
                     loc.rules.iter().any(|rule| {
                         promotable::role_filter(rule.attr("role")).is_none()
-                            && eval_rule(
-                                rule,
-                                &obs.nodes[ni].attrs,
-                                obs.now,
-                                Some(RscData {
-                                    params: &r.params,
-                                    meta: &r.meta,
-                                }),
-                            )
+                            && eval_rule(rule, &obs.nodes[ni].attrs, obs.now, rsc)
                     })
                 })
                 .collect(),
