@@ -37,11 +37,20 @@ pub fn is_guest(obs: &Observed, ni: usize) -> bool {
 /// The guest nodes whose connection is active on node `host` (Pacemaker's
 /// `pe_foreach_guest_node`): fencing `host` downs them too.
 pub fn hosted_guests(obs: &Observed, host: usize) -> Vec<usize> {
-    obs.resources
+    // (in the order the host's history lists their connections)
+    let order = &obs.nodes[host].history_order;
+    let mut conns: Vec<&Resource> = obs
+        .resources
         .iter()
         .filter(|r| is_connection(r) && r.running_on.contains(&host))
-        .filter_map(|r| r.remote_node)
-        .collect()
+        .collect();
+    conns.sort_by_key(|r| {
+        order
+            .iter()
+            .position(|id| *id == r.id)
+            .unwrap_or(usize::MAX)
+    });
+    conns.iter().filter_map(|r| r.remote_node).collect()
 }
 
 /// Whether a resource is a guest node's connection.
