@@ -505,7 +505,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
         for (ni, n) in obs.nodes.iter().enumerate() {
             let history = r.known_on.contains(&ni) || r.running_on.contains(&ni);
-            if history && n.online && !n.unclean && !n.standby && !n.maintenance && !n.pending {
+            // (Pacemaker checks the histories of the nodes available to run resources: not
+            // one shutting down, such as the guest node of an orphaned connection)
+            let available = n.online && !n.unclean && !n.standby && !n.shutdown;
+            if history && available && !n.maintenance && !n.pending {
                 deletes.push((ri, plan.add(act(Kind::Delete, Some(ri), Some(ni)))));
             }
         }
@@ -1310,9 +1313,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge_rel(delete, start, Rel::Optional);
         }
     }
+    // (an optional ordering: a clear that cannot run leaves the stops runnable)
     for (ri, clear) in orphan_clears {
         for stop in plan.stops(ri) {
-            plan.edge(clear, stop);
+            plan.edge_rel(clear, stop, Rel::Optional);
         }
     }
     for (ri, cancel) in after_stops {
@@ -1328,6 +1332,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Actions on remote nodes against their connection's start and stop.
     crate::remote::order_actions(obs, desired, &mut plan);
     crate::promotable::add_role_actions(obs, desired, &mut plan);
+    crate::promotable::add_standalone_demotes(obs, desired, &mut plan);
     for (fi, &(fenced_node, _)) in rec.fence.iter().enumerate() {
         demotes_after_fencing(obs, &mut plan, fence_ids[fi], fenced_node, false);
         promotes_after_fencing(obs, &mut plan, fence_ids[fi]);

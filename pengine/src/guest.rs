@@ -37,11 +37,20 @@ pub fn is_guest(obs: &Observed, ni: usize) -> bool {
 /// The guest nodes whose connection is active on node `host` (Pacemaker's
 /// `pe_foreach_guest_node`): fencing `host` downs them too.
 pub fn hosted_guests(obs: &Observed, host: usize) -> Vec<usize> {
-    obs.resources
+    // (in the order the host's history lists their connections)
+    let order = &obs.nodes[host].history_order;
+    let mut conns: Vec<&Resource> = obs
+        .resources
         .iter()
         .filter(|r| is_connection(r) && r.running_on.contains(&host))
-        .filter_map(|r| r.remote_node)
-        .collect()
+        .collect();
+    conns.sort_by_key(|r| {
+        order
+            .iter()
+            .position(|id| *id == r.id)
+            .unwrap_or(usize::MAX)
+    });
+    conns.iter().filter_map(|r| r.remote_node).collect()
 }
 
 /// Whether a resource is a guest node's connection.
@@ -223,6 +232,15 @@ pub fn host_lost(obs: &mut Observed) {
         if obs.nodes[ni].online {
             continue;
         }
+        // (offline when its history is read: Pacemaker creates none of the recurring
+        // operations found there, and its configuration check skips the node)
+        for r in &mut obs.resources {
+            r.unpacked_recurring.retain(|&(n, _)| n != ni);
+            r.rescheduled.retain(|&(n, _)| n != ni);
+            r.definition_restart.retain(|&n| n != ni);
+            r.reload_on.retain(|&n| n != ni);
+            r.clear_failcount_changed.retain(|&n| n != ni);
+        }
         let active: Vec<usize> = (0..obs.resources.len())
             .filter(|&ri| {
                 let r = &obs.resources[ri];
@@ -380,7 +398,13 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
 /// starts. A start there also lets the resource's stops elsewhere wait for the connection to
 /// start (if it fails, the resource stays where it was). Returns false when the node is not a
 /// guest node.
-pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, ci: usize) -> bool {
+pub fn order_action(
+    obs: &Observed,
+    plan: &mut crate::actions::Plan,
+    i: usize,
+    ci: usize,
+    conn_placed: bool,
+) -> bool {
     use crate::actions::{Kind, Rel};
     let Some(ki) = obs.resources[ci].container else {
         return false;
@@ -396,7 +420,7 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
     } else {
         plan.starts(ci)
     };
-    match plan.actions[i].kind {
+    match plan.actions[i].kind.clone() {
         Kind::Start => {
             for s in plan.starts(ki) {
                 plan.edge_rel(s, i, Rel::Start);
@@ -423,9 +447,14 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
                 }
             }
         }
-        _ => {
+        kind => {
             for &s in &conn_starts {
                 plan.edge_rel(s, i, Rel::Start);
+            }
+            // (runnable-left: a connection that will not run has an unrunnable start, so a
+            // fail-count clear there cannot run)
+            if kind == Kind::ClearFailcount && !conn_placed {
+                plan.actions[i].runnable = false;
             }
         }
     }

@@ -108,6 +108,9 @@ pub struct Node {
     /// on a remote node whose connection is unrecoverable, 2 for a probe there (Pacemaker
     /// meets those actions in that order; see `remote::fence_unrecoverable`).
     pub fence_phase: u8,
+    /// The resource ids of the node's history, in the order its status lists them (Pacemaker
+    /// adds what it finds active there in that order: the guests a fencing of it downs).
+    pub history_order: Vec<String>,
 }
 
 /// A recurring operation found active in the history.
@@ -1197,6 +1200,9 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     // Resource history. Every node's history of each resource, for migrations.
     // (Collected first: the items borrow the CIB only, not the nodes.)
     let all_histories: Vec<(usize, &LrmResource)> = lrm_histories(cib, &obs.nodes).collect();
+    for &(ni, lr) in &all_histories {
+        obs.nodes[ni].history_order.push(lr.id.clone());
+    }
     let mut histories: BTreeMap<&str, Vec<(usize, &[RscOp])>> = BTreeMap::new();
     for &(ni, lr) in &all_histories {
         histories

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_score};
-use crate::observed::{Observed, Role, Top};
+use crate::observed::{Observed, Role, Top, is_orphan_node};
 
 mod clones;
 mod members;
@@ -455,6 +455,24 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
             })
             .map(|(bi, _)| obs.bundles[bi].id.as_str()),
     );
+    discovery_of(
+        cib,
+        obs,
+        &ids,
+        Some(RscData {
+            params: &r.params,
+            meta: &r.meta,
+        }),
+    )
+}
+
+/// `discovery` for the location constraints naming any of `ids` (rules evaluated with `rsc`).
+pub(crate) fn discovery_of(
+    cib: &Cib,
+    obs: &Observed,
+    ids: &[&str],
+    rsc: Option<RscData>,
+) -> (bool, BTreeMap<usize, DiscoverMode>) {
     let mut exclusive = false;
     let mut modes: BTreeMap<usize, DiscoverMode> = BTreeMap::new();
     for loc in cib
@@ -482,15 +500,7 @@ pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize,
                 .filter(|&ni| {
                     loc.rules.iter().any(|rule| {
                         promotable::role_filter(rule.attr("role")).is_none()
-                            && eval_rule(
-                                rule,
-                                &obs.nodes[ni].attrs,
-                                obs.now,
-                                Some(RscData {
-                                    params: &r.params,
-                                    meta: &r.meta,
-                                }),
-                            )
+                            && eval_rule(rule, &obs.nodes[ni].attrs, obs.now, rsc)
                     })
                 })
                 .collect(),
@@ -706,7 +716,9 @@ fn base_scores_as(ctx: &mut Ctx, ri: usize, group_full: bool) -> BTreeMap<usize,
     let mut scores: BTreeMap<usize, i64> = BTreeMap::new();
     let mut notes = Vec::new();
     if obs.symmetric {
-        for ni in 0..obs.nodes.len() {
+        // (a node made for an orphaned connection met in the status is not among the allowed
+        // nodes of a resource unpacked before it: only an orphan, made with it, has it)
+        for ni in (0..obs.nodes.len()).filter(|&ni| r.orphan || !is_orphan_node(&obs.nodes[ni])) {
             let weight = obs.nodes[ni].weight;
             scores.insert(ni, weight);
             record(&mut ctx.recording, ni, StepOp::Set(weight), || {

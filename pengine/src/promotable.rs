@@ -177,6 +177,37 @@ fn monitors_for_role(
     }
 }
 
+/// A primitive found promoted outside any promotable clone (an orphan whose history shows a
+/// promote) goes through Unpromoted on its way to Stopped, as Pacemaker's role transitions do:
+/// a demote on each node it runs on, created before its stops (older in the synapse order),
+/// and every demote before every stop of it.
+pub fn add_standalone_demotes(obs: &Observed, desired: &Desired, plan: &mut Plan) {
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if r.role != Role::Promoted || !r.managed || desired.unmanaged[ri] || is_instance(obs, ri) {
+            continue;
+        }
+        let stops = plan.stops(ri);
+        let Some(&first_stop) = stops.iter().min() else {
+            continue;
+        };
+        let mut demotes = Vec::new();
+        for &ni in &r.running_on {
+            let pseudo = stops
+                .iter()
+                .any(|&s| plan.actions[s].node == Some(ni) && plan.actions[s].pseudo);
+            let d = add(plan, act(Kind::Demote, Some(ri), Some(ni)));
+            plan.actions[d].pseudo = pseudo;
+            plan.actions[d].created_at = Some(first_stop);
+            demotes.push(d);
+        }
+        for d in demotes {
+            for &s in &stops {
+                plan.edge_rel(d, s, Rel::Plain);
+            }
+        }
+    }
+}
+
 /// Adds the promotes and demotes of every promotable clone's instances the chosen roles need
 /// (`Desired::next_roles`), the clone's promote/promoted and demote/demoted pseudo actions,
 /// their orderings (demote before stop and promote, start before promote, the clone's running
@@ -479,10 +510,16 @@ pub fn role_summary(
     lines: &mut Vec<SummaryLine>,
     first: usize,
 ) {
+    let r = &obs.resources[ri];
     if !is_instance(obs, ri) {
+        // (a primitive found promoted outside a clone: its stops name the role it leaves)
+        if r.role == Role::Promoted {
+            for l in lines[first..].iter_mut().filter(|l| l.verb == "Stop") {
+                l.details = format!("{} {}", r.role.text(), l.details);
+            }
+        }
         return;
     }
-    let r = &obs.resources[ri];
     let current = match r.role {
         Role::Unknown => Role::Stopped,
         Role::Started => Role::Unpromoted,

@@ -724,7 +724,7 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         if ci == ri {
             continue;
         }
-        if crate::guest::order_action(obs, plan, i, ci) {
+        if crate::guest::order_action(obs, plan, i, ci, desired.assigned[ci].is_some()) {
             continue;
         }
         let state = connection_state(obs, desired, ci, ni);

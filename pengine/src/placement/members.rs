@@ -23,6 +23,7 @@ use super::{
     same_attribute, score_text, target_stopped,
 };
 use crate::cib::INFINITY;
+use crate::observed::is_orphan_node;
 
 /// A resource a colocation names: a primitive (a group member included) or a whole group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -792,7 +793,8 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     // The group's own scores: location constraints naming the group.
     let mut group_scores: BTreeMap<usize, i64> = BTreeMap::new();
     if obs.symmetric {
-        for ni in 0..obs.nodes.len() {
+        // (not a node made for an orphaned connection: see `base_scores_as`)
+        for ni in (0..obs.nodes.len()).filter(|&ni| !is_orphan_node(&obs.nodes[ni])) {
             group_scores.insert(ni, obs.nodes[ni].weight);
         }
     }
@@ -837,6 +839,18 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
                         .unwrap_or(obs.nodes[ni].weight);
                     group_scores.insert(ni, add_score(cur, score));
                 }
+            }
+        }
+    }
+    // Exclusive discovery (Pacemaker's `apply_exclusive_discovery`, which also reaches a
+    // collective resource's own table): a node no exclusive location of the group (or of
+    // the clone it is an instance of) marks is banned.
+    let mut ids = vec![gid];
+    ids.extend(crate::clone_groups::parent_clone(obs, gi).map(|c| obs.groups[c].id.as_str()));
+    if let (true, modes) = super::discovery_of(ctx.cib, obs, &ids, None) {
+        for (ni, score) in group_scores.iter_mut() {
+            if modes.get(ni) != Some(&super::DiscoverMode::Exclusive) {
+                *score = -INFINITY;
             }
         }
     }
