@@ -60,6 +60,13 @@ pub struct Desired {
     /// Per resource: the nodes its location constraints' `resource-discovery` keeps it from
     /// being probed on (see `discovery`).
     pub no_discovery: Vec<std::collections::BTreeSet<usize>>,
+    /// Per bundle (keyed by its containers' clone): its own allowed-node scores, what
+    /// `pcmk__bundle_allocate` shows for it (locations and exclusive discovery; never what is
+    /// colocated with it).
+    pub bundle_own_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
+    /// Per bundle: how many times Pacemaker runs its assignment (`crate::bundles::assign_calls`),
+    /// each showing the `pcmk__bundle_allocate` block again.
+    pub bundle_assign_calls: Vec<usize>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1701,6 +1708,8 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
             no_discovery: no_discovery(obs, &discoveries),
+            bundle_own_scores: BTreeMap::new(),
+            bundle_assign_calls: Vec::new(),
             unmanaged: obs
                 .resources
                 .iter()
@@ -1782,6 +1791,9 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     for u in order.iter().filter(|u| !is_connection(u)) {
         assign_unit(&mut ctx, *u);
     }
+    ctx.desired.bundle_assign_calls = (0..obs.bundles.len())
+        .map(|bi| crate::bundles::assign_calls(ctx.cib, ctx.obs, &ctx.desired, bi))
+        .collect();
     ctx.desired.order = order
         .iter()
         .map(|u| match *u {
