@@ -645,16 +645,18 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
 /// containers (not a bundle's: its connection may nest) get -INFINITY on every remote or guest
 /// node they are allowed on (that has a connection resource: a leftover remote node entry whose
-/// connection is gone is not avoided).
+/// connection is gone is not avoided, except by a bundle's connection, which `pe__unpack_bundle`
+/// bans from every remote or guest node).
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
+    let bundle_connection = crate::bundles::is_replica_connection(obs, ri);
     let remote_nodes: Vec<usize> = (0..obs.nodes.len())
         .filter(|&ni| {
             obs.nodes[ni]
                 .remote
                 .as_ref()
-                .is_some_and(|rn| rn.connection.is_some())
+                .is_some_and(|rn| rn.connection.is_some() || bundle_connection)
         })
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
