@@ -1835,8 +1835,12 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         }
         let scores = connections.get(&ri).unwrap_or(scores);
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
-        let guests = declared(ri)
-            .into_iter()
+        // (a resource banned because it is to be stopped knows every node, -INFINITY)
+        let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
+        let guests = guest_nodes
+            .iter()
+            .copied()
+            .filter(|ni| banned || declared(ri).contains(ni))
             .map(|ni| (ni, -crate::cib::INFINITY));
         let shown = scores.iter().filter(|&(&ni, _)| known(ri, ni));
         for (ni, v) in shown.map(|(&ni, &v)| (ni, v)).chain(guests) {

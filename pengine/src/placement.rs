@@ -1049,6 +1049,15 @@ pub(crate) fn fail_limits(obs: &Observed, ri: usize) -> Vec<(usize, i64)> {
 }
 
 /// Whether the resource's next role is Stopped: target-role, or a failure with on-fail=stop.
+/// Whether resource `ri` is banned from every node because it is to be stopped (target-role,
+/// next role or orphan): `stop-all-resources` alone leaves its scores alone, Pacemaker only
+/// leaves it unassigned.
+/// The ban (`resource_location` on every node) also gives it the nodes it had no score on,
+/// guest nodes included.
+pub(crate) fn stop_banned(obs: &Observed, ri: usize) -> bool {
+    next_role_stopped(obs, ri) || obs.resources[ri].orphan
+}
+
 fn next_role_stopped(obs: &Observed, ri: usize) -> bool {
     let r = &obs.resources[ri];
     r.target_role == Some(Role::Stopped) || r.next_role == Some(Role::Stopped)

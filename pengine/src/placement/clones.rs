@@ -497,6 +497,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
         // that to its current role)
+        // (stop-all-resources leaves it unassigned without a ban: `pcmk__finalize_assignment`)
+        if obs.stop_all && !super::stop_banned(obs, ri) && r.managed {
+            return None;
+        }
         if target_stopped(obs, ri) && r.managed {
             // (banned from every node once its colocations are applied)
             for (&ni, v) in scores[k].iter_mut() {
@@ -713,7 +717,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     }
                     fin.insert(ni, acc);
                 }
-                if target_stopped(obs, ri) && obs.resources[ri].managed {
+                if super::stop_banned(obs, ri) && obs.resources[ri].managed {
                     for v in fin.values_mut() {
                         *v = -INFINITY;
                     }
