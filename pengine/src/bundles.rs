@@ -306,6 +306,15 @@ pub fn bundle_of_child(obs: &Observed, gi: usize) -> Option<usize> {
     obs.bundles.iter().position(|b| b.child == Some(gi))
 }
 
+/// Every bundle's guest nodes.
+pub fn guest_nodes(obs: &Observed) -> std::collections::BTreeSet<usize> {
+    (0..obs.bundles.len())
+        .flat_map(|bi| {
+            (0..obs.bundles[bi].replicas.len()).filter_map(move |n| replica_node(obs, bi, n))
+        })
+        .collect()
+}
+
 /// Whether `ri` is a bundle's container, IP or connection (placed with the bundle, before the
 /// inner clone: `pcmk__bundle_allocate`).
 pub fn is_replica_part(obs: &Observed, ri: usize) -> bool {
@@ -535,4 +544,70 @@ pub fn check_connection_definitions(cib: &Cib, obs: &mut Observed) {
             );
         }
     }
+}
+
+/// How many times Pacemaker 2.1.5 runs `pcmk__bundle_allocate` for bundle `bi`, which, unlike
+/// the other assignment functions, does not stop when the bundle is already assigned: once in
+/// the resources' loop, and again each time a dependent in a colocation with the bundle is
+/// assigned (its primaries are assigned first, `apply_this_with`): once for a primitive or a
+/// group (its first member), for a clone once and once per instance, for another bundle once
+/// per container, an instance or container taking the colocation when not every node gets one,
+/// else only when it is mandatory or negative (`append_parent_colocation`).
+pub fn assign_calls(
+    cib: &Cib,
+    obs: &Observed,
+    desired: &crate::placement::Desired,
+    bi: usize,
+) -> usize {
+    let b = &obs.bundles[bi];
+    let passed_on = |c: &Colocation, gi: usize, max: usize| {
+        let available = desired.group_scores[gi]
+            .keys()
+            .filter(|&&ni| crate::placement::node_available(obs, ni))
+            .count();
+        max < available || c.score < 0 || c.score >= INFINITY
+    };
+    let mut calls = 1;
+    for c in cib.colocations.iter().filter(|c| c.with_rsc == b.id) {
+        if c.rsc == b.id {
+            continue;
+        }
+        if let Some(dependent) = obs.bundles.iter().find(|d| d.id == c.rsc) {
+            if passed_on(c, dependent.containers, dependent.replicas.len()) {
+                calls += dependent.replicas.len();
+            }
+        } else if let Some(gi) = obs.group_index(&c.rsc) {
+            calls += 1;
+            if let Some(spec) = obs.groups[gi].clone.as_ref() {
+                let instances = match spec.instances.len() {
+                    0 => obs.groups[gi].members.len(),
+                    n => n,
+                };
+                if passed_on(c, gi, spec.max) {
+                    calls += instances.min(spec.max);
+                }
+            }
+        } else if obs.rsc_index(&c.rsc).is_some() {
+            calls += 1;
+        }
+    }
+    calls
+}
+
+/// The guest nodes a bundle replica's container or IP `ri` knows although guest nodes are
+/// never allowed by default: those configured as `<node type="remote">` (existing before the
+/// resources are unpacked) whose connection is made after it (its own replica's and the later
+/// ones'), -INFINITY there.
+pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
+    let Some((bi, k)) = replica_of(obs, ri) else {
+        return Vec::new();
+    };
+    let r = &obs.bundles[bi].replicas[k];
+    if r.container != ri && r.ip != Some(ri) {
+        return Vec::new();
+    }
+    (k..obs.bundles[bi].replicas.len())
+        .filter_map(|n| replica_node(obs, bi, n))
+        .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
+        .collect()
 }

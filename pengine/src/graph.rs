@@ -1813,12 +1813,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     // A bundle's guest nodes are never among a resource's allowed nodes by default (they are
     // made while the bundle is unpacked, not to be probed): only the inner clone's instances
     // list them.
-    let guest_nodes: BTreeSet<usize> = (0..obs.bundles.len())
-        .flat_map(|bi| {
-            (0..obs.bundles[bi].replicas.len())
-                .filter_map(move |n| crate::bundles::replica_node(obs, bi, n))
-        })
-        .collect();
+    let guest_nodes = crate::bundles::guest_nodes(obs);
     let inner: BTreeSet<usize> = obs
         .bundles
         .iter()
@@ -1826,6 +1821,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         .flat_map(|gi| obs.groups[gi].members.iter().copied())
         .collect();
     let known = |ri: usize, ni: usize| inner.contains(&ri) || !guest_nodes.contains(&ni);
+    let declared = |ri: usize| crate::bundles::declared_guests(obs, ri);
     let connections: BTreeMap<usize, BTreeMap<usize, i64>> = obs
         .bundles
         .iter()
@@ -1839,7 +1835,15 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         }
         let scores = connections.get(&ri).unwrap_or(scores);
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
-        for (&ni, &v) in scores.iter().filter(|&(&ni, _)| known(ri, ni)) {
+        // (a resource banned because it is to be stopped knows every node, -INFINITY)
+        let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
+        let guests = guest_nodes
+            .iter()
+            .copied()
+            .filter(|ni| banned || declared(ri).contains(ni))
+            .map(|ni| (ni, -crate::cib::INFINITY));
+        let shown = scores.iter().filter(|&(&ni, _)| known(ri, ni));
+        for (ni, v) in shown.map(|(&ni, &v)| (ni, v)).chain(guests) {
             let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
                 "INFINITY".to_string()
@@ -1935,7 +1939,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             }
         }
     }
-    bundle_scores(obs, desired, &guest_nodes, &mut lines);
+    bundle_scores(obs, desired, &guest_nodes, &connections, &mut lines);
     for &(ri, node, score) in &desired.promotion_scores {
         // (an instance of a clone of a group is named by its group)
         let id = match obs.resources[ri].group {
@@ -1958,14 +1962,17 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
     out
 }
 
-/// What `pcmk__bundle_allocate` shows before distributing a bundle's containers: the bundle's
-/// scores, each replica's IP, container and connection, the inner clone and its instances,
-/// each on the nodes it knew when the bundle was unpacked (no guest node but the inner clone's
-/// own replicas').
+/// What `pcmk__bundle_allocate` shows each time it runs (`crate::bundles::assign_calls`): the
+/// bundle's own scores, each replica's IP, container and connection, the inner clone and its
+/// instances, each on the nodes it knew when the bundle was unpacked (no guest node but the
+/// inner clone's own replicas' and, for a container or IP, `crate::bundles::declared_guests`).
+/// The first time before anything is assigned; every later time as the first left them: the
+/// bundle's own unchanged, its parts with the scores their assignment showed.
 fn bundle_scores(
     obs: &Observed,
     desired: &crate::placement::Desired,
     guest_nodes: &BTreeSet<usize>,
+    connections: &BTreeMap<usize, BTreeMap<usize, i64>>,
     lines: &mut Vec<String>,
 ) {
     let mut push = |id: &str, ni: usize, v: i64| {
@@ -1976,37 +1983,70 @@ fn bundle_scores(
         ));
     };
     for (bi, b) in obs.bundles.iter().enumerate() {
-        let mut rows = vec![(b.id.as_str(), &desired.group_scores[b.containers])];
-        for r in &b.replicas {
-            for ri in std::iter::once(r.container).chain(r.ip).chain(r.remote) {
-                rows.push((obs.resources[ri].id.as_str(), &desired.member_scores[ri]));
-            }
-        }
-        for (id, scores) in rows {
-            for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
-                push(id, ni, v);
-            }
-        }
-        let Some(ci) = b.child else { continue };
+        let calls = desired.bundle_assign_calls.get(bi).copied().unwrap_or(1);
+        let own_scores = desired
+            .bundle_own_scores
+            .get(&b.containers)
+            .unwrap_or(&desired.group_scores[b.containers]);
         let own: Vec<Option<usize>> = (0..b.replicas.len())
             .map(|n| crate::bundles::replica_node(obs, bi, n))
             .collect();
-        for ni in 0..obs.nodes.len() {
-            if !guest_nodes.contains(&ni) {
-                push(&obs.groups[ci].id, ni, 0);
-            } else if own.contains(&Some(ni)) {
-                push(&obs.groups[ci].id, ni, -crate::cib::INFINITY);
+        for call in 0..calls {
+            let later = call > 0;
+            for (&ni, &v) in own_scores
+                .iter()
+                .filter(|&(ni, _)| !guest_nodes.contains(ni))
+            {
+                push(&b.id, ni, v);
             }
-        }
-        // (500 on the replica's guest node, plus the instance's stickiness when it is active
-        // there alone: `apply_stickiness` runs before the bundle is assigned)
-        for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
-            if let Some(Some(ni)) = own.get(n) {
-                let r = &obs.resources[ri];
-                let stickiness = Some(r.stickiness())
-                    .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
-                    .unwrap_or(0);
-                push(&r.id, *ni, crate::placement::add_score(500, stickiness));
+            for r in &b.replicas {
+                for ri in std::iter::once(r.container).chain(r.ip).chain(r.remote) {
+                    let scores = if !later {
+                        &desired.member_scores[ri]
+                    } else {
+                        connections.get(&ri).unwrap_or(&desired.scores[ri])
+                    };
+                    let id = obs.resources[ri].id.as_str();
+                    for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
+                        push(id, ni, v);
+                    }
+                    for ni in crate::bundles::declared_guests(obs, ri) {
+                        push(id, ni, -crate::cib::INFINITY);
+                    }
+                }
+            }
+            let Some(ci) = b.child else { continue };
+            let clone_id = obs.groups[ci].id.as_str();
+            for ni in 0..obs.nodes.len() {
+                let guest = guest_nodes.contains(&ni);
+                if guest && !own.contains(&Some(ni)) {
+                    continue;
+                }
+                // (later: as the bundle left them, 0 on its guest nodes, -INFINITY elsewhere)
+                let v = match (later, guest) {
+                    (false, false) => 0,
+                    (false, true) => -crate::cib::INFINITY,
+                    (true, _) => desired.group_scores[ci].get(&ni).copied().unwrap_or(0),
+                };
+                push(clone_id, ni, v);
+            }
+            // (500 on the replica's guest node, plus the instance's stickiness when it is
+            // active there alone: `apply_stickiness` runs before the bundle is assigned; later
+            // as its assignment showed them)
+            for (n, &ri) in obs.groups[ci].members.iter().enumerate() {
+                if let Some(Some(ni)) = own.get(n) {
+                    let r = &obs.resources[ri];
+                    if later {
+                        for (&m, &v) in &desired.scores[ri] {
+                            push(&r.id, m, v);
+                        }
+                        continue;
+                    }
+                    let stickiness = Some(r.stickiness())
+                        .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
+                        .unwrap_or(0);
+                    push(&r.id, *ni, crate::placement::add_score(500, stickiness));
+                }
             }
         }
     }

@@ -60,6 +60,13 @@ pub struct Desired {
     /// Per resource: the nodes its location constraints' `resource-discovery` keeps it from
     /// being probed on (see `discovery`).
     pub no_discovery: Vec<std::collections::BTreeSet<usize>>,
+    /// Per bundle (keyed by its containers' clone): its own allowed-node scores, what
+    /// `pcmk__bundle_allocate` shows for it (locations and exclusive discovery; never what is
+    /// colocated with it).
+    pub bundle_own_scores: BTreeMap<usize, BTreeMap<usize, i64>>,
+    /// Per bundle: how many times Pacemaker runs its assignment (`crate::bundles::assign_calls`),
+    /// each showing the `pcmk__bundle_allocate` block again.
+    pub bundle_assign_calls: Vec<usize>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -648,16 +655,18 @@ pub fn node_available(obs: &Observed, ni: usize) -> bool {
 /// Pacemaker's `rsc_avoids_remote_nodes`: remote connections, fencing devices and guest nodes'
 /// containers (not a bundle's: its connection may nest) get -INFINITY on every remote or guest
 /// node they are allowed on (that has a connection resource: a leftover remote node entry whose
-/// connection is gone is not avoided).
+/// connection is gone is not avoided, except by a bundle's connection, which `pe__unpack_bundle`
+/// bans from every remote or guest node).
 fn avoid_remote_nodes(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let r = &obs.resources[ri];
+    let bundle_connection = crate::bundles::is_replica_connection(obs, ri);
     let remote_nodes: Vec<usize> = (0..obs.nodes.len())
         .filter(|&ni| {
             obs.nodes[ni]
                 .remote
                 .as_ref()
-                .is_some_and(|rn| rn.connection.is_some())
+                .is_some_and(|rn| rn.connection.is_some() || bundle_connection)
         })
         .collect();
     // (the guest test scans every resource: only when there is a remote node to avoid)
@@ -1052,6 +1061,15 @@ pub(crate) fn fail_limits(obs: &Observed, ri: usize) -> Vec<(usize, i64)> {
 }
 
 /// Whether the resource's next role is Stopped: target-role, or a failure with on-fail=stop.
+/// Whether resource `ri` is banned from every node because it is to be stopped (target-role,
+/// next role or orphan): `stop-all-resources` alone leaves its scores alone, Pacemaker only
+/// leaves it unassigned.
+/// The ban (`resource_location` on every node) also gives it the nodes it had no score on,
+/// guest nodes included.
+pub(crate) fn stop_banned(obs: &Observed, ri: usize) -> bool {
+    next_role_stopped(obs, ri) || obs.resources[ri].orphan
+}
+
 fn next_role_stopped(obs: &Observed, ri: usize) -> bool {
     let r = &obs.resources[ri];
     r.target_role == Some(Role::Stopped) || r.next_role == Some(Role::Stopped)
@@ -1711,6 +1729,8 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
             no_discovery: no_discovery(obs, &discoveries),
+            bundle_own_scores: BTreeMap::new(),
+            bundle_assign_calls: Vec::new(),
             unmanaged: obs
                 .resources
                 .iter()
@@ -1792,6 +1812,9 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     for u in order.iter().filter(|u| !is_connection(u)) {
         assign_unit(&mut ctx, *u);
     }
+    ctx.desired.bundle_assign_calls = (0..obs.bundles.len())
+        .map(|bi| crate::bundles::assign_calls(ctx.cib, ctx.obs, &ctx.desired, bi))
+        .collect();
     ctx.desired.order = order
         .iter()
         .map(|u| match *u {

@@ -30,6 +30,9 @@ pub struct RemoteNode {
     pub orphan: bool,
     /// A guest node's: where its container is assigned (set with `next_host`).
     pub container_host: Option<usize>,
+    /// Configured as a `<node type="remote">` entry: the node exists before the resources are
+    /// unpacked (a bundle's containers made before its connection then know it).
+    pub declared: bool,
 }
 
 /// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
@@ -70,6 +73,9 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
     for n in cib.nodes.iter().filter(|n| n.kind == "remote") {
         let mut node = new_node(&n.id, &n.uname);
         node.weight = n.score;
+        if let Some(rn) = node.remote.as_mut() {
+            rn.declared = true;
+        }
         merge_sets(&mut node.attrs, &n.attrs, now, None);
         out.push(node);
     }

@@ -115,12 +115,30 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = own_scores(ctx, gi);
     let location_scores = clone_scores.clone();
+    // A bundle's own scores are never more than that (and exclusive discovery's bans:
+    // `apply_exclusive_discovery`); only what it shows, its containers carry the rest.
+    if let Some(b) = obs.bundles.iter().find(|b| b.containers == gi) {
+        let mut own = location_scores.clone();
+        let first = b.replicas.first().map(|r| r.container);
+        if let Some((true, modes)) = first.and_then(|c| ctx.discoveries.get(c)) {
+            for (ni, v) in own.iter_mut() {
+                if modes.get(ni) != Some(&super::DiscoverMode::Exclusive) {
+                    *v = -INFINITY;
+                }
+            }
+        }
+        ctx.desired.bundle_own_scores.insert(gi, own);
+    }
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
+    // (a bundle never has a guest node among its allowed nodes: they are made while bundles
+    // are unpacked, not to be probed)
+    let bundle = obs.bundles.iter().any(|b| b.containers == gi);
+    let guests = crate::bundles::guest_nodes(obs);
     let available: Vec<usize> = clone_scores
         .keys()
         .copied()
-        .filter(|&ni| node_available(obs, ni))
+        .filter(|&ni| node_available(obs, ni) && !(bundle && guests.contains(&ni)))
         .collect();
     let all_coloc = spec.max < available.len();
     let loop_max = (spec.max / available.len().max(1)).max(1);
@@ -502,6 +520,10 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
         // that to its current role)
+        // (stop-all-resources leaves it unassigned without a ban: `pcmk__finalize_assignment`)
+        if obs.stop_all && !super::stop_banned(obs, ri) && r.managed {
+            return None;
+        }
         if target_stopped(obs, ri) && r.managed {
             // (banned from every node once its colocations are applied)
             for (&ni, v) in scores[k].iter_mut() {
@@ -726,7 +748,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         super::members::add_parent_dependents(ctx, gi, all_coloc, &mut fin);
                     }
                 }
-                if target_stopped(obs, ri) && obs.resources[ri].managed {
+                if super::stop_banned(obs, ri) && obs.resources[ri].managed {
                     for v in fin.values_mut() {
                         *v = -INFINITY;
                     }

@@ -896,11 +896,11 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
             &mut notes,
             explaining,
         );
-        if target_stopped(obs, ri) {
+        if super::stop_banned(obs, ri) {
             for ni in 0..obs.nodes.len() {
                 scores.insert(ni, -INFINITY);
                 record(&mut steps, ni, StepOp::Set(-INFINITY), || {
-                    "it is to be stopped (target-role, orphan or stop-all-resources)".into()
+                    "it is to be stopped (target-role or orphan)".into()
                 });
             }
         }
