@@ -598,10 +598,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // An active recurring monitor of the history on a remote node the resource is not assigned
     // to is optional there, but the connection's required start implies it
     // (`apply_remote_ordering`, which `remote::order_actions` applies): it runs there once the
-    // connection is back. (Not for an orphan: bundle-replicas-change shows none for it; why
-    // is not established.)
+    // connection is back. An orphan's stays unrunnable (bundle-replicas-change: DOT draws it).
     for (ri, r) in obs.resources.iter().enumerate() {
-        if desired.unmanaged[ri] || r.orphan {
+        if desired.unmanaged[ri] {
             continue;
         }
         for &(ni, iv) in &r.unpacked_recurring {
@@ -610,6 +609,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             {
                 let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                 a.created_at = Some(unpack_mark);
+                a.runnable = !r.orphan;
                 plan.add(a);
             }
         }
@@ -1340,6 +1340,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
     crate::guest::drop_invalid_orderings(obs, &mut plan);
+    // What needs neither quorum nor fencing (every action but a start or promote) cannot run on
+    // a guest node whose host cannot be fenced (`update_resource_action_runnable`).
+    for a in &mut plan.actions {
+        let needs_nothing = !matches!(a.kind, Kind::Start | Kind::Promote);
+        if needs_nothing
+            && a.rsc.is_some()
+            && !a.pseudo
+            && a.node
+                .is_some_and(|ni| crate::guest::host_unfenceable(obs, ni))
+        {
+            a.runnable = false;
+        }
+    }
     plan
 }
 

@@ -129,6 +129,13 @@ pub fn determine_online(obs: &mut Observed, ni: usize) -> bool {
     true
 }
 
+/// Whether `ni` is a guest node that cannot be "fenced" because a host of its container is
+/// lost and cannot be fenced: nothing that needs neither quorum nor fencing (a stop, demote,
+/// notify or monitor) can run there (Pacemaker's `update_resource_action_runnable`).
+pub fn host_unfenceable(obs: &Observed, ni: usize) -> bool {
+    is_guest(obs, ni) && !can_fence(obs, ni)
+}
+
 /// The pseudo fencing of a guest node (Pacemaker's `pcmk__fence_guest`): "stonith-NODE-off",
 /// or "-reboot" when the container starts again, to order what the guest ran against.
 #[derive(Debug, Clone, PartialEq, Eq)]
