@@ -805,9 +805,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 a.reason = reason;
                 if fenced(ni) {
                     a.pseudo = true;
-                } else if !obs.nodes[ni].online {
+                } else if !obs.nodes[ni].online || crate::guest::host_unfenceable(obs, ni) {
                     // Nothing runs on a node that is down and will not be fenced (no quorum,
-                    // no fencing device): the stop is blocked.
+                    // no fencing device), nor on a guest whose host is: the stop is blocked.
                     a.runnable = false;
                 }
                 if let Some(&id) = unpack_stops.get(&(ri, ni)) {
@@ -1422,8 +1422,20 @@ pub(crate) fn starts_after_fencing(
                         .iter()
                         .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
             });
+        // (a bundle's guest node is in the allowed nodes of none of the bundle's container,
+        // IP and connection: Pacemaker creates it before them, never probed, so no
+        // symmetric default applies to it)
+        let bundle_part_on_own_node = crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
+            let b = &obs.bundles[bi];
+            b.replicas[k].child != Some(ri)
+                && b.replicas.iter().any(|rep| {
+                    rep.remote
+                        .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
+                })
+        });
         let unknown_there = !r.known_on.contains(&fenced_node)
             && !sibling_known
+            && !bundle_part_on_own_node
             && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
         let needs_fencing = crate::reconcile::needs_fencing(obs, r);
         // (A start that requires nothing waits for no fencing.)
@@ -1646,7 +1658,14 @@ fn group_actions(
             for &x in s {
                 plan.edge_rel(gs, x, Rel::GroupStop);
                 for &p in &prev {
-                    plan.edge_rel(p, x, Rel::GroupStop);
+                    // (an ordered clone's chain is optional: an instance stop that cannot run
+                    // leaves the next one runnable)
+                    let rel = if !is_group && !plan.actions[p].runnable {
+                        Rel::Optional
+                    } else {
+                        Rel::GroupStop
+                    };
+                    plan.edge_rel(p, x, rel);
                 }
             }
             for &x in e {

@@ -564,7 +564,15 @@ pub fn fencing_actions(
             if ni != gf.node || !obs.resources[ri].managed || a.kind != Kind::Stop {
                 continue;
             }
-            plan.edge(f, i);
+            // (not a bundled resource's own stop, which would loop: its clone's stop follows
+            // the fencing instead; `order_stop_vs_fencing`)
+            let bundled = crate::bundles::replica_of(obs, ri).is_some()
+                || obs.resources[ri]
+                    .group
+                    .is_some_and(|g| crate::bundles::bundle_of_child(obs, g).is_some());
+            if !bundled {
+                plan.edge(f, i);
+            }
             let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);
             if let Some(gs) = top.and_then(|gi| plan.find_group_action(gi, &Kind::GroupStop)) {
                 plan.edge(f, gs);
