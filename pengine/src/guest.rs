@@ -431,6 +431,23 @@ pub fn order_action(obs: &Observed, plan: &mut crate::actions::Plan, i: usize, c
             }
         }
         _ => {
+            // Anything else waits for the connection's start (runnable-left): a connection that
+            // does not start again (its start only drawn) leaves it unrunnable
+            // (`apply_container_ordering`).
+            if conn_starts.is_empty() {
+                let drawn: Vec<usize> = (0..plan.actions.len())
+                    .filter(|&s| {
+                        let a = &plan.actions[s];
+                        a.rsc == Some(ci) && a.kind == Kind::Start && a.dot_only
+                    })
+                    .collect();
+                if !drawn.is_empty() {
+                    plan.actions[i].runnable = false;
+                }
+                for s in drawn {
+                    plan.edge_rel(s, i, Rel::Start);
+                }
+            }
             for &s in &conn_starts {
                 plan.edge_rel(s, i, Rel::Start);
             }
