@@ -601,10 +601,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // An active recurring monitor of the history on a remote node the resource is not assigned
     // to is optional there, but the connection's required start implies it
     // (`apply_remote_ordering`, which `remote::order_actions` applies): it runs there once the
-    // connection is back. (Not for an orphan: bundle-replicas-change shows none for it; why
-    // is not established.)
+    // connection is back. An orphan's stays unrunnable (bundle-replicas-change: DOT draws it).
     for (ri, r) in obs.resources.iter().enumerate() {
-        if desired.unmanaged[ri] || r.orphan {
+        if desired.unmanaged[ri] {
             continue;
         }
         for &(ni, iv) in &r.unpacked_recurring {
@@ -613,6 +612,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             {
                 let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                 a.created_at = Some(unpack_mark);
+                a.runnable = !r.orphan;
                 plan.add(a);
             }
         }
@@ -808,9 +808,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 a.reason = reason;
                 if fenced(ni) {
                     a.pseudo = true;
-                } else if !obs.nodes[ni].online {
+                } else if !obs.nodes[ni].online || crate::guest::host_unfenceable(obs, ni) {
                     // Nothing runs on a node that is down and will not be fenced (no quorum,
-                    // no fencing device): the stop is blocked.
+                    // no fencing device), nor on a guest whose host is: the stop is blocked.
                     a.runnable = false;
                 }
                 if let Some(&id) = unpack_stops.get(&(ri, ni)) {
@@ -1345,6 +1345,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
     crate::guest::drop_invalid_orderings(obs, &mut plan);
+    // What needs neither quorum nor fencing (every action but a start or promote) cannot run on
+    // a guest node whose host cannot be fenced (`update_resource_action_runnable`).
+    for a in &mut plan.actions {
+        let needs_nothing = !matches!(a.kind, Kind::Start | Kind::Promote);
+        if needs_nothing
+            && a.rsc.is_some()
+            && !a.pseudo
+            && a.node
+                .is_some_and(|ni| crate::guest::host_unfenceable(obs, ni))
+        {
+            a.runnable = false;
+        }
+    }
     plan
 }
 
@@ -1414,8 +1427,20 @@ pub(crate) fn starts_after_fencing(
                         .iter()
                         .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
             });
+        // (a bundle's guest node is in the allowed nodes of none of the bundle's container,
+        // IP and connection: Pacemaker creates it before them, never probed, so no
+        // symmetric default applies to it)
+        let bundle_part_on_own_node = crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
+            let b = &obs.bundles[bi];
+            b.replicas[k].child != Some(ri)
+                && b.replicas.iter().any(|rep| {
+                    rep.remote
+                        .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
+                })
+        });
         let unknown_there = !r.known_on.contains(&fenced_node)
             && !sibling_known
+            && !bundle_part_on_own_node
             && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
         let needs_fencing = crate::reconcile::needs_fencing(obs, r);
         // (A start that requires nothing waits for no fencing.)
@@ -1670,7 +1695,14 @@ fn group_actions(
             for &x in s {
                 plan.edge_rel(gs, x, Rel::GroupStop);
                 for &p in &prev {
-                    plan.edge_rel(p, x, Rel::GroupStop);
+                    // (an ordered clone's chain is optional: an instance stop that cannot run
+                    // leaves the next one runnable)
+                    let rel = if !is_group && !plan.actions[p].runnable {
+                        Rel::Optional
+                    } else {
+                        Rel::GroupStop
+                    };
+                    plan.edge_rel(p, x, rel);
                 }
             }
             for &x in e {

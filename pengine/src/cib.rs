@@ -209,6 +209,15 @@ pub fn is_true(s: &str) -> bool {
     )
 }
 
+/// Pacemaker's `crm_str_to_boolean`: a true or false spelling, None for anything else.
+pub fn parse_boolean(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "y" | "1" => Some(true),
+        "false" | "off" | "no" | "n" | "0" => Some(false),
+        _ => None,
+    }
+}
+
 /// A rule (or nested rule) attached to a constraint or an attribute set.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -1073,7 +1082,8 @@ fn parse_constraint(
                 score: c.attr("score").and_then(parse_score).unwrap_or(0),
                 rsc_role: c.attr("rsc-role").map(str::to_string),
                 with_rsc_role: c.attr("with-rsc-role").map(str::to_string),
-                influence: c.attr("influence").map(is_true),
+                // (an invalid value takes the default)
+                influence: c.attr("influence").and_then(parse_boolean),
                 node_attribute: c.attr("node-attribute").map(str::to_string),
             });
         }

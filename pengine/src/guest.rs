@@ -138,6 +138,13 @@ pub fn determine_online(obs: &mut Observed, ni: usize) -> bool {
     true
 }
 
+/// Whether `ni` is a guest node that cannot be "fenced" because a host of its container is
+/// lost and cannot be fenced: nothing that needs neither quorum nor fencing (a stop, demote,
+/// notify or monitor) can run there (Pacemaker's `update_resource_action_runnable`).
+pub fn host_unfenceable(obs: &Observed, ni: usize) -> bool {
+    is_guest(obs, ni) && !can_fence(obs, ni)
+}
+
 /// The pseudo fencing of a guest node (Pacemaker's `pcmk__fence_guest`): "stonith-NODE-off",
 /// or "-reboot" when the container starts again, to order what the guest ran against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -448,6 +455,23 @@ pub fn order_action(
             }
         }
         kind => {
+            // Anything else waits for the connection's start (runnable-left): a connection that
+            // does not start again (its start only drawn) leaves it unrunnable
+            // (`apply_container_ordering`).
+            if conn_starts.is_empty() {
+                let drawn: Vec<usize> = (0..plan.actions.len())
+                    .filter(|&s| {
+                        let a = &plan.actions[s];
+                        a.rsc == Some(ci) && a.kind == Kind::Start && a.dot_only
+                    })
+                    .collect();
+                if !drawn.is_empty() {
+                    plan.actions[i].runnable = false;
+                }
+                for s in drawn {
+                    plan.edge_rel(s, i, Rel::Start);
+                }
+            }
             for &s in &conn_starts {
                 plan.edge_rel(s, i, Rel::Start);
             }
@@ -586,7 +610,15 @@ pub fn fencing_actions(
             if ni != gf.node || !obs.resources[ri].managed || a.kind != Kind::Stop {
                 continue;
             }
-            plan.edge(f, i);
+            // (not a bundled resource's own stop, which would loop: its clone's stop follows
+            // the fencing instead; `order_stop_vs_fencing`)
+            let bundled = crate::bundles::replica_of(obs, ri).is_some()
+                || obs.resources[ri]
+                    .group
+                    .is_some_and(|g| crate::bundles::bundle_of_child(obs, g).is_some());
+            if !bundled {
+                plan.edge(f, i);
+            }
             let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);
             if let Some(gs) = top.and_then(|gi| plan.find_group_action(gi, &Kind::GroupStop)) {
                 plan.edge(f, gs);

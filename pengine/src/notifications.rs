@@ -368,6 +368,8 @@ fn add_clone(
                         group: None,
                         node: Some(node),
                         event: EventKind::RscOp,
+                        // (a guest whose host cannot be fenced runs nothing)
+                        runnable: !crate::guest::host_unfenceable(obs, node),
                         notify: Some(Box::new(NotifyMeta {
                             meta,
                             dot_key: r

@@ -1797,6 +1797,12 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             }
         }
     }
+    // What comes before the first bundle in Pacemaker's order is assigned before it (the
+    // bundle is no remote connection: `allocate_resources` reaches it in turn).
+    let first_bundle = order.iter().position(bundle_part).unwrap_or(0);
+    for u in order[..first_bundle].iter().filter(|u| !is_connection(u)) {
+        assign_unit(&mut ctx, *u);
+    }
     for u in order.iter().filter(|u| bundle_part(u)) {
         assign_unit(&mut ctx, *u);
     }

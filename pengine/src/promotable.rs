@@ -256,6 +256,10 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                         None => add(plan, act(Kind::Demote, Some(ri), Some(c))),
                     };
                     plan.actions[d].pseudo = pseudo;
+                    // (nothing runs on a guest whose host cannot be fenced)
+                    if !pseudo && crate::guest::host_unfenceable(obs, c) {
+                        plan.actions[d].runnable = false;
+                    }
                     for &s in &stops_here {
                         plan.edge_rel(d, s, Rel::Plain);
                     }
@@ -435,7 +439,13 @@ fn role_pseudo_pairs(
             plan.edge_rel(d, x, Rel::Plain);
         }
         for &x in tails {
-            plan.edge_rel(x, dd, Rel::Plain);
+            // (a demote that cannot run leaves the demoted runnable)
+            let rel = if plan.actions[x].runnable {
+                Rel::Plain
+            } else {
+                Rel::Optional
+            };
+            plan.edge_rel(x, dd, rel);
         }
         for kind in [Kind::GroupStop, Kind::GroupStart] {
             if let Some(t) = clone_pseudo(plan, g, &kind) {

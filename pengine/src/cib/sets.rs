@@ -301,7 +301,7 @@ pub(super) fn expand(
         "rsc_colocation" => colocation_sets(ctx, c, names).map(|s| {
             s.map(|sets| {
                 let score = c.attr("score").and_then(parse_score).unwrap_or(0);
-                let influence = c.attr("influence").map(is_true);
+                let influence = c.attr("influence").and_then(super::parse_boolean);
                 cib.colocations
                     .extend(colocations(c.id(), score, influence, &sets));
             })
