@@ -127,6 +127,9 @@ pub struct Plan {
     /// Per clone (group index) in an asymmetric cluster: the nodes it is allowed on (those its
     /// instances have a score for), Pacemaker's `notify_available_uname`.
     pub clone_allowed: BTreeMap<usize, Vec<usize>>,
+    /// The plan position where Pacemaker unpacks the history's active recurring monitors
+    /// (see `Action::created_at`): an action reusing one of them takes this position.
+    pub unpack_mark: usize,
 }
 
 impl Plan {
@@ -595,6 +598,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Active recurring monitors of the history are created here by Pacemaker (before the unpack
     // stops); the monitors below that reuse one take this position.
     let unpack_mark = plan.actions.len();
+    plan.unpack_mark = unpack_mark;
     // An active recurring monitor of the history on a remote node the resource is not assigned
     // to is optional there, but the connection's required start implies it
     // (`apply_remote_ordering`, which `remote::order_actions` applies): it runs there once the
