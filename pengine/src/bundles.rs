@@ -344,6 +344,13 @@ pub fn order_actions(
                 Kind::GroupStop,
                 Kind::GroupStopped,
             ] {
+                // (the bundle's start is printed only when, as Pacemaker meets the orderings,
+                // a container start is required or the inner clone's start already is: an
+                // instance start that cannot run only makes the clone's start required after
+                // the bundle's ordering with it was met: no-promote-on-unrunnable-guest)
+                if kind == Kind::GroupStart && !bundle_start_printed(obs, plan, b) {
+                    continue;
+                }
                 if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
                     let mut a = crate::actions::act(kind, None, None);
                     a.group = Some(b.containers);
@@ -442,6 +449,26 @@ pub fn order_actions(
             }
         }
     }
+}
+
+/// Whether a bundle's start pseudo action is required by its containers' or inner instances'
+/// starts: a container start, or an instance start that can run or that Pacemaker creates
+/// required (the instance starts or moves there, or recovers from a failure), not one that
+/// only the restart of its guest's connection requires.
+fn bundle_start_printed(obs: &Observed, plan: &crate::actions::Plan, b: &Bundle) -> bool {
+    b.replicas.iter().any(|r| {
+        !plan.starts(r.container).is_empty()
+            || r.child.is_some_and(|c| {
+                let inst = &obs.resources[c];
+                plan.starts(c).into_iter().any(|s| {
+                    let a = &plan.actions[s];
+                    !a.optional
+                        && (a.runnable
+                            || inst.failed
+                            || !a.node.is_some_and(|n| inst.running_on.contains(&n)))
+                })
+            })
+    })
 }
 
 /// Whether node `ni` is unknown to clone `gi` (not among the nodes it is told are available):
