@@ -583,7 +583,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
-            plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            let c = plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            // A connection's clear with a reconnect interval waits for its node's fencing
+            // (`order_after_remote_fencing`).
+            if obs.stonith_enabled && crate::remote::reconnect_interval_ms(r) > 0 {
+                let fenced = rec
+                    .fence
+                    .iter()
+                    .zip(&fence_ids)
+                    .find(|((fn_, _), _)| obs.nodes[*fn_].uname == r.id);
+                if let Some((_, &f)) = fenced {
+                    plan.edge(f, c);
+                }
+            }
         }
         // An unmanaged resource's clear is optional (not in the graph).
         if !r.managed || r.blocked {
