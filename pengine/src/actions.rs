@@ -127,6 +127,9 @@ pub struct Plan {
     /// Per clone (group index) in an asymmetric cluster: the nodes it is allowed on (those its
     /// instances have a score for), Pacemaker's `notify_available_uname`.
     pub clone_allowed: BTreeMap<usize, Vec<usize>>,
+    /// The plan position where Pacemaker unpacks the history's active recurring monitors
+    /// (see `Action::created_at`): an action reusing one of them takes this position.
+    pub unpack_mark: usize,
 }
 
 impl Plan {
@@ -583,7 +586,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     };
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_failcount_on {
-            plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            let c = plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)));
+            // A connection's clear with a reconnect interval waits for its node's fencing
+            // (`order_after_remote_fencing`).
+            if obs.stonith_enabled && crate::remote::reconnect_interval_ms(r) > 0 {
+                let fenced = rec
+                    .fence
+                    .iter()
+                    .zip(&fence_ids)
+                    .find(|((fn_, _), _)| obs.nodes[*fn_].uname == r.id);
+                if let Some((_, &f)) = fenced {
+                    plan.edge(f, c);
+                }
+            }
         }
         // An unmanaged resource's clear is optional (not in the graph).
         if !r.managed || r.blocked {
@@ -598,6 +613,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     // Active recurring monitors of the history are created here by Pacemaker (before the unpack
     // stops); the monitors below that reuse one take this position.
     let unpack_mark = plan.actions.len();
+    plan.unpack_mark = unpack_mark;
     // An active recurring monitor of the history on a remote node the resource is not assigned
     // to is optional there, but the connection's required start implies it
     // (`apply_remote_ordering`, which `remote::order_actions` applies): it runs there once the

@@ -353,6 +353,13 @@ pub fn order_actions(
                 Kind::GroupStop,
                 Kind::GroupStopped,
             ] {
+                // (the bundle's start is printed only when, as Pacemaker meets the orderings,
+                // a container start is required or the inner clone's start already is: an
+                // instance start that cannot run only makes the clone's start required after
+                // the bundle's ordering with it was met: no-promote-on-unrunnable-guest)
+                if kind == Kind::GroupStart && !bundle_start_printed(obs, plan, b) {
+                    continue;
+                }
                 if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
                     let mut a = crate::actions::act(kind, None, None);
                     a.group = Some(b.containers);
@@ -360,6 +367,23 @@ pub fn order_actions(
                     a.runnable = plan.actions[i].runnable;
                     a.dot_only = plan.actions[i].dot_only;
                     plan.add(a);
+                }
+            }
+            // Pacemaker creates the four together (start, running, stop, stopped), whichever
+            // of them the plan made first (a user ordering's then).
+            let own_ids: Vec<usize> = [
+                Kind::GroupStart,
+                Kind::GroupRunning,
+                Kind::GroupStop,
+                Kind::GroupStopped,
+            ]
+            .iter()
+            .filter_map(|k| own(plan, k))
+            .collect();
+            if own_ids.windows(2).any(|w| w[0] > w[1]) {
+                let base = own_ids.iter().copied().min().unwrap_or_default();
+                for (k, &id) in own_ids.iter().enumerate() {
+                    plan.actions[id].created_at = Some(base + k);
                 }
             }
             // A promotable inner clone: the bundle starts after it stopped
@@ -451,6 +475,35 @@ pub fn order_actions(
             }
         }
     }
+}
+
+/// Whether a bundle's start pseudo action is required by its containers' or inner instances'
+/// starts: a container start, or an instance start that can run or that Pacemaker creates
+/// required (the instance starts or moves there, or recovers from a failure), not one that
+/// only the restart of its guest's connection requires.
+/// Pacemaker also meets that ordering again when the bundle's start is the then of an ordering
+/// whose first is another collective resource's action (remapped, as to its running: the
+/// bundle's start changed, so its afters are processed again; bundle-order-stop-clone).
+fn bundle_start_printed(obs: &Observed, plan: &crate::actions::Plan, b: &Bundle) -> bool {
+    let collective =
+        |id: &str| obs.groups.iter().any(|g| g.id == id) || obs.bundles.iter().any(|o| o.id == id);
+    let remapped_first = obs.orders.iter().any(|o| {
+        o.then == b.id && o.then_action == "start" && o.first != b.id && collective(&o.first)
+    });
+    remapped_first
+        || b.replicas.iter().any(|r| {
+            !plan.starts(r.container).is_empty()
+                || r.child.is_some_and(|c| {
+                    let inst = &obs.resources[c];
+                    plan.starts(c).into_iter().any(|s| {
+                        let a = &plan.actions[s];
+                        !a.optional
+                            && (a.runnable
+                                || inst.failed
+                                || !a.node.is_some_and(|n| inst.running_on.contains(&n)))
+                    })
+                })
+        })
 }
 
 /// Whether node `ni` is unknown to clone `gi` (not among the nodes it is told are available):

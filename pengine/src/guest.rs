@@ -419,8 +419,10 @@ pub fn order_action(
     let (Some(ri), Some(ni)) = (plan.actions[i].rsc, plan.actions[i].node) else {
         return true;
     };
-    // (an action drawn only, as it cannot run, is drawn after a connection start drawn only)
-    let conn_starts: Vec<usize> = if plan.actions[i].dot_only {
+    // (an action drawn only, or a start that cannot run, is drawn after a connection start
+    // drawn only)
+    let blocked_start = plan.actions[i].kind == Kind::Start && !plan.actions[i].runnable;
+    let conn_starts: Vec<usize> = if plan.actions[i].dot_only || blocked_start {
         (0..plan.actions.len())
             .filter(|&s| plan.actions[s].rsc == Some(ci) && plan.actions[s].kind == Kind::Start)
             .collect()

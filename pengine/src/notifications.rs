@@ -300,6 +300,32 @@ fn add_clone(
     available.sort();
     push("notify_available_uname", words(&available));
     let all: Vec<String> = obs.nodes.iter().map(|n| n.uname.clone()).collect();
+    // With container-attribute-target=host, each node's host as well: a guest node's is where
+    // its container runs now (the guest itself when the container runs nowhere).
+    let host_target = instances.first().is_some_and(|&ri| {
+        obs.resources[ri]
+            .meta
+            .get("container-attribute-target")
+            .is_some_and(|v| v == "host")
+    });
+    if host_target {
+        let hosts: Vec<String> = obs
+            .nodes
+            .iter()
+            .map(|n| {
+                let container = n
+                    .remote
+                    .as_ref()
+                    .and_then(|rn| rn.connection)
+                    .and_then(|c| obs.resources[c].container);
+                match container.and_then(|c| obs.resources[c].running_on.first()) {
+                    Some(&h) => obs.nodes[h].uname.clone(),
+                    None => n.uname.clone(),
+                }
+            })
+            .collect();
+        push("notify_all_hosts", words(&hosts));
+    }
     push("notify_all_uname", words(&all));
 
     // The instances' own actions carry the lists.

@@ -1709,7 +1709,19 @@ fn unpack_lrm_resource(
     let mut on_fail = OnFail::Ignore;
     let mut last_failure: Option<&RscOp> = None;
     let node_unclean = nodes[ni].unclean;
-    let failure_timeout_s = rsc.failure_timeout_s();
+    // A connection's reconnect interval is its failure timeout; its recurring monitors'
+    // failures do not expire while its node is not fenced (`should_ignore_failure_timeout`).
+    let reconnect_s = (crate::remote::reconnect_interval_ms(rsc) / 1000) as i64;
+    let failure_timeout_s = if reconnect_s > 0 {
+        reconnect_s
+    } else {
+        rsc.failure_timeout_s()
+    };
+    let remote_unfenced = reconnect_s > 0
+        && stonith_enabled
+        && nodes
+            .iter()
+            .any(|n| n.uname == rsc.id && n.remote.as_ref().is_some_and(|r| !r.was_fenced));
     let mut next_role_cleared = false;
     for op in &sorted {
         if op.operation == "notify" || op.operation == "meta-data" {
@@ -1721,7 +1733,8 @@ fn unpack_lrm_resource(
         let trc = target_rc(op);
         // failure-timeout expiry
         let mut expired = false;
-        if failure_timeout_s > 0 && status != 7 {
+        let ignore_timeout = remote_unfenced && op.interval_ms != 0 && op.operation == "monitor";
+        if failure_timeout_s > 0 && status != 7 && !ignore_timeout {
             if let Some(change) = op.last_rc_change {
                 if now >= change.saturating_add(failure_timeout_s) {
                     expired = true;
@@ -1744,6 +1757,13 @@ fn unpack_lrm_resource(
                 } else if !rsc.clear_failcount_on.contains(&ni) {
                     rsc.clear_failcount_on.push(ni);
                 }
+            } else if reconnect_s > 0
+                && op.id.ends_with("_last_failure_0")
+                && !rsc.clear_failcount_on.contains(&ni)
+            {
+                // (an expired last failure is cleared when a reconnect interval is set, even
+                // without a fail count)
+                rsc.clear_failcount_on.push(ni);
             }
         }
         // An unexpired last failure of a start or monitor whose recorded parameters differ

@@ -119,7 +119,17 @@ fn monitors_for_role(
         Role::Promoted
     };
     let r = &obs.resources[ri];
-    for iv in role_monitors(obs, ri, from) {
+    // A monitor the history unpacked as active is that action, now a cancel: it keeps its
+    // unpack position (in the history's call order); another is created before the promote or
+    // demote (older in the synapse order).
+    let mut ivs = role_monitors(obs, ri, from);
+    let unpacked_pos = |iv: u64| {
+        r.unpacked_recurring
+            .iter()
+            .position(|&(n, v)| n == ni && v == iv)
+    };
+    ivs.sort_by_key(|&iv| unpacked_pos(iv).unwrap_or(usize::MAX));
+    for iv in ivs {
         if r.recurring
             .iter()
             .any(|a| a.node == ni && a.interval_ms == iv && a.name == "monitor")
@@ -136,8 +146,10 @@ fn monitors_for_role(
                     Some(ni),
                 ),
             );
-            // (created before the promote or demote: older in the synapse order)
-            plan.actions[cancel].created_at = Some(after);
+            plan.actions[cancel].created_at = Some(match unpacked_pos(iv) {
+                Some(_) => plan.unpack_mark,
+                None => after,
+            });
             plan.edge_rel(cancel, after, Rel::Plain);
         }
     }
