@@ -1642,8 +1642,7 @@ fn group_actions(
                     prev = plan.starts(m);
                     continue;
                 }
-                let disabled =
-                    obs.resources[m].target_role == Some(crate::observed::Role::Stopped);
+                let disabled = obs.resources[m].target_role == Some(crate::observed::Role::Stopped);
                 let mut a = act(Kind::Start, Some(m), None);
                 a.runnable = false;
                 a.dot_only = true;
