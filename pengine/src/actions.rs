@@ -1702,6 +1702,44 @@ fn group_actions(
             }
         }
     }
+    // A group that starts gives each member with no start and no node a start that cannot
+    // run: Pacemaker creates it as the first of "member start then group running", so the
+    // group's running cannot run (required, drawn only). The member before it orders it, and
+    // it the member after it, unless it is disabled (promoted-pseudo, bug-suse-707150,
+    // promoted-probed-score).
+    if let (true, false, Some(gs), Some(gr)) = (is_group, bundle, ids[0], ids[1]) {
+        if !plan.actions[gs].dot_only && !plan.actions[gr].dot_only {
+            let mut any = false;
+            let mut prev: Vec<usize> = Vec::new();
+            for &m in &members {
+                let has_start = (0..plan.actions.len()).any(|i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(m) && matches!(a.kind, Kind::Start | Kind::Migrate { .. })
+                });
+                if has_start || desired.unmanaged[m] || desired.assigned[m].is_some() {
+                    prev = plan.starts(m);
+                    continue;
+                }
+                let disabled = obs.resources[m].target_role == Some(crate::observed::Role::Stopped);
+                let mut a = act(Kind::Start, Some(m), None);
+                a.runnable = false;
+                a.dot_only = true;
+                let x = plan.add(a);
+                if chained && !disabled {
+                    for &p in &prev {
+                        plan.edge_rel(p, x, Rel::Start);
+                    }
+                }
+                plan.edge_rel(x, gr, Rel::Start);
+                prev = if disabled { Vec::new() } else { vec![x] };
+                any = true;
+            }
+            if any {
+                plan.actions[gr].runnable = false;
+                plan.actions[gr].dot_only = true;
+            }
+        }
+    }
     if let (Some(gs), Some(gd)) = (ids[2], ids[3]) {
         if !bundle {
             plan.edge_rel(gs, gd, Rel::GroupStop);

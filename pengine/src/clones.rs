@@ -359,10 +359,24 @@ pub fn probed_instance(
         .copied()
         .filter(|&m| obs.resources[m].history_id() == base)
         .collect();
-    let known = members.iter().copied().find(|&m| {
+    let known_here = |m: usize| {
         let r = &obs.resources[m];
         r.known_on.contains(&ni) || r.running_on.contains(&ni)
-    });
+    };
+    // (an instance group is known on a node when any of its members is: Pacemaker's
+    // `rsc_known_on`, so a member's probe there goes to that instance)
+    let of_groups = obs.groups[gi]
+        .clone
+        .as_ref()
+        .is_some_and(|c| !c.instances.is_empty());
+    let known = if of_groups {
+        crate::clone_groups::instances(obs, gi)
+            .into_iter()
+            .find(|unit| unit.iter().any(|&m| known_here(m)))
+            .and_then(|unit| unit.into_iter().find(|m| members.contains(m)))
+    } else {
+        members.iter().copied().find(|&m| known_here(m))
+    };
     // (an instance group is placed where any of its members is)
     let placed = || {
         crate::clone_groups::instances(obs, gi)

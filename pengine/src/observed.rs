@@ -2924,5 +2924,12 @@ fn unpack_failure<'a>(
     }
     if action_on_fail == OnFail::Stop {
         rsc.next_role = Some(Role::Stopped);
+        // A failure whose role after failure is Stopped keeps the resource from every node
+        // (Pacemaker 2.1.5 `unpack_rsc_op_failure` resets its allowed nodes to -INFINITY; for
+        // an anonymous clone instance it is the clone's, which the next role covers here).
+        if rsc.clone_base.is_none() && !rsc.history_bans.iter().any(|b| b.0.is_none()) {
+            rsc.history_bans
+                .push((None, -INFINITY, "on-fail=stop".into()));
+        }
     }
 }

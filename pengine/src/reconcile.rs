@@ -637,6 +637,14 @@ fn apply_ordering(
             {
                 true
             }
+            // (a primitive's start ordered before the clone passes its flags on to each
+            // instance's start, as `pcmk__multi_update_actions` does without interleaving)
+            Some(_)
+                if matches!(f, End::Start(m)
+                    if obs.resources[m].group.is_none()) =>
+            {
+                true
+            }
             // (likewise an instance group of another clone of groups)
             Some(c)
                 if matches!(f, End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g)

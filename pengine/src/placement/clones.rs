@@ -525,10 +525,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             return None;
         }
         if target_stopped(obs, ri) && r.managed {
-            // (banned from every node once its colocations are applied)
+            // (banned from every node once its colocations are applied; a group instance's
+            // member is, the instance group itself keeps its scores)
             for (&ni, v) in scores[k].iter_mut() {
                 *v = -INFINITY;
-                bans[k].push((ni, -INFINITY));
+                if !group_instances {
+                    bans[k].push((ni, -INFINITY));
+                }
             }
             return None;
         }

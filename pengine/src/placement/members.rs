@@ -54,12 +54,21 @@ fn named(ctx: &Ctx, id: &str) -> Option<Named> {
         .or_else(|| obs.rsc_index(id).map(Named::Primitive))
 }
 
-/// Pacemaker's resource variant order (primitive < group), then priority, for sorting lists.
+/// Pacemaker's resource variant order (primitive < group < clone, a promotable clone after
+/// the others), then priority, for sorting lists.
 fn rank<'a>(ctx: &Ctx<'a>, n: Named) -> (i64, u8, &'a str) {
     let obs = ctx.obs;
     let (meta, variant, id) = match n {
         Named::Primitive(ri) => (&obs.resources[ri].meta, 0, obs.resources[ri].id.as_str()),
-        Named::Group(gi) => (&obs.groups[gi].meta, 1, obs.groups[gi].id.as_str()),
+        Named::Group(gi) => {
+            let g = &obs.groups[gi];
+            let variant = match &g.clone {
+                None => 1,
+                Some(spec) if spec.promotable.is_some() => 3,
+                Some(_) => 2,
+            };
+            (&g.meta, variant, g.id.as_str())
+        }
     };
     let priority = meta
         .get("priority")
@@ -157,14 +166,10 @@ fn this_with(ctx: &Ctx, gi: usize, k: usize) -> Vec<Coloc> {
 /// once the group is being placed, and a member's include the next member's internal one.
 fn with_this(ctx: &Ctx, n: Named) -> Vec<Coloc> {
     let obs = ctx.obs;
-    // (a clone of groups: what is colocated with the clone itself; its members belong to
-    // its instance groups)
+    // (a clone: what is colocated with the clone itself, as Pacemaker keeps it on the clone;
+    // its instances take it only while placed)
     if let Named::Group(gi) = n {
-        if obs.groups[gi]
-            .clone
-            .as_ref()
-            .is_some_and(|c| !c.instances.is_empty())
-        {
+        if obs.groups[gi].clone.is_some() {
             return clone_colocations(ctx, gi, false);
         }
     }

@@ -442,7 +442,16 @@ pub(super) fn dependent_with_promotable(
                 }
             }
         }
-        let w = ctx.desired.scores[m].get(&ni).copied().unwrap_or(0);
+        // (an unmanaged instance stays on its current node, which carries the node's own
+        // weight, not the instance's score there: `pcmk__primitive_assign`; unpacking took
+        // an offline or shutting-down node's to -INFINITY)
+        let w = if obs.resources[m].managed {
+            ctx.desired.scores[m].get(&ni).copied().unwrap_or(0)
+        } else if !obs.nodes[ni].online || obs.nodes[ni].shutdown {
+            -INFINITY
+        } else {
+            obs.nodes[ni].weight
+        };
         affected.insert(0, (ni, w));
     }
     if c.score >= INFINITY && (c.dependent_role != Some(Role::Promoted) || role != Role::Promoted) {
