@@ -1562,6 +1562,7 @@ fn group_actions(
     // A chained group's member start that is required makes the next members' starts
     // required (the members' start ordering implies its then): a start the quorum policy
     // blocked from its creation is then required and drawn, unrunnable (group14).
+    let mut late_starts = std::collections::BTreeSet::new();
     if is_group && chained {
         let mut required_before = false;
         for &m in &members {
@@ -1575,6 +1576,16 @@ fn group_actions(
                         a.optional = false;
                         a.dot_only = true;
                     }
+                }
+                // A member that neither runs nor starts has a start all the same (Pacemaker
+                // creates each member's start for its ordering before the group's running):
+                // required, with no node, it cannot run, nor can the group's running
+                // (bug-suse-707150: a disabled member after members that start).
+                if own.is_empty() && obs.resources[m].running_on.is_empty() {
+                    let mut a = act(Kind::Start, Some(m), None);
+                    a.runnable = false;
+                    a.dot_only = true;
+                    late_starts.insert(plan.add(a));
                 }
             }
             required_before |= own.iter().any(|&x| !plan.actions[x].optional);
@@ -1646,6 +1657,18 @@ fn group_actions(
             ids[slot] = Some(id);
         }
         dot_starts
+    } else if !late_starts.is_empty() {
+        // (the starts created above follow the member before them and lead to the group's
+        // running; the group's start, ordered before starts that did not exist yet, is not
+        // ordered before them: bug-suse-707150)
+        starts
+            .into_iter()
+            .zip(&dot_starts)
+            .map(|(mut s, d)| {
+                s.extend(d.iter().filter(|x| late_starts.contains(x)));
+                s
+            })
+            .collect()
     } else {
         starts
     };
@@ -1678,7 +1701,9 @@ fn group_actions(
         let mut prev: Vec<usize> = Vec::new();
         for (s, e) in starts.iter().zip(&start_exits) {
             for &x in s {
-                plan.edge_rel(gs, x, Rel::Start);
+                if !late_starts.contains(&x) {
+                    plan.edge_rel(gs, x, Rel::Start);
+                }
                 for &p in &prev {
                     plan.edge_rel(p, x, Rel::Start);
                 }
