@@ -2026,7 +2026,18 @@ fn bundle_scores(
                 let v = match (later, guest) {
                     (false, false) => 0,
                     (false, true) => -crate::cib::INFINITY,
-                    (true, _) => desired.group_scores[ci].get(&ni).copied().unwrap_or(0),
+                    // (a promotable clone's instances' promotion scores added where they
+                    // were assigned, as choosing their roles left them)
+                    (true, _) => desired
+                        .promotion_scores
+                        .iter()
+                        .filter(|&&(ri, n, _)| {
+                            n == Some(ni) && obs.groups[ci].members.contains(&ri)
+                        })
+                        .fold(
+                            desired.group_scores[ci].get(&ni).copied().unwrap_or(0),
+                            |v, &(_, _, p)| crate::placement::add_score(v, p),
+                        ),
                 };
                 push(clone_id, ni, v);
             }
