@@ -927,7 +927,15 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     }) || rec
                         .one_or_more
                         .iter()
-                        .any(|(x, _)| x.firsts.contains(&crate::one_or_more::Member::Rsc(ri)));
+                        .any(|(x, _)| x.firsts.contains(&crate::one_or_more::Member::Rsc(ri)))
+                        // (an orphaned container whose orphaned guest connection Pacemaker met
+                        // first: that connection's "container start then connection start"
+                        // creates the start before this resource's own stop-then-start
+                        // ordering is applied, which then requires it)
+                        || (r.orphan
+                            && obs.resources[..ri].iter().any(|c| {
+                                c.orphan && c.container == Some(ri) && c.remote_node.is_some()
+                            }));
                     // (A failed remote connection held stopped by its reconnect interval gets
                     // no start at all.)
                     let to_stay_stopped = crate::remote::held_stopped(r);
@@ -1316,6 +1324,13 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     for (ri, delete) in deletes {
         for stop in plan.stops(ri) {
             plan.edge(stop, delete);
+        }
+        // (and before any start of it: one drawn only, as it cannot run)
+        let starts: Vec<usize> = (0..plan.actions.len())
+            .filter(|&i| plan.actions[i].rsc == Some(ri) && plan.actions[i].kind == Kind::Start)
+            .collect();
+        for start in starts {
+            plan.edge_rel(delete, start, Rel::Optional);
         }
     }
     // stop -> clean-up -> start (every start of the resource).
