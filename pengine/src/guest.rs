@@ -506,16 +506,9 @@ pub fn probes_skipped_orderings(
         };
         let container_stops = plan.stops(ki);
         for (ri, r) in obs.resources.iter().enumerate() {
-            if r.orphan
+            if crate::reconcile::probe_ruled_out(obs, desired, ri, ni)
                 || r.container.is_some()
-                || r.known_on.contains(&ni)
-                || r.running_on.contains(&ni)
                 || contains_guest(obs, ri)
-                || crate::remote::never_probed(obs, ri, ni)
-                || desired
-                    .no_discovery
-                    .get(ri)
-                    .is_some_and(|s| s.contains(&ni))
                 || rec.probes.contains(&(ri, ni))
             {
                 continue;

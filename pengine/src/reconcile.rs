@@ -177,6 +177,23 @@ pub(crate) fn start_requires_nothing(obs: &Observed, r: &crate::observed::Resour
     }
 }
 
+/// What rules out probing resource `ri` on node `ni` wherever a probe is considered (the probes
+/// here, the remote node's fencing for unknown state in `crate::remote`, the orderings of probes
+/// a stopping guest skips in `crate::guest`): an orphan, a state already known there, a node
+/// that never runs it (`remote::never_probed`), or a location's `resource-discovery`. Each
+/// caller adds its own rules about containers, clones and guests.
+pub fn probe_ruled_out(obs: &Observed, desired: &Desired, ri: usize, ni: usize) -> bool {
+    let r = &obs.resources[ri];
+    r.orphan
+        || r.known_on.contains(&ni)
+        || r.running_on.contains(&ni)
+        || crate::remote::never_probed(obs, ri, ni)
+        || desired
+            .no_discovery
+            .get(ri)
+            .is_some_and(|s| s.contains(&ni))
+}
+
 /// Computes the change for every resource.
 pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
     let mut rec = Reconciliation::default();
@@ -215,15 +232,8 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             for (ri, r) in obs.resources.iter().enumerate() {
                 // A resource inside a container is never probed.
                 // (A guest node's connection is, see `crate::guest`.)
-                if r.orphan
+                if probe_ruled_out(obs, desired, ri, ni)
                     || (r.container.is_some() && r.remote_node.is_none())
-                    || r.known_on.contains(&ni)
-                    || r.running_on.contains(&ni)
-                    || crate::remote::never_probed(obs, ri, ni)
-                    || desired
-                        .no_discovery
-                        .get(ri)
-                        .is_some_and(|s| s.contains(&ni))
                     || crate::guest::never_probed(obs, &desired.assigned, ri, ni)
                     || crate::bundles::never_probed(obs, &desired.assigned, ri, ni)
                 {

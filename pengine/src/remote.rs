@@ -544,22 +544,15 @@ pub fn fence_unrecoverable(obs: &mut Observed, desired: &Desired) {
 /// Whether resource `ri` is to be probed on remote node `ni` (its state there unknown: no
 /// history of it or, for a clone, of any of its instances; see `reconcile`'s probes).
 fn would_probe(obs: &Observed, desired: &Desired, ri: usize, ni: usize) -> bool {
-    let r = &obs.resources[ri];
     let known = |i: usize| {
         let m = &obs.resources[i];
         m.known_on.contains(&ni) || m.running_on.contains(&ni)
     };
     let clone_known = crate::clone_groups::clone_of(obs, ri)
         .is_some_and(|gi| obs.groups[gi].members.iter().any(|&m| known(m)));
-    !(r.orphan
-        || r.container.is_some()
-        || known(ri)
-        || clone_known
-        || never_probed(obs, ri, ni)
-        || desired
-            .no_discovery
-            .get(ri)
-            .is_some_and(|s| s.contains(&ni)))
+    !(crate::reconcile::probe_ruled_out(obs, desired, ri, ni)
+        || obs.resources[ri].container.is_some()
+        || clone_known)
 }
 
 /// Remote nodes never run fencing devices or remote connections, so never probe them; nor
