@@ -483,6 +483,30 @@ fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Vec<usize>> {
 }
 
 /// Records, per node, how `after` differs from `before`.
+/// Takes `work` as primitive `ri`'s scores (a colocation kept), each change recorded as `why`.
+fn adopt(
+    ctx: &mut Ctx,
+    ri: usize,
+    steps: &mut Option<Vec<Step>>,
+    scores: &mut BTreeMap<usize, i64>,
+    work: BTreeMap<usize, i64>,
+    why: &dyn Fn() -> String,
+) {
+    record_changes(steps, scores, &work, why);
+    *scores = work;
+    ctx.working[ri] = Some(scores.clone());
+}
+
+/// Notes colocation `c` among what shaped primitive `ri`'s scores, at `node` (the primary's,
+/// `usize::MAX` for none), kept or rolled back.
+fn note_colocation(ctx: &mut Ctx, ri: usize, c: &Coloc, node: usize) {
+    ctx.desired.trace[ri].push(ScoreNote {
+        node,
+        delta: c.score,
+        why: format!("colocation {}", c.id),
+    });
+}
+
 fn record_changes(
     steps: &mut Option<Vec<Step>>,
     before: &BTreeMap<usize, i64>,
@@ -567,7 +591,7 @@ fn apply_colocations(
                 || (c.score < 0 && c.score > -INFINITY))
                 && !any_usable(ctx, &work);
             if !revert {
-                record_changes(steps, scores, &work, &|| {
+                adopt(ctx, ri, steps, scores, work, &|| {
                     format!(
                         "colocation {} ({} with the {} instances)",
                         c.id,
@@ -575,14 +599,8 @@ fn apply_colocations(
                         role.text()
                     )
                 });
-                *scores = work;
-                ctx.working[ri] = Some(scores.clone());
             }
-            ctx.desired.trace[ri].push(ScoreNote {
-                node: usize::MAX,
-                delta: c.score,
-                why: format!("colocation {}", c.id),
-            });
+            note_colocation(ctx, ri, &c, usize::MAX);
             continue;
         }
         // A finite colocation with a clone applies once per instance, as Pacemaker's
@@ -608,26 +626,20 @@ fn apply_colocations(
                     .map(|p| obs.nodes[p].uname.clone())
                     .unwrap_or_else(|| "no node".into());
                 if any_usable(ctx, &work) {
-                    record_changes(steps, scores, &work, &|| {
+                    adopt(ctx, ri, steps, scores, work, &|| {
                         format!(
                             "colocation {} ({} with an instance on {with_node})",
                             c.id,
                             score_text(c.score)
                         )
                     });
-                    *scores = work;
-                    ctx.working[ri] = Some(scores.clone());
                 } else if explaining {
                     notes.push(format!(
                         "colocation {} with an instance on {with_node} is rolled back: it would leave no node with a non-negative score",
                         c.id
                     ));
                 }
-                ctx.desired.trace[ri].push(ScoreNote {
-                    node: placed.unwrap_or(usize::MAX),
-                    delta: c.score,
-                    why: format!("colocation {}", c.id),
-                });
+                note_colocation(ctx, ri, &c, placed.unwrap_or(usize::MAX));
             }
             continue;
         }
@@ -678,26 +690,20 @@ fn apply_colocations(
             .map(|&p| obs.nodes[p].uname.clone())
             .unwrap_or_else(|| "no node".into());
         if c.score.abs() >= INFINITY || any_usable(ctx, &work) {
-            record_changes(steps, scores, &work, &|| {
+            adopt(ctx, ri, steps, scores, work, &|| {
                 format!(
                     "colocation {} ({} with the primary on {with_node})",
                     c.id,
                     score_text(c.score)
                 )
             });
-            *scores = work;
-            ctx.working[ri] = Some(scores.clone());
         } else if explaining {
             notes.push(format!(
                 "colocation {} is rolled back: it would leave no node with a non-negative score",
                 c.id
             ));
         }
-        ctx.desired.trace[ri].push(ScoreNote {
-            node: placed.first().copied().unwrap_or(usize::MAX),
-            delta: c.score,
-            why: format!("colocation {}", c.id),
-        });
+        note_colocation(ctx, ri, &c, placed.first().copied().unwrap_or(usize::MAX));
     }
     merge_with_this(ctx, ri, scores, steps, notes, explaining);
 }
