@@ -1107,7 +1107,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                     _ => desired.assigned[ri],
                 };
                 for (ni, n) in obs.nodes.iter().enumerate() {
-                    if Some(ni) == will_run || !n.online || n.unclean || n.pending {
+                    if Some(ni) == will_run || n.pending {
+                        continue;
+                    }
+                    // On a node that is down or unclean it is created all the same, required
+                    // and unrunnable (`recurring_op_for_inactive`): drawn only.
+                    if !n.online || n.unclean {
+                        for &iv in &stopped_ivs {
+                            let mut a =
+                                act(Kind::StoppedMonitor { interval_ms: iv }, Some(ri), Some(ni));
+                            a.runnable = false;
+                            a.dot_only = true;
+                            plan.add(a);
+                        }
                         continue;
                     }
                     for &iv in &stopped_ivs {

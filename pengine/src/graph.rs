@@ -1767,8 +1767,16 @@ pub fn render_dot(obs: &Observed, g: &TransitionGraph) -> String {
             let _ = a;
         }
     }
+    // (a load ordering, to or from a load_stopped pseudo action, is drawn only when it is in
+    // the graph: crm_simulate never counts one as required)
+    let load = |a: usize| g.actions[a].task.starts_with("load_stopped");
     for &(f, t) in &g.edges {
-        if drawn(f) && drawn(t) && (!g.actions[f].runnable || !g.actions[t].runnable) {
+        if drawn(f)
+            && drawn(t)
+            && (!g.actions[f].runnable || !g.actions[t].runnable)
+            && !load(f)
+            && !load(t)
+        {
             lines.push(format!(
                 "\"{}\" -> \"{}\" [ style = dashed]",
                 dot_label(obs, &g.actions[f]),
