@@ -60,6 +60,9 @@ pub struct Desired {
     /// Per resource: the nodes its location constraints' `resource-discovery` keeps it from
     /// being probed on (see `discovery`).
     pub no_discovery: Vec<std::collections::BTreeSet<usize>>,
+    /// Per resource: a location constraint on it (or its group, clone or bundle) says
+    /// `resource-discovery=exclusive` (Pacemaker's `exclusive_discover`; see `discovery`).
+    pub exclusive_discovery: Vec<bool>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1701,6 +1704,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             abandoned_scores: Vec::new(),
             clone_base_scores: BTreeMap::new(),
             no_discovery: no_discovery(obs, &discoveries),
+            exclusive_discovery: discoveries.iter().map(|d| d.0).collect(),
             unmanaged: obs
                 .resources
                 .iter()
