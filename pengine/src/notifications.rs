@@ -583,7 +583,7 @@ fn after_fencing(
         g.edges.push((fence, post));
         g.edges.push((post, post_done));
         out.per_rsc.entry(ri).or_default().extend([post, post_done]);
-        let keys = vec![
+        let keys = [
             ("notify_stop_resource".to_string(), id.clone()),
             (
                 "notify_stop_uname".to_string(),

@@ -106,6 +106,15 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             }
         }
     }
+    // Exclusive discovery bans the clone too from the nodes no exclusive location marks
+    // (`apply_exclusive_discovery`).
+    if let Some((true, modes)) = members.first().and_then(|&m| ctx.discoveries.get(m)) {
+        for (ni, v) in clone_scores.iter_mut() {
+            if modes.get(ni) != Some(&super::DiscoverMode::Exclusive) {
+                *v = -INFINITY;
+            }
+        }
+    }
     let location_scores = clone_scores.clone();
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
     ctx.desired.group_scores[gi] = clone_scores.clone();
