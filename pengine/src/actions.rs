@@ -447,17 +447,27 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         .zip(&fence_ids)
         .find(|((ni, _), _)| obs.nodes[*ni].is_dc)
         .map(|(_, &id)| id);
-    // (the chain follows the node list, whenever each fencing was decided: Pacemaker orders
-    // them once every node needing it is known, `schedule_fencing_and_shutdowns`)
-    let mut others: Vec<(usize, usize)> = rec
-        .fence
+    let mut others: Vec<usize> = fence_ids
         .iter()
-        .zip(&fence_ids)
-        .filter(|&(_, &id)| Some(id) != dc_fence)
-        .map(|((ni, _), &id)| (*ni, id))
+        .copied()
+        .filter(|&id| Some(id) != dc_fence)
         .collect();
-    others.sort_by_key(|&(ni, _)| ni);
-    let others: Vec<usize> = others.into_iter().map(|(_, id)| id).collect();
+    // (the fencings decided while scheduling come last in `rec.fence` for the order they are
+    // created in, but Pacemaker chains every fencing in node order once all are known,
+    // `schedule_fencing_and_shutdowns`: those take their slots back in node order)
+    let node_of = |id: usize| plan.actions[id].node.unwrap_or(usize::MAX);
+    let late: Vec<usize> = (0..others.len())
+        .filter(|&k| {
+            plan.actions[others[k]]
+                .node
+                .is_some_and(|n| obs.nodes[n].fence_phase > 0)
+        })
+        .collect();
+    let mut late_ids: Vec<usize> = late.iter().map(|&k| others[k]).collect();
+    late_ids.sort_by_key(|&id| node_of(id));
+    for (&k, id) in late.iter().zip(late_ids) {
+        others[k] = id;
+    }
     if !concurrent {
         for w in others.windows(2) {
             plan.edge(w[0], w[1]);
