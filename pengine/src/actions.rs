@@ -124,8 +124,9 @@ pub struct Plan {
     /// Start orderings with an unrunnable start that is only drawn (`Action::dot_only`) on
     /// either side: they order nothing, DOT draws them dashed.
     pub dot_orderings: Vec<(usize, usize)>,
-    /// Per clone (group index) in an asymmetric cluster: the nodes it is allowed on (those its
-    /// instances have a score for), Pacemaker's `notify_available_uname`.
+    /// Per clone (group index) in an asymmetric cluster or with exclusive discovery: the nodes
+    /// it is allowed on (those its instances have a score for, less those exclusive discovery
+    /// drops), Pacemaker's `notify_available_uname`.
     pub clone_allowed: BTreeMap<usize, Vec<usize>>,
     /// The plan position where Pacemaker unpacks the history's active recurring monitors
     /// (see `Action::created_at`): an action reusing one of them takes this position.
@@ -381,6 +382,39 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.clone_allowed.insert(gi, nodes);
         }
     }
+    // A clone with exclusive discovery drops from its allowed nodes each node it is probed on
+    // that no exclusive location marks (Pacemaker's `clone_create_probe`, so that its
+    // notifications list only nodes it might run on).
+    for (gi, g) in obs.groups.iter().enumerate() {
+        if g.clone.is_none() || crate::clone_groups::is_instance(obs, gi) {
+            continue;
+        }
+        let Some(&first) = g.members.first() else {
+            continue;
+        };
+        if !desired
+            .exclusive_discovery
+            .get(first)
+            .copied()
+            .unwrap_or(false)
+        {
+            continue;
+        }
+        let dropped = |ni: usize| {
+            let n = &obs.nodes[ni];
+            // (a node fenced for what scheduling found was still clean when probed)
+            n.online
+                && !(n.unclean && n.fence_phase == 0)
+                && !crate::remote::discovery_disabled(obs, ni)
+                && desired.no_discovery[first].contains(&ni)
+        };
+        let nodes: Vec<usize> = match plan.clone_allowed.get(&gi) {
+            Some(nodes) => nodes.clone(),
+            None => (0..obs.nodes.len()).collect(),
+        };
+        let nodes = nodes.into_iter().filter(|&ni| !dropped(ni)).collect();
+        plan.clone_allowed.insert(gi, nodes);
+    }
     for &ri in rec.move_reasons.keys() {
         if let Change::Move { source, target, .. } = rec.changes[ri] {
             plan.abandoned_migrations.push((ri, source, target));
@@ -416,11 +450,27 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         .zip(&fence_ids)
         .find(|((ni, _), _)| obs.nodes[*ni].is_dc)
         .map(|(_, &id)| id);
-    let others: Vec<usize> = fence_ids
+    let mut others: Vec<usize> = fence_ids
         .iter()
         .copied()
         .filter(|&id| Some(id) != dc_fence)
         .collect();
+    // (the fencings decided while scheduling come last in `rec.fence` for the order they are
+    // created in, but Pacemaker chains every fencing in node order once all are known,
+    // `schedule_fencing_and_shutdowns`: those take their slots back in node order)
+    let node_of = |id: usize| plan.actions[id].node.unwrap_or(usize::MAX);
+    let late: Vec<usize> = (0..others.len())
+        .filter(|&k| {
+            plan.actions[others[k]]
+                .node
+                .is_some_and(|n| obs.nodes[n].fence_phase > 0)
+        })
+        .collect();
+    let mut late_ids: Vec<usize> = late.iter().map(|&k| others[k]).collect();
+    late_ids.sort_by_key(|&id| node_of(id));
+    for (&k, id) in late.iter().zip(late_ids) {
+        others[k] = id;
+    }
     if !concurrent {
         for w in others.windows(2) {
             plan.edge(w[0], w[1]);

@@ -1322,7 +1322,9 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
         xml_escape(&a.key)
     );
     // An instance known by another name in the history: its own key too.
-    if let Some(r) = a.rsc.map(|ri| &obs.resources[ri]) {
+    if let Some(uuid) = a.notify.as_ref().and_then(|n| n.uuid.as_ref()) {
+        s.push_str(&format!(" internal_operation_key=\"{}\"", xml_escape(uuid)));
+    } else if let Some(r) = a.rsc.map(|ri| &obs.resources[ri]) {
         if let Some(rest) = r.clone_name.as_deref().and_then(|c| a.key.strip_prefix(c)) {
             s.push_str(&format!(
                 " internal_operation_key=\"{}{}\"",
@@ -1491,8 +1493,14 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
             }
             // The meta-attributes of the configured operation and op_defaults (a cancel's
             // are its own).
+            // (a key with "_notify_" takes the notify operation's: an instance's notified)
+            let own_task = if a.task == "notified" {
+                "notify"
+            } else {
+                a.task.as_str()
+            };
             if matches!(a.event, EventKind::RscOp | EventKind::Pseudo) && a.task != "cancel" {
-                attrs.extend(meta_fields(&r.op_meta(&a.task, a.interval_ms)));
+                attrs.extend(meta_fields(&r.op_meta(own_task, a.interval_ms)));
             }
             // A cancel carries the cancelled operation's name, and the meta-attributes of that
             // operation's configuration when it has one (Pacemaker looks the cancel's key up
@@ -1544,7 +1552,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 let task = if configured_cancel {
                     "monitor"
                 } else {
-                    a.task.as_str()
+                    own_task
                 };
                 attrs.push((
                     "CRM_meta_timeout".into(),
@@ -1683,8 +1691,11 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
 }
 
 fn dot_label(obs: &Observed, a: &GraphAction) -> String {
-    if let (Some(key), Some(n)) = (a.notify.as_ref().and_then(|n| n.dot_key.as_ref()), a.node) {
-        return format!("{key} {}", obs.nodes[n].uname);
+    if let Some(key) = a.notify.as_ref().and_then(|n| n.dot_key.as_ref()) {
+        return match a.node {
+            Some(n) => format!("{key} {}", obs.nodes[n].uname),
+            None => key.clone(),
+        };
     }
     // Fencing is drawn as its task, fencing action and target ("stonith 'reboot' node2").
     if let Some(action) = a.event.fence_action() {

@@ -25,6 +25,10 @@ pub struct NotifyMeta {
     pub dot_key: Option<String>,
     /// A "post" notification: synapse priority INFINITY.
     pub infinity: bool,
+    /// The action's own key (Pacemaker's uuid) when the graph's `operation_key` differs from it
+    /// by more than the instance name: an instance's notification pseudo action ordered after
+    /// fencing is `rsc:N_post_notify_stonith_0`, its operation key `rsc_post_notify_stop_0`.
+    pub uuid: Option<String>,
 }
 
 /// Where the added actions go in the synapse order.
@@ -97,7 +101,7 @@ fn entry_strings(obs: &Observed, mut list: Vec<(usize, Option<usize>)>) -> (Stri
 }
 
 /// Adds the notifications of every clone with `notify=true` to `g`.
-/// `allowed`: per clone, the nodes it is allowed on in an asymmetric cluster (see
+/// `allowed`: per clone, the nodes it is allowed on when not all of them (see
 /// `actions::Plan::clone_allowed`).
 pub fn add(
     obs: &Observed,
@@ -109,10 +113,26 @@ pub fn add(
         let Some(spec) = obs.groups[gi].clone.as_ref() else {
             continue;
         };
-        if !spec.notify || crate::clone_groups::is_instance(obs, gi) {
+        if crate::clone_groups::is_instance(obs, gi) {
             continue;
         }
-        add_clone(obs, g, gi, allowed.get(&gi), &mut out);
+        if spec.notify {
+            add_clone(obs, g, gi, allowed.get(&gi), &mut out);
+            continue;
+        }
+        // (the primitive's own notify: its instances notify, the clone does not)
+        let members = &obs.groups[gi].members;
+        let notify = members.first().is_some_and(|&ri| {
+            obs.resources[ri]
+                .meta
+                .get("notify")
+                .is_some_and(|v| crate::cib::is_true(v))
+        });
+        if notify {
+            for &ri in members {
+                after_fencing(obs, g, members, ri, &pseudo_base(gi), &mut out);
+            }
+        }
     }
     out
 }
@@ -123,17 +143,9 @@ fn clone_pseudo(g: &TransitionGraph, gi: usize, task: &str) -> Option<usize> {
     })
 }
 
-fn add_clone(
-    obs: &Observed,
-    g: &mut TransitionGraph,
-    gi: usize,
-    allowed: Option<&Vec<usize>>,
-    out: &mut Placement,
-) {
-    let group = &obs.groups[gi];
-    let clone_id = group.id.clone();
-    let instances: Vec<usize> = group.members.clone();
-    let base = GraphAction {
+/// A pseudo action of clone `gi`, to fill in.
+fn pseudo_base(gi: usize) -> GraphAction {
+    GraphAction {
         key: String::new(),
         task: String::new(),
         rsc: None,
@@ -147,7 +159,20 @@ fn add_clone(
         call_id: None,
         optional: false,
         notify: None,
-    };
+    }
+}
+
+fn add_clone(
+    obs: &Observed,
+    g: &mut TransitionGraph,
+    gi: usize,
+    allowed: Option<&Vec<usize>>,
+    out: &mut Placement,
+) {
+    let group = &obs.groups[gi];
+    let clone_id = group.id.clone();
+    let instances: Vec<usize> = group.members.clone();
+    let base = pseudo_base(gi);
     // The pseudo actions, per task.
     let mut data: Vec<Option<(Pseudos, usize, usize)>> = Vec::new();
     for (task, done) in TASKS {
@@ -179,6 +204,7 @@ fn add_clone(
                         meta,
                         dot_key: None,
                         infinity: notify_type == "post",
+                        uuid: None,
                     })),
                     ..base.clone()
                 },
@@ -219,6 +245,10 @@ fn add_clone(
         cross(pseudos(3), pseudos(2));
         cross(pseudos(3), pseudos(0));
         cross(pseudos(3), pseudos(1));
+    }
+    // Instances stopped by fencing: their own notifications, ordered after the fencing.
+    for &ri in &instances {
+        after_fencing(obs, g, &instances, ri, &base, out);
     }
     if data.iter().all(Option::is_none) {
         return;
@@ -385,10 +415,20 @@ fn add_clone(
                     .map(|n| n.meta.clone())
                     .unwrap_or_default();
                 meta.extend(keys.iter().cloned());
+                let key = format!("{name}_{ty}_notify_{task}_0");
+                // (one created after fencing already: its meta-attributes come first)
+                if let Some(a) = existing_notify(g, ri, node, &key) {
+                    if let Some(n) = g.actions[a].notify.as_mut() {
+                        n.meta.extend(meta);
+                    }
+                    g.edges.push((op, a));
+                    g.edges.push((a, op_done));
+                    return;
+                }
                 let a = new_action(
                     g,
                     GraphAction {
-                        key: format!("{name}_{ty}_notify_{task}_0"),
+                        key,
                         task: "notify".into(),
                         rsc: Some(ri),
                         group: None,
@@ -403,6 +443,7 @@ fn add_clone(
                                 .as_ref()
                                 .map(|c| format!("{c}_{ty}_notify_{key_task}_0")),
                             infinity: post,
+                            uuid: None,
                         })),
                         ..base.clone()
                     },
@@ -473,6 +514,193 @@ fn add_clone(
             let (f, to) = g.edges[e];
             if (f == action || f == complete) && !is_own(&g.actions[to]) {
                 g.edges[e].0 = p.post_done;
+            }
+        }
+    }
+}
+
+/// The `notify` action of instance `ri` on `node` with this key, if one was created already.
+fn existing_notify(g: &TransitionGraph, ri: usize, node: usize, key: &str) -> Option<usize> {
+    g.actions.iter().position(|a| {
+        a.rsc == Some(ri)
+            && a.node == Some(node)
+            && a.task == "notify"
+            && a.event == EventKind::RscOp
+            && a.key == key
+    })
+}
+
+/// Notifications for the stops of instance `ri` that fencing implies (Pacemaker's
+/// `pe__order_notifs_after_fencing`, called as the stop is ordered after the fencing): per
+/// such stop the instance's own pseudo actions `rsc:N_post_notify_stonith_0` and
+/// `rsc:N_confirmed-post_notify_stonith_0` after the fencing, and a "post" notification of the
+/// stop on every other instance that stays (`instances`), with `notify_stop_resource` and
+/// `notify_stop_uname` naming only this instance and node. The clone's own stop notifications
+/// come later and reuse those notify actions, adding their orderings; the meta-attributes set
+/// here (`notify_key_operation` "stonith", the stop lists) are kept.
+fn after_fencing(
+    obs: &Observed,
+    g: &mut TransitionGraph,
+    instances: &[usize],
+    ri: usize,
+    base: &GraphAction,
+    out: &mut Placement,
+) {
+    let r = &obs.resources[ri];
+    if !r.managed {
+        return;
+    }
+    let stops: Vec<usize> = (0..g.actions.len())
+        .filter(|&s| {
+            let a = &g.actions[s];
+            a.rsc == Some(ri) && a.task == "stop" && a.event != EventKind::Cluster
+        })
+        .collect();
+    for stop in stops {
+        let Some(target) = g.actions[stop].node else {
+            continue;
+        };
+        let Some(fence) = g.actions.iter().position(|a| {
+            a.node == Some(target)
+                && matches!(a.event, EventKind::Fence | EventKind::GuestFence { .. })
+        }) else {
+            continue;
+        };
+        let (runnable, optional) = (g.actions[fence].runnable, g.actions[fence].optional);
+        let id = &r.id;
+        let pseudo = |ty: &str, task: &str| {
+            let uuid = format!("{id}_{ty}_notify_stonith_0");
+            let (key, uuid, dot_key) = match &r.clone_name {
+                Some(c) => {
+                    let key = if task == "notify" {
+                        format!("{c}_post_notify_stop_0")
+                    } else {
+                        format!("{c}_{task}_0")
+                    };
+                    (key, Some(uuid), Some(format!("{c}_{ty}_notify_stonith_0")))
+                }
+                None => (uuid, None, None),
+            };
+            let meta = [
+                ("notify_key_type", ty),
+                ("notify_key_operation", "stonith"),
+                ("notify_type", "post"),
+                ("notify_operation", "stop"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+            GraphAction {
+                key,
+                task: task.to_string(),
+                rsc: Some(ri),
+                group: None,
+                runnable,
+                optional,
+                notify: Some(Box::new(NotifyMeta {
+                    meta,
+                    dot_key,
+                    infinity: true,
+                    uuid,
+                })),
+                ..base.clone()
+            }
+        };
+        let post = new_action(g, pseudo("post", "notify"));
+        let post_done = new_action(g, pseudo("confirmed-post", "notified"));
+        g.edges.push((fence, post));
+        g.edges.push((post, post_done));
+        out.per_rsc.entry(ri).or_default().extend([post, post_done]);
+        let keys = [
+            ("notify_stop_resource".to_string(), id.clone()),
+            (
+                "notify_stop_uname".to_string(),
+                obs.nodes[target].uname.clone(),
+            ),
+        ];
+        for &other in instances {
+            // (the instance's own actions carry the stop lists)
+            for a in g.actions.iter_mut() {
+                if a.rsc == Some(other)
+                    && !a.optional
+                    && a.node.is_some()
+                    && TASKS.iter().any(|(t, _)| *t == a.task)
+                {
+                    let n = a.notify.get_or_insert_with(Default::default);
+                    n.meta.extend(keys.iter().cloned());
+                }
+            }
+            let o = &obs.resources[other];
+            if matches!(o.role, Role::Stopped | Role::Unknown) {
+                continue;
+            }
+            let own_stop = g.actions.iter().position(|a| {
+                a.rsc == Some(other) && a.task == "stop" && a.event != EventKind::Cluster
+            });
+            // Recurring monitors wait for the notifications.
+            let mons: Vec<usize> = (0..g.actions.len())
+                .filter(|&m| {
+                    let a = &g.actions[m];
+                    a.rsc == Some(other) && a.task == "monitor" && a.interval_ms > 0
+                })
+                .collect();
+            for &node in &o.running_on {
+                let implied = own_stop.is_some_and(|s| g.actions[s].event == EventKind::Pseudo);
+                if implied && obs.nodes[node].unclean {
+                    continue;
+                }
+                if own_stop.is_some_and(|s| !g.actions[s].optional) {
+                    continue;
+                }
+                for &m in &mons {
+                    g.edges.push((post_done, m));
+                }
+                if !obs.nodes[node].online || !g.actions[post].runnable {
+                    continue;
+                }
+                let name = crate::clones::key_name(o);
+                let key = format!("{name}_post_notify_stop_0");
+                let mut meta = g.actions[post]
+                    .notify
+                    .as_ref()
+                    .map(|n| n.meta.clone())
+                    .unwrap_or_default();
+                meta.extend(keys.iter().cloned());
+                let a = match existing_notify(g, other, node, &key) {
+                    Some(a) => {
+                        if let Some(n) = g.actions[a].notify.as_mut() {
+                            n.meta.extend(meta);
+                        }
+                        a
+                    }
+                    None => {
+                        let a = new_action(
+                            g,
+                            GraphAction {
+                                key,
+                                task: "notify".into(),
+                                rsc: Some(other),
+                                group: None,
+                                node: Some(node),
+                                event: EventKind::RscOp,
+                                notify: Some(Box::new(NotifyMeta {
+                                    meta,
+                                    dot_key: o
+                                        .clone_name
+                                        .as_ref()
+                                        .map(|c| format!("{c}_post_notify_stonith_0")),
+                                    infinity: true,
+                                    uuid: None,
+                                })),
+                                ..base.clone()
+                            },
+                        );
+                        out.per_rsc.entry(other).or_default().push(a);
+                        a
+                    }
+                };
+                g.edges.push((post, a));
+                g.edges.push((a, post_done));
             }
         }
     }

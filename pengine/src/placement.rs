@@ -67,6 +67,9 @@ pub struct Desired {
     /// Per bundle: how many times Pacemaker runs its assignment (`crate::bundles::assign_calls`),
     /// each showing the `pcmk__bundle_allocate` block again.
     pub bundle_assign_calls: Vec<usize>,
+    /// Per resource: a location constraint on it (or its group, clone or bundle) says
+    /// `resource-discovery=exclusive` (Pacemaker's `exclusive_discover`; see `discovery`).
+    pub exclusive_discovery: Vec<bool>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1731,6 +1734,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             no_discovery: no_discovery(obs, &discoveries),
             bundle_own_scores: BTreeMap::new(),
             bundle_assign_calls: Vec::new(),
+            exclusive_discovery: discoveries.iter().map(|d| d.0).collect(),
             unmanaged: obs
                 .resources
                 .iter()

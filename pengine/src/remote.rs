@@ -564,12 +564,19 @@ pub fn never_probed(obs: &Observed, ri: usize, ni: usize) -> bool {
         return false;
     }
     let r = &obs.resources[ri];
-    let discovery_off = obs.stonith_enabled
+    r.is_stonith() || r.remote_node.is_some() || discovery_disabled(obs, ni)
+}
+
+/// Remote node `ni` is not probed at all (`resource-discovery-enabled` false, with fencing
+/// enabled: Pacemaker's `rsc_discovery_enabled`).
+pub fn discovery_disabled(obs: &Observed, ni: usize) -> bool {
+    let node = &obs.nodes[ni];
+    node.remote.is_some()
+        && obs.stonith_enabled
         && node
             .attrs
             .get("resource-discovery-enabled")
-            .is_some_and(|v| !is_true(v));
-    r.is_stonith() || r.remote_node.is_some() || discovery_off
+            .is_some_and(|v| !is_true(v))
 }
 
 /// The cluster node that routes an action (`task`) on remote node `ni` (Pacemaker's
