@@ -512,6 +512,12 @@ pub fn probes_skipped_orderings(
                 || r.running_on.contains(&ni)
                 || contains_guest(obs, ri)
                 || crate::remote::never_probed(obs, ri, ni)
+                // (a bundle's inner instance is probed on its own replica's node only:
+                // `pcmk__bundle_create_probe`)
+                || crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
+                    obs.bundles[bi].replicas[k].child == Some(ri)
+                        && crate::bundles::replica_node(obs, bi, k) != Some(ni)
+                })
                 || desired
                     .no_discovery
                     .get(ri)
