@@ -1433,7 +1433,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::guest::order_role_actions(obs, &mut plan);
     // Orderings naming a promote or demote, now that those exist.
     for oc in &obs_orders(obs) {
-        apply_role_order(obs, &mut plan, oc);
+        apply_role_order(obs, &mut plan, oc, &rec.inhibited, &desired.assigned);
     }
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
@@ -2013,7 +2013,13 @@ fn inverse_task(task: &str) -> &str {
 
 /// The orderings of an order constraint (and its symmetric inverse) that name a promote or a
 /// demote: applied once the promotable clones' role actions exist.
-fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
+fn apply_role_order(
+    obs: &Observed,
+    plan: &mut Plan,
+    o: &OrderRef,
+    inhibited: &std::collections::BTreeSet<usize>,
+    assigned: &[Option<usize>],
+) {
     let role = |a: &str| matches!(a, "promote" | "demote");
     let inv = |a: &str| inverse_task(a).to_string();
     let rel = |a: &str, b: &str| match (a, b) {
@@ -2072,6 +2078,22 @@ fn apply_role_order(obs: &Observed, plan: &mut Plan, o: &OrderRef) {
                 }
                 plan.edge_rel(f, t, rel(&fa, &ta));
             }
+        }
+        // (between two interleaved clones, each then instance's action also follows the first
+        // instance's on its node: promote then start pairs `AdminDrbd:N_promote_0` with
+        // `FilesystemGroup:N_start_0`, as `multi_update_interleave_actions`)
+        if !o.relaxed && !o.anti_colocation {
+            interleave_instances(
+                obs,
+                plan,
+                first,
+                &fa,
+                then,
+                &ta,
+                o.mandatory,
+                inhibited,
+                assigned,
+            );
         }
         // (a stop first orders its resource's probes before the then, as `apply_order`)
         if fa == "stop" && first != then {
@@ -2295,6 +2317,8 @@ fn interleave_instances(
     let kind = |task: &str| match task {
         "start" => Some(Kind::Start),
         "stop" => Some(Kind::Stop),
+        "promote" => Some(Kind::Promote),
+        "demote" => Some(Kind::Demote),
         _ => None,
     };
     let (Some(fk), Some(tk)) = (kind(first_action), kind(then_action)) else {
@@ -2307,6 +2331,8 @@ fn interleave_instances(
         ("start", "start") => Rel::Start,
         ("stop", "stop") => Rel::Stop,
         ("stop", "start") => Rel::StopStart,
+        ("promote" | "demote", "start") => Rel::Start,
+        ("promote" | "demote", "stop") => Rel::Stop,
         _ => Rel::Plain,
     };
     // (an unassigned instance's start pairs with nothing; its stop, where it is active, does)
@@ -2335,8 +2361,10 @@ fn interleave_instances(
                 let pseudo = match (kind, as_first) {
                     (Kind::Start, true) => Kind::GroupRunning,
                     (Kind::Start, false) => Kind::GroupStart,
-                    (_, true) => Kind::GroupStopped,
-                    (_, false) => Kind::GroupStop,
+                    (Kind::Stop, true) => Kind::GroupStopped,
+                    (Kind::Stop, false) => Kind::GroupStop,
+                    // (an instance group's promote or demote pairs nothing here)
+                    _ => return vec![],
                 };
                 match (node, plan.find_group(ig, &pseudo)) {
                     (Some(n), Some(i)) => vec![(i, n)],

@@ -574,7 +574,27 @@ pub fn check_connection_definitions(cib: &Cib, obs: &mut Observed) {
         if !is_replica_connection(obs, ri) || !obs.resources[ri].addr_from_container() {
             continue;
         }
-        let Some(host) = remote_addr_host(obs, ri) else {
+        let host = remote_addr_host(obs, ri);
+        // A last failure of a start or monitor whose parameters, with `addr` set to the host
+        // (left "#uname" when there is none), differ from the recorded ones has its fail count
+        // cleared ("resource parameters have changed", `check_params`).
+        for (ni, op) in std::mem::take(&mut obs.resources[ri].deferred_failure_checks) {
+            let r = &obs.resources[ri];
+            let attrs = &obs.nodes[ni].attrs;
+            let mut params = r.op_params(&op.operation, op.interval_ms, attrs, obs.now);
+            let addr = host.map_or("#uname", |h| obs.nodes[h].uname.as_str());
+            params.params.insert("addr".into(), addr.to_string());
+            let check = crate::digest::check(&params, &op.element, &r.feature_set, false);
+            if matches!(
+                check,
+                crate::digest::DigestCheck::Restart | crate::digest::DigestCheck::All
+            ) && r.managed
+                && !r.clear_failcount_on.contains(&ni)
+            {
+                obs.resources[ri].clear_failcount_on.push(ni);
+            }
+        }
+        let Some(host) = host else {
             continue;
         };
         let addr = obs.nodes[host].uname.clone();

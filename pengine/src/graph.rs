@@ -1341,9 +1341,20 @@ fn action_ref(obs: &Observed, a: &GraphAction, id: usize) -> String {
                 xml_escape(&node.uname),
                 xml_escape(&node.id)
             ));
-            // An action on a remote node goes through its connection's host.
+            // An action on a remote node goes through its connection's host (a notification
+            // as the operation it notifies of: `pcmk__connection_host_for_action`).
+            let notified = a.notify.as_ref().and_then(|m| {
+                m.meta
+                    .iter()
+                    .find(|(k, _)| k == "notify_operation")
+                    .map(|(_, v)| v.as_str())
+            });
+            let task = match (a.task.as_str(), notified) {
+                ("notify", Some(op)) => op,
+                (t, _) => t,
+            };
             let router = (!matches!(a.event, EventKind::Fence | EventKind::GuestFence { .. }))
-                .then(|| crate::remote::router(obs, n, &a.task))
+                .then(|| crate::remote::router(obs, n, task))
                 .flatten();
             if let Some(host) = router {
                 s.push_str(&format!(

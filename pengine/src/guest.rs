@@ -509,6 +509,12 @@ pub fn probes_skipped_orderings(
             if crate::reconcile::probe_ruled_out(obs, desired, ri, ni)
                 || r.container.is_some()
                 || contains_guest(obs, ri)
+                // (a bundle's inner instance is probed on its own replica's node only:
+                // `pcmk__bundle_create_probe`)
+                || crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
+                    obs.bundles[bi].replicas[k].child == Some(ri)
+                        && crate::bundles::replica_node(obs, bi, k) != Some(ni)
+                })
                 || rec.probes.contains(&(ri, ni))
             {
                 continue;

@@ -191,6 +191,10 @@ pub struct Resource {
     pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
     pub clear_failcount_on: Vec<usize>,
+    /// A bundle connection's unexpired last failures (node, entry) whose parameters are
+    /// compared once its container is placed (`pe__add_param_check` with
+    /// `pe_check_last_failure`: see `crate::bundles::check_connection_definitions`).
+    pub deferred_failure_checks: Vec<(usize, RscOp)>,
     /// Nodes where the fail count is cleared because an active operation's definition may have
     /// changed (no recorded digest; see `definition_changed`).
     pub clear_failcount_changed: Vec<usize>,
@@ -1770,6 +1774,13 @@ fn unpack_lrm_resource(
         // from the configured ones has its fail count cleared ("resource parameters have
         // changed"), while the history is unpacked.
         if !expired
+            && op.id.ends_with("_last_failure_0")
+            && matches!(op.operation.as_str(), "start" | "monitor")
+            && !op.element.name.is_empty()
+            && rsc.addr_from_container()
+        {
+            rsc.deferred_failure_checks.push((ni, (*op).clone()));
+        } else if !expired
             && op.id.ends_with("_last_failure_0")
             && matches!(op.operation.as_str(), "start" | "monitor")
             && !op.element.name.is_empty()

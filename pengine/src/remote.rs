@@ -724,6 +724,13 @@ pub fn order_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
         let (Some(ri), Some(ni)) = (a.rsc, a.node) else {
             continue;
         };
+        // A remote connection's fail-count clear comes before any start of it (optional).
+        if a.kind == Kind::ClearFailcount && obs.resources[ri].remote_node.is_some() {
+            for s in plan.find(ri, &Kind::Start) {
+                plan.edge_rel(i, s, Rel::Optional);
+            }
+            continue;
+        }
         let Some(ci) = obs.nodes[ni].remote.as_ref().and_then(|rn| rn.connection) else {
             continue;
         };

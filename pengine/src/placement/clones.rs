@@ -148,15 +148,20 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // With `interleave`, a colocation with another clone placing as many instances per node
     // pairs each instance with one of the other clone's (`interleaved`, applied as each
     // instance is placed), instead of the other clone's nodes as a whole.
+    // A clone or bundle colocated with a bundle always pairs each instance with one of the
+    // bundle's containers (`pcmk__bundle_apply_coloc_score` through `compatible_replica`).
     let interleaved_with = |with: &str| -> Option<usize> {
-        if !spec.interleave {
-            return None;
-        }
         let super::Unit::Group(w) = unit_of(obs, with)? else {
             return None;
         };
         let other = obs.groups[w].clone.as_ref()?;
-        (w != gi && obs.groups[w].id == with && other.node_max == spec.node_max).then_some(w)
+        if w == gi || obs.groups[w].id != with {
+            return None;
+        }
+        if obs.bundles.iter().any(|b| b.containers == w) {
+            return Some(w);
+        }
+        (spec.interleave && other.node_max == spec.node_max).then_some(w)
     };
     let interleaved: Vec<(usize, usize)> = cib
         .colocations
