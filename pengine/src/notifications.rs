@@ -186,6 +186,9 @@ fn add_clone(
             continue;
         }
         let complete_runnable = g.actions[complete].runnable;
+        // (the "pre" pseudo actions sum up the instances' actions too: none of them runnable,
+        // nor are they, `summary_action_flags`)
+        let action_runnable = g.actions[action].runnable;
         let mut mk = |ty: &str, key_task: &str, op: &str, notify_type: &str, runnable: bool| {
             let key = format!("{clone_id}_{ty}_notify_{key_task}_0");
             let meta = vec![
@@ -211,8 +214,8 @@ fn add_clone(
             )
         };
         let p = Pseudos {
-            pre: mk("pre", task, "notify", "pre", true),
-            pre_done: mk("confirmed-pre", task, "notified", "pre", true),
+            pre: mk("pre", task, "notify", "pre", action_runnable),
+            pre_done: mk("confirmed-pre", task, "notified", "pre", action_runnable),
             post: mk("post", done, "notify", "post", complete_runnable),
             post_done: mk(
                 "confirmed-post",

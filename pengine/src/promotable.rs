@@ -268,8 +268,9 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                         None => add(plan, act(Kind::Demote, Some(ri), Some(c))),
                     };
                     plan.actions[d].pseudo = pseudo;
-                    // (nothing runs on a guest whose host cannot be fenced)
-                    if !pseudo && crate::guest::host_unfenceable(obs, c) {
+                    // (nothing runs on a node that is down and will not be fenced, nor on
+                    // a guest whose host cannot be fenced: `update_resource_action_runnable`)
+                    if !pseudo && (!obs.nodes[c].online || crate::guest::host_unfenceable(obs, c)) {
                         plan.actions[d].runnable = false;
                     }
                     for &s in &stops_here {
@@ -461,10 +462,16 @@ fn role_pseudo_pairs(
         }
         for kind in [Kind::GroupStop, Kind::GroupStart] {
             if let Some(t) = clone_pseudo(plan, g, &kind) {
-                plan.edge_rel(dd, t, Rel::Plain);
+                plan.edge_rel(dd, t, Rel::Optional);
             }
         }
         plan.edge_rel(d, dd, Rel::Optional);
+        // (a clone action sums up its instances': when none of their demotes can run, neither
+        // can the clone's demote and demoted, `summary_action_flags`)
+        if !heads.is_empty() && heads.iter().all(|&x| !plan.actions[x].runnable) {
+            plan.actions[d].runnable = false;
+            plan.actions[dd].runnable = false;
+        }
         demoted = Some(dd);
     }
     if let Some((p, pd, heads, tails)) = promote_pair {
@@ -478,7 +485,7 @@ fn role_pseudo_pairs(
             plan.edge_rel(run, p, Rel::Plain);
         }
         if let Some(dd) = demoted {
-            plan.edge_rel(dd, p, Rel::Plain);
+            plan.edge_rel(dd, p, Rel::Optional);
         }
         if let Some(stopped) = clone_pseudo(plan, g, &Kind::GroupStopped) {
             plan.edge_rel(stopped, p, Rel::Optional);
