@@ -806,6 +806,12 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
         probe_ids.push((ri, plan.add(probe)));
     }
+    for &(ri, ni) in &rec.drawn_probes {
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        probe.runnable = false;
+        probe.dot_only = true;
+        plan.add(probe);
+    }
     // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
     let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
     for u in &rec.unfence {

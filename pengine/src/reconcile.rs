@@ -43,6 +43,10 @@ pub struct Reconciliation {
     pub changes: Vec<Change>,
     /// Probes to run: (resource, node).
     pub probes: Vec<(usize, usize)>,
+    /// Probes on a remote node fenced because its resources' state is unknown and its
+    /// connection unrecoverable (`remote::fence_unrecoverable`): Pacemaker creates them before
+    /// deciding that fencing, and they cannot run; DOT draws them, nothing orders them.
+    pub drawn_probes: Vec<(usize, usize)>,
     /// Nodes to fence, in creation order, with the reason.
     pub fence: Vec<(usize, String)>,
     /// Guest nodes "fenced" by recovering their container, in creation order (see
@@ -225,7 +229,11 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             // A pending node (online, not yet a member) is probed too: the probe cannot run
             // there (see `actions`).
             // (A bundle's guest node in maintenance, its bundle unmanaged, is probed.)
-            if !n.online || n.unclean || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
+            // (the unrunnable probes on a remote node fenced for them: `drawn_probes`)
+            let drawn = n.online && n.unclean && n.fence_phase == 2;
+            if !n.online
+                || (n.unclean && !drawn)
+                || (n.maintenance && !crate::bundles::is_bundle_node(obs, ni))
             {
                 continue;
             }
@@ -247,7 +255,11 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
                         continue;
                     }
                 }
-                rec.probes.push((ri, ni));
+                if drawn {
+                    rec.drawn_probes.push((ri, ni));
+                } else {
+                    rec.probes.push((ri, ni));
+                }
             }
         }
     }
