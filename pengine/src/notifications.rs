@@ -461,7 +461,7 @@ fn add_clone(
                 let stop = find(g, "stop");
                 for &node in &r.running_on {
                     let implied = stop.is_some_and(|s| g.actions[s].event == EventKind::Pseudo);
-                    if implied && obs.nodes[node].unclean {
+                    if implied && being_fenced(obs, node) {
                         continue;
                     }
                     notify(g, node, false);
@@ -520,6 +520,14 @@ fn add_clone(
             }
         }
     }
+}
+
+/// Whether `node` is fenced so that a pseudo stop there is implied (Pacemaker checks
+/// `unclean || remote_requires_reset`: a guest node whose host is fenced is online again once
+/// its connection is assigned, but still due for a reset).
+fn being_fenced(obs: &Observed, node: usize) -> bool {
+    let n = &obs.nodes[node];
+    n.unclean || n.remote.as_ref().is_some_and(|rn| rn.requires_reset)
 }
 
 /// The `notify` action of instance `ri` on `node` with this key, if one was created already.
@@ -649,7 +657,7 @@ fn after_fencing(
                 .collect();
             for &node in &o.running_on {
                 let implied = own_stop.is_some_and(|s| g.actions[s].event == EventKind::Pseudo);
-                if implied && obs.nodes[node].unclean {
+                if implied && being_fenced(obs, node) {
                     continue;
                 }
                 if own_stop.is_some_and(|s| !g.actions[s].optional) {
