@@ -412,18 +412,10 @@ fn add_clone(
                 let name = crate::clones::key_name(r);
                 let ty = if post { "post" } else { "pre" };
                 let key_task = if post { done } else { task };
-                let mut meta = g.actions[op]
-                    .notify
-                    .as_ref()
-                    .map(|n| n.meta.clone())
-                    .unwrap_or_default();
-                meta.extend(keys.iter().cloned());
+                let meta = notify_meta(g, op, &keys);
                 let key = format!("{name}_{ty}_notify_{task}_0");
                 // (one created after fencing already: its meta-attributes come first)
-                if let Some(a) = existing_notify(g, ri, node, &key) {
-                    if let Some(n) = g.actions[a].notify.as_mut() {
-                        n.meta.extend(meta);
-                    }
+                if let Some(a) = extend_existing_notify(g, ri, node, &key, &meta) {
                     g.edges.push((op, a));
                     g.edges.push((a, op_done));
                     return;
@@ -531,14 +523,37 @@ fn being_fenced(obs: &Observed, node: usize) -> bool {
 }
 
 /// The `notify` action of instance `ri` on `node` with this key, if one was created already.
-fn existing_notify(g: &TransitionGraph, ri: usize, node: usize, key: &str) -> Option<usize> {
-    g.actions.iter().position(|a| {
+/// The notify action `key` of resource `ri` on `node` made earlier (after fencing), given
+/// `meta` after its own meta-attributes (which therefore win).
+fn extend_existing_notify(
+    g: &mut TransitionGraph,
+    ri: usize,
+    node: usize,
+    key: &str,
+    meta: &[(String, String)],
+) -> Option<usize> {
+    let a = g.actions.iter().position(|a| {
         a.rsc == Some(ri)
             && a.node == Some(node)
             && a.task == "notify"
             && a.event == EventKind::RscOp
             && a.key == key
-    })
+    })?;
+    if let Some(n) = g.actions[a].notify.as_mut() {
+        n.meta.extend(meta.iter().cloned());
+    }
+    Some(a)
+}
+
+/// The meta-attributes of a notification made for pseudo action `op` (its own, then `keys`).
+fn notify_meta(g: &TransitionGraph, op: usize, keys: &[(String, String)]) -> Vec<(String, String)> {
+    let mut meta = g.actions[op]
+        .notify
+        .as_ref()
+        .map(|n| n.meta.clone())
+        .unwrap_or_default();
+    meta.extend(keys.iter().cloned());
+    meta
 }
 
 /// Notifications for the stops of instance `ri` that fencing implies (Pacemaker's
@@ -671,19 +686,9 @@ fn after_fencing(
                 }
                 let name = crate::clones::key_name(o);
                 let key = format!("{name}_post_notify_stop_0");
-                let mut meta = g.actions[post]
-                    .notify
-                    .as_ref()
-                    .map(|n| n.meta.clone())
-                    .unwrap_or_default();
-                meta.extend(keys.iter().cloned());
-                let a = match existing_notify(g, other, node, &key) {
-                    Some(a) => {
-                        if let Some(n) = g.actions[a].notify.as_mut() {
-                            n.meta.extend(meta);
-                        }
-                        a
-                    }
+                let meta = notify_meta(g, post, &keys);
+                let a = match extend_existing_notify(g, other, node, &key, &meta) {
+                    Some(a) => a,
                     None => {
                         let a = new_action(
                             g,
