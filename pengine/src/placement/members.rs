@@ -855,13 +855,16 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     }
     // Exclusive discovery (Pacemaker's `apply_exclusive_discovery`, which also reaches a
     // collective resource's own table): a node no exclusive location of the group (or of
-    // the clone it is an instance of) marks is banned.
-    let mut ids = vec![gid];
-    ids.extend(crate::clone_groups::parent_clone(obs, gi).map(|c| obs.groups[c].id.as_str()));
-    if let (true, modes) = super::discovery_of(ctx.cib, obs, &ids, None) {
-        for (ni, score) in group_scores.iter_mut() {
-            if modes.get(ni) != Some(&super::DiscoverMode::Exclusive) {
-                *score = -INFINITY;
+    // the clone it is an instance of) marks is banned. (`ctx.discoveries` is empty when no
+    // location sets `resource-discovery`: then there is nothing to read.)
+    if !ctx.discoveries.is_empty() {
+        let mut ids = vec![gid];
+        ids.extend(crate::clone_groups::parent_clone(obs, gi).map(|c| obs.groups[c].id.as_str()));
+        if let (true, modes) = super::discovery_of(ctx.cib, obs, &ids, None) {
+            for (ni, score) in group_scores.iter_mut() {
+                if modes.get(ni) != Some(&super::DiscoverMode::Exclusive) {
+                    *score = -INFINITY;
+                }
             }
         }
     }
