@@ -2275,7 +2275,7 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
         if !runnable {
             continue;
         }
-        let firsts: Vec<usize> = r
+        let mut firsts: Vec<usize> = r
             .firsts
             .iter()
             .flat_map(|&m| match m {
@@ -2285,6 +2285,30 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
                 }
             })
             .collect();
+        // A never-placed instance's start drawn for an interleaved pairing
+        // (`unplaced_instance_pairs`) is a first too: Pacemaker's per-instance ordering before
+        // the pseudo action creates that start (`rsc_order_first`) before the clone's own
+        // orderings are applied, so the clone's start is ordered before it as well.
+        for &m in &r.firsts {
+            let crate::one_or_more::Member::Rsc(ri) = m else {
+                continue;
+            };
+            let drawn: Vec<usize> = (0..plan.actions.len())
+                .filter(|&i| {
+                    let a = &plan.actions[i];
+                    a.rsc == Some(ri) && a.kind == Kind::Start && a.dot_only && a.node.is_none()
+                })
+                .collect();
+            let clone_start = obs.resources[ri]
+                .group
+                .and_then(|g| plan.find_group(g, &Kind::GroupStart));
+            for s in drawn {
+                if let Some(cs) = clone_start {
+                    plan.edge_rel(cs, s, Rel::Start);
+                }
+                firsts.push(s);
+            }
+        }
         if !firsts.iter().any(|&f| plan.actions[f].runnable) {
             continue;
         }
