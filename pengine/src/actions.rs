@@ -1337,8 +1337,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         }
     }
     // Ordering constraints.
+    let inhibitions = {
+        // (a clone whose start is required or cannot run changed when Pacemaker processed it)
+        let changed = |g: usize| {
+            plan.find_group(g, &Kind::GroupStart)
+                .is_some_and(|i| !plan.actions[i].runnable || !plan.actions[i].optional)
+        };
+        crate::clones::inhibitions(obs, &desired.assigned, &rec.inhibited, &changed)
+    };
     for oc in &obs_orders(obs) {
-        apply_order(obs, &mut plan, oc, &rec.inhibited, &desired.assigned);
+        apply_order(obs, &mut plan, oc, &inhibitions, &desired.assigned);
     }
     crate::guest::probes_skipped_orderings(obs, desired, rec, &mut plan);
     one_or_more_actions(obs, rec, &mut plan);
@@ -1439,7 +1447,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     crate::guest::order_role_actions(obs, &mut plan);
     // Orderings naming a promote or demote, now that those exist.
     for oc in &obs_orders(obs) {
-        apply_role_order(obs, &mut plan, oc, &rec.inhibited, &desired.assigned);
+        apply_role_order(obs, &mut plan, oc, &inhibitions, &desired.assigned);
     }
     crate::probe_restarts::order(obs, desired, &mut plan);
     crate::guest::fencing_actions(obs, desired, rec, &mut plan);
@@ -2023,7 +2031,7 @@ fn apply_role_order(
     obs: &Observed,
     plan: &mut Plan,
     o: &OrderRef,
-    inhibited: &std::collections::BTreeSet<usize>,
+    inhibited: &crate::clones::Inhibitions,
     assigned: &[Option<usize>],
 ) {
     let role = |a: &str| matches!(a, "promote" | "demote");
@@ -2114,7 +2122,7 @@ fn apply_order(
     obs: &Observed,
     plan: &mut Plan,
     o: &OrderRef,
-    inhibited: &std::collections::BTreeSet<usize>,
+    inhibited: &crate::clones::Inhibitions,
     assigned: &[Option<usize>],
 ) {
     let firsts = actions_for(obs, plan, &o.first, &o.first_action, true);
@@ -2340,7 +2348,7 @@ fn interleave_instances(
     then: &str,
     then_action: &str,
     mandatory: bool,
-    inhibited: &std::collections::BTreeSet<usize>,
+    inhibited: &crate::clones::Inhibitions,
     assigned: &[Option<usize>],
 ) -> Vec<(usize, usize)> {
     use crate::clones::Instance;
@@ -2365,8 +2373,12 @@ fn interleave_instances(
         ("promote" | "demote", "stop") => Rel::Stop,
         _ => Rel::Plain,
     };
-    // (an unassigned instance's start pairs with nothing; its stop, where it is active, does)
-    let out = |ri: usize, kind: &Kind| *kind == Kind::Start && inhibited.contains(&ri);
+    // (a first instance already unassigned when Pacemaker pairs the then clone's instances:
+    // its start pairs with nothing; its stop, where it is active, does. A then instance
+    // unassigned pairs on the node it was placed on, the best of its allowed nodes.)
+    let out = |ri: usize, kind: &Kind, as_first: bool| {
+        as_first && *kind == Kind::Start && inhibited.before((fg, tg), ri)
+    };
     // An instance's actions for the task with their nodes: a primitive's own; an instance
     // group's running or stopped as a first, its start or stop as a then (on the node the
     // instance is placed on, or for a stop active on).
@@ -2375,7 +2387,7 @@ fn interleave_instances(
             Instance::Rsc(ri) => (0..plan.actions.len())
                 .filter(|&i| {
                     let a = &plan.actions[i];
-                    a.rsc == Some(ri) && &a.kind == kind && !out(ri, kind)
+                    a.rsc == Some(ri) && &a.kind == kind && !out(ri, kind, as_first)
                 })
                 .filter_map(|i| plan.actions[i].node.map(|n| (i, n)))
                 .collect(),
@@ -2383,7 +2395,7 @@ fn interleave_instances(
                 let members = &obs.groups[ig].members;
                 let node = if *kind == Kind::Stop {
                     crate::clone_groups::instance_location(obs, members)
-                } else if members.iter().any(|&m| out(m, kind)) {
+                } else if members.iter().any(|&m| out(m, kind, as_first)) {
                     None
                 } else {
                     members.first().and_then(|&m| assigned[m])
@@ -2423,7 +2435,8 @@ fn interleave_instances(
 }
 
 /// A then instance of an interleaved start ordering that has no node (never placed, or
-/// unassigned for want of a first instance: `inhibited`) is paired as Pacemaker's
+/// unassigned for want of a first instance, `inhibited`, where no first instance is placed
+/// on its former node) is paired as Pacemaker's
 /// `find_compatible_child` pairs it: with the first instance placed on the first of its
 /// allowed nodes that has one, the nodes sorted as `pcmk__sort_nodes` sorts them (all its
 /// scores equal once it cannot be placed: fewest resources placed there, then name). A
@@ -2436,7 +2449,7 @@ fn unplaced_instance_pairs(
     (fg, tg): (usize, usize),
     firsts: &[(usize, usize)],
     mandatory: bool,
-    inhibited: &std::collections::BTreeSet<usize>,
+    inhibited: &crate::clones::Inhibitions,
     assigned: &[Option<usize>],
 ) {
     if firsts.is_empty()
@@ -2449,7 +2462,7 @@ fn unplaced_instance_pairs(
     }
     let mut count = vec![0usize; obs.nodes.len()];
     for (ri, a) in assigned.iter().enumerate() {
-        if let Some(n) = a.filter(|_| !inhibited.contains(&ri)) {
+        if let Some(n) = a.filter(|_| !inhibited.all.contains(&ri)) {
             count[n] += 1;
         }
     }
@@ -2464,7 +2477,7 @@ fn unplaced_instance_pairs(
         obs.groups[fg]
             .members
             .iter()
-            .any(|&m| assigned[m] == Some(n) && !inhibited.contains(&m))
+            .any(|&m| assigned[m] == Some(n) && !inhibited.before((fg, tg), m))
     };
     let Some(&n) = nodes.iter().find(|&&n| located(n)) else {
         return;
@@ -2476,8 +2489,12 @@ fn unplaced_instance_pairs(
     // The previous instance's start made required here (an ordered clone chains them).
     let mut previous: Option<usize> = None;
     for &ri in &obs.groups[tg].members {
-        if assigned[ri].is_some() && !inhibited.contains(&ri) {
-            continue;
+        // (an instance placed pairs on its node; one unassigned since, the best of its
+        // allowed nodes, first there when a first instance is there)
+        if let Some(n) = assigned[ri] {
+            if !inhibited.all.contains(&ri) || firsts.iter().any(|&(_, m)| m == n) {
+                continue;
+            }
         }
         let starts: Vec<usize> = (0..plan.actions.len())
             .filter(|&i| plan.actions[i].rsc == Some(ri) && plan.actions[i].kind == Kind::Start)

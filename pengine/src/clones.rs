@@ -751,6 +751,168 @@ pub fn interleaved_instance(obs: &Observed, ri: usize, gi: usize) -> bool {
         .is_some_and(|g| g != gi && obs.groups[g].clone.is_some())
 }
 
+/// The clone instances Pacemaker unassigns for want of an interleaved first (`reconcile`'s
+/// `inhibited`), and which of them were already unassigned when Pacemaker first paired the
+/// instances of each interleaved start ordering (`before_pairing`, by (first clone, then
+/// clone)): the pairing (`multi_update_interleave_actions`) orders a then instance after a
+/// first instance only while that one is still assigned, and the orderings are processed one
+/// then clone at a time, so an instance unassigned later still gets its (unrunnable) orderings.
+#[derive(Debug, Clone, Default)]
+pub struct Inhibitions {
+    pub all: BTreeSet<usize>,
+    pub before_pairing: BTreeMap<(usize, usize), BTreeSet<usize>>,
+}
+
+impl Inhibitions {
+    /// Whether first instance `ri` of clone `fg` was unassigned before the instances of the
+    /// ordering's then clone `tg` were paired (every unassigned one, for an ordering the
+    /// replay below does not cover).
+    pub fn before(&self, (fg, tg): (usize, usize), ri: usize) -> bool {
+        match self.before_pairing.get(&(fg, tg)) {
+            Some(set) => set.contains(&ri),
+            None => self.all.contains(&ri),
+        }
+    }
+}
+
+/// Replays the order in which Pacemaker 2.1.5 first pairs the instances of interleaved
+/// start orderings and unassigns the then instances left without a first
+/// (`pcmk__update_action_for_orderings` over the actions, newest first: the clones in reverse
+/// CIB order; a then clone whose start changed has the clones ordered after it processed at
+/// once, `cascades`, and unassigning an instance reprocesses them too). `assigned` is the
+/// placement before any unassignment; `inhibited` the final set (`reconcile`).
+pub fn inhibitions(
+    obs: &Observed,
+    assigned: &[Option<usize>],
+    inhibited: &BTreeSet<usize>,
+    cascades: &dyn Fn(usize) -> bool,
+) -> Inhibitions {
+    let clone_of = |id: &str| {
+        obs.group_index(id)
+            .filter(|&g| obs.groups[g].clone.is_some())
+    };
+    // (first clone, then clone, mandatory) of the interleaved start orderings, and the clones
+    // each clone's start is ordered before (whose processing a change of it triggers).
+    let mut orderings: Vec<(usize, usize, bool)> = Vec::new();
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); obs.groups.len()];
+    for o in &obs.orders {
+        if o.first_action != "start"
+            || o.then_action != "start"
+            || crate::one_or_more::name_of(obs, o).is_some()
+        {
+            continue;
+        }
+        let (Some(fg), Some(tg)) = (clone_of(&o.first), clone_of(&o.then)) else {
+            continue;
+        };
+        if fg == tg {
+            continue;
+        }
+        if !after[fg].contains(&tg) {
+            after[fg].push(tg);
+        }
+        if interleaved(obs, &o.first, &o.then, "start").is_some() {
+            orderings.push((fg, tg, o.kind == "mandatory"));
+        }
+    }
+    let mut replay = Replay {
+        obs,
+        assigned,
+        inhibited,
+        interleaved: &orderings,
+        after: &after,
+        cascades,
+        visited: vec![false; obs.groups.len()],
+        out: Inhibitions {
+            all: inhibited.clone(),
+            before_pairing: BTreeMap::new(),
+        },
+        now: BTreeSet::new(),
+    };
+    for top in obs.top.iter().rev() {
+        if let Top::Group(g) = *top {
+            if obs.groups[g].clone.is_some() {
+                replay.visit(g);
+            }
+        }
+    }
+    replay.out
+}
+
+/// The state of `inhibitions`' replay.
+struct Replay<'a> {
+    obs: &'a Observed,
+    assigned: &'a [Option<usize>],
+    inhibited: &'a BTreeSet<usize>,
+    interleaved: &'a [(usize, usize, bool)],
+    after: &'a [Vec<usize>],
+    cascades: &'a dyn Fn(usize) -> bool,
+    visited: Vec<bool>,
+    out: Inhibitions,
+    /// The instances unassigned so far.
+    now: BTreeSet<usize>,
+}
+
+impl Replay<'_> {
+    /// An instance's node before any unassignment (an instance group's: its first member's).
+    fn node(&self, u: Instance) -> Option<usize> {
+        u.members(self.obs).first().and_then(|&m| self.assigned[m])
+    }
+
+    /// Processes the orderings before clone `tg`'s start.
+    fn visit(&mut self, tg: usize) {
+        let first_visit = !self.visited[tg];
+        self.visited[tg] = true;
+        let orderings: Vec<(usize, bool)> = self
+            .interleaved
+            .iter()
+            .filter(|&&(_, t, _)| t == tg)
+            .map(|&(f, _, mandatory)| (f, mandatory))
+            .collect();
+        if first_visit {
+            for &(fg, _) in &orderings {
+                let gone: BTreeSet<usize> = self.obs.groups[fg]
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|m| self.now.contains(m))
+                    .collect();
+                self.out.before_pairing.entry((fg, tg)).or_insert(gone);
+            }
+        }
+        let mut unassigned = false;
+        for t in instance_units(self.obs, tg) {
+            let members = t.members(self.obs);
+            let pending: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|m| self.inhibited.contains(m) && !self.now.contains(m))
+                .collect();
+            if pending.is_empty() {
+                continue;
+            }
+            let node = self.node(t);
+            let unpaired = orderings.iter().any(|&(fg, mandatory)| {
+                mandatory
+                    && !instance_units(self.obs, fg).into_iter().any(|f| {
+                        node.is_some()
+                            && self.node(f) == node
+                            && !f.members(self.obs).iter().any(|m| self.now.contains(m))
+                    })
+            });
+            if unpaired {
+                self.now.extend(pending);
+                unassigned = true;
+            }
+        }
+        if unassigned || (first_visit && (self.cascades)(tg)) {
+            for c in self.after[tg].clone() {
+                self.visit(c);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
