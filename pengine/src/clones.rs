@@ -976,6 +976,54 @@ mod tests {
     }
 
     #[test]
+    fn a_first_unassigned_after_the_pairing_keeps_its_orderings() {
+        // In CIB order o, v, d, c (interleaved): d then o, d then c, c then v, o then v. The
+        // newest, c, is processed first and unassigned (d has no instance placed), which
+        // processes v at once: v loses its instances for want of c's, while o's are still
+        // placed (o is processed last).
+        let clone = |id: &str| {
+            format!(
+                r#"<clone id="{id}-clone"><primitive id="{id}" class="ocf" provider="pacemaker" type="Dummy"/><meta_attributes id="{id}-m"><nvpair id="{id}-i" name="interleave" value="true"/></meta_attributes></clone>"#
+            )
+        };
+        let order = |first: &str, then: &str| {
+            format!(r#"<rsc_order id="{first}-{then}" first="{first}-clone" then="{then}-clone"/>"#)
+        };
+        let xml = format!(
+            r#"<cib><configuration><crm_config/><nodes><node id="n1" uname="n1"/><node id="n2" uname="n2"/></nodes>
+<resources>{}{}{}{}</resources><constraints>{}{}{}{}</constraints></configuration><status/></cib>"#,
+            clone("o"),
+            clone("v"),
+            clone("d"),
+            clone("c"),
+            order("d", "o"),
+            order("d", "c"),
+            order("c", "v"),
+            order("o", "v"),
+        );
+        let obs = crate::observed::observe(&crate::cib::parse_cib(&xml).expect("valid cib"), 0);
+        let g = |id: &str| obs.group_index(id).expect("clone");
+        let (o, v, d, c) = (g("o-clone"), g("v-clone"), g("d-clone"), g("c-clone"));
+        let mut assigned = vec![None; obs.resources.len()];
+        let mut inhibited = BTreeSet::new();
+        for gi in [o, v, c] {
+            for (k, &m) in obs.groups[gi].members.iter().enumerate() {
+                assigned[m] = Some(k);
+                inhibited.insert(m);
+            }
+        }
+        let inh = inhibitions(&obs, &assigned, &inhibited, &|_| true);
+        let c0 = obs.groups[c].members[0];
+        let o0 = obs.groups[o].members[0];
+        assert!(inh.before((c, v), c0));
+        assert!(!inh.before((o, v), o0));
+        // (d's orderings: d has nothing to unassign)
+        assert!(inh.before_pairing[&(d, o)].is_empty());
+        // Outside the replay, every unassigned instance counts.
+        assert!(inh.before((v, o), o0));
+    }
+
+    #[test]
     fn instance_numbers_are_stripped_only_when_numeric() {
         assert_eq!(strip_instance("drbd0:1"), "drbd0");
         assert_eq!(strip_instance("drbd0"), "drbd0");
