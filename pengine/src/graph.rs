@@ -1409,12 +1409,18 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     } else {
         "1"
     };
+    // (a positive migration-limit is passed on to the controller)
+    let migration_limit = obs
+        .option("migration-limit")
+        .filter(|v| v.parse::<i64>().is_ok_and(|n| n > 0))
+        .map(|v| format!(" migration-limit=\"{v}\""))
+        .unwrap_or_default();
     let recheck = obs
         .recheck_by
         .map(|t| format!(" recheck-by=\"{t}\""))
         .unwrap_or_default();
     let mut out = format!(
-        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{recheck}>\n",
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{migration_limit}{recheck}>\n",
         opt("cluster-delay", "60s"),
         opt("stonith-timeout", "60s")
     );
