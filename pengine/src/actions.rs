@@ -2075,12 +2075,27 @@ fn apply_role_order(
             }
         }
     }
-    for (first, fa, then, ta) in pairs {
+    for (pi, (first, fa, then, ta)) in pairs.into_iter().enumerate() {
         if !role(&fa) && !role(&ta) {
             continue;
         }
         let firsts = actions_for(obs, plan, first, &fa, true);
         let thens = actions_for(obs, plan, then, &ta, false);
+        // (the forward direction of a mandatory ordering implies its then: a promotable clone
+        // of groups passes that on to every instance's promote)
+        let first_happens = firsts
+            .iter()
+            .any(|&f| plan.actions[f].runnable && !plan.actions[f].optional);
+        if pi == 0
+            && o.mandatory
+            && ta == "promote"
+            && first_happens
+            && crate::clones::interleaved(obs, first, then, &ta).is_none()
+        {
+            if let Some(tg) = obs.group_index(then) {
+                crate::promotable::require_instance_group_promotes(obs, plan, tg, assigned);
+            }
+        }
         for &f in &firsts {
             for &t in &thens {
                 let other_node = matches!(

@@ -1409,12 +1409,18 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
     } else {
         "1"
     };
+    // (a positive migration-limit is passed on to the controller)
+    let migration_limit = obs
+        .option("migration-limit")
+        .filter(|v| v.parse::<i64>().is_ok_and(|n| n > 0))
+        .map(|v| format!(" migration-limit=\"{v}\""))
+        .unwrap_or_default();
     let recheck = obs
         .recheck_by
         .map(|t| format!(" recheck-by=\"{t}\""))
         .unwrap_or_default();
     let mut out = format!(
-        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{recheck}>\n",
+        "<transition_graph cluster-delay=\"{}\" stonith-timeout=\"{}\" failed-stop-offset=\"INFINITY\" failed-start-offset=\"{start_offset}\"  transition_id=\"0\"{migration_limit}{recheck}>\n",
         opt("cluster-delay", "60s"),
         opt("stonith-timeout", "60s")
     );
@@ -1872,7 +1878,13 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             .copied()
             .filter(|ni| banned || declared(ri).contains(ni))
             .map(|ni| (ni, -crate::cib::INFINITY));
-        let shown = scores.iter().filter(|&(&ni, _)| known(ri, ni));
+        // (and the guest nodes a location on it names or matches, not listed already)
+        let located = |ni: usize| {
+            !banned && desired.location_guests[ri].contains(&ni) && !declared(ri).contains(&ni)
+        };
+        let shown = scores
+            .iter()
+            .filter(|&(&ni, _)| known(ri, ni) || located(ni));
         for (ni, v) in shown.map(|(&ni, &v)| (ni, v)).chain(guests) {
             let n = &obs.nodes[ni];
             let text = if v >= crate::cib::INFINITY {
@@ -1924,7 +1936,11 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                         .unwrap_or(&desired.member_scores[ri]),
                     Some(_) => &desired.member_scores[ri],
                 };
-                (obs.resources[ri].id.as_str(), scores)
+                (
+                    obs.resources[ri].id.as_str(),
+                    scores,
+                    &desired.location_guests[ri],
+                )
             });
         let instance_rows = g
             .clone
@@ -1937,11 +1953,19 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     .get(&ig)
                     .or_else(|| desired.clone_base_scores.get(&gi))
                     .unwrap_or(&desired.group_scores[gi]);
-                (obs.groups[ig].id.as_str(), scores)
+                (
+                    obs.groups[ig].id.as_str(),
+                    scores,
+                    &desired.group_location_guests[ig],
+                )
             });
-        let rows = std::iter::once((g.id.as_str(), &desired.group_scores[gi]))
-            .chain(instance_rows)
-            .chain(member_rows);
+        let rows = std::iter::once((
+            g.id.as_str(),
+            &desired.group_scores[gi],
+            &desired.group_location_guests[gi],
+        ))
+        .chain(instance_rows)
+        .chain(member_rows);
         // A clone shows its own and its instances' scores before distributing them.
         let label = match g.clone {
             Some(_) => "pcmk__clone_allocate",
@@ -1958,9 +1982,12 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     .collect()
             })
             .unwrap_or_default();
-        let shown = |ni: &usize| !guest_nodes.contains(ni) || own_guests.contains(ni);
-        for (id, scores) in rows {
-            for (&ni, &v) in scores.iter().filter(|&(ni, _)| shown(ni)) {
+        // (and those a location on the row's resource names or matches)
+        let shown = |ni: &usize, located: &BTreeSet<usize>| {
+            !guest_nodes.contains(ni) || own_guests.contains(ni) || located.contains(ni)
+        };
+        for (id, scores, located) in rows {
+            for (&ni, &v) in scores.iter().filter(|&(ni, _)| shown(ni, located)) {
                 lines.push(format!(
                     "{label}: {id} allocation score on {}: {}",
                     obs.nodes[ni].uname,

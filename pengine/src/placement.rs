@@ -1,6 +1,6 @@
 //! Where each resource should run: filters then scores, each recording why; deterministic tie-break.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::cib::{Cib, Element, INFINITY, parse_score};
 use crate::observed::{Observed, Role, Top, is_orphan_node};
@@ -70,6 +70,11 @@ pub struct Desired {
     /// Per resource: a location constraint on it (or its group, clone or bundle) says
     /// `resource-discovery=exclusive` (Pacemaker's `exclusive_discover`; see `discovery`).
     pub exclusive_discovery: Vec<bool>,
+    /// Per resource: the bundle guest nodes a location constraint on it (or its group, clone
+    /// or bundle) names or matches, which are among its allowed nodes (see `located_guests`).
+    pub location_guests: Vec<BTreeSet<usize>>,
+    /// Per group (or clone): the same for the location constraints on it (or its clone).
+    pub group_location_guests: Vec<BTreeSet<usize>>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -446,6 +451,13 @@ fn location_ids(obs: &Observed, ri: usize) -> Vec<&str> {
             .and_then(|g| crate::clone_groups::parent_clone(obs, g))
             .map(|c| obs.groups[c].id.as_str()),
     );
+    // A bundle's locations apply to each replica's container (its group is named as the
+    // bundle) and IP (`pcmk__bundle_rsc_location`).
+    ids.extend(
+        crate::bundles::replica_of(obs, ri)
+            .filter(|&(bi, k)| obs.bundles[bi].replicas[k].ip == Some(ri))
+            .map(|(bi, _)| obs.bundles[bi].id.as_str()),
+    );
     ids
 }
 
@@ -456,19 +468,10 @@ fn location_ids(obs: &Observed, ri: usize) -> Vec<&str> {
 /// (`apply_exclusive_discovery`) and is not probed; a node marked "never" is not probed.
 pub fn discovery(cib: &Cib, obs: &Observed, ri: usize) -> (bool, BTreeMap<usize, DiscoverMode>) {
     let r = &obs.resources[ri];
-    let mut ids = location_ids(obs, ri);
-    ids.extend(
-        crate::bundles::replica_of(obs, ri)
-            .filter(|&(bi, k)| {
-                let rep = &obs.bundles[bi].replicas[k];
-                rep.container == ri || rep.ip == Some(ri)
-            })
-            .map(|(bi, _)| obs.bundles[bi].id.as_str()),
-    );
     discovery_of(
         cib,
         obs,
-        &ids,
+        &location_ids(obs, ri),
         Some(RscData {
             params: &r.params,
             meta: &r.meta,
@@ -496,31 +499,59 @@ pub(crate) fn discovery_of(
             _ => continue,
         };
         exclusive |= mode == DiscoverMode::Exclusive;
-        if loc
-            .role
-            .as_deref()
-            .and_then(Role::parse)
-            .is_some_and(|role| role != Role::Started)
-        {
-            continue;
-        }
-        let nodes: Vec<usize> = match &loc.node {
-            Some(node) => obs.node_index(node).into_iter().collect(),
-            None => (0..obs.nodes.len())
-                .filter(|&ni| {
-                    loc.rules.iter().any(|rule| {
-                        promotable::role_filter(rule.attr("role")).is_none()
-                            && eval_rule(rule, &obs.nodes[ni].attrs, obs.now, rsc)
-                    })
-                })
-                .collect(),
-        };
-        for ni in nodes {
+        for ni in location_nodes(obs, loc, rsc) {
             let m = modes.entry(ni).or_insert(DiscoverMode::Always);
             *m = (*m).max(mode);
         }
     }
     (exclusive, modes)
+}
+
+/// The nodes location constraint `loc` applies to when roles are not yet chosen: the node it
+/// names, or those one of its rules (without a role) matches; none for a location of a role
+/// other than Started.
+fn location_nodes(obs: &Observed, loc: &crate::cib::Location, rsc: Option<RscData>) -> Vec<usize> {
+    if loc
+        .role
+        .as_deref()
+        .and_then(Role::parse)
+        .is_some_and(|role| role != Role::Started)
+    {
+        return Vec::new();
+    }
+    match &loc.node {
+        Some(node) => obs.node_index(node).into_iter().collect(),
+        None => (0..obs.nodes.len())
+            .filter(|&ni| {
+                loc.rules.iter().any(|rule| {
+                    promotable::role_filter(rule.attr("role")).is_none()
+                        && eval_rule(rule, &obs.nodes[ni].attrs, obs.now, rsc)
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The bundle guest nodes (`guests`) among the allowed nodes of what the location
+/// constraints on `ids` name: a guest node is never allowed by default (Pacemaker's
+/// `resource_node_score` skips the symmetric default on a node of discovery "never"), but a
+/// location naming it or a rule matching it adds it, whatever its score.
+fn located_guests(
+    cib: &Cib,
+    obs: &Observed,
+    ids: &[&str],
+    rsc: Option<RscData>,
+    guests: &BTreeSet<usize>,
+) -> BTreeSet<usize> {
+    if guests.is_empty() {
+        return BTreeSet::new();
+    }
+    cib.locations
+        .iter()
+        .filter(|l| ids.contains(&l.rsc.as_str()))
+        .flat_map(|loc| location_nodes(obs, loc, rsc))
+        .filter(|ni| guests.contains(ni))
+        .collect()
 }
 
 /// A placement unit: a primitive or a whole group.
@@ -1715,6 +1746,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     let cib = &*renamed_locations(crate::container::implied_colocations(cib, obs), obs);
     let n = obs.resources.len();
     let discoveries = discoveries(cib, obs);
+    let guests = crate::bundles::guest_nodes(obs);
     let mut ctx = Ctx {
         obs,
         cib,
@@ -1735,6 +1767,26 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
             bundle_own_scores: BTreeMap::new(),
             bundle_assign_calls: Vec::new(),
             exclusive_discovery: discoveries.iter().map(|d| d.0).collect(),
+            location_guests: (0..n)
+                .map(|ri| {
+                    let r = &obs.resources[ri];
+                    let rsc = RscData {
+                        params: &r.params,
+                        meta: &r.meta,
+                    };
+                    located_guests(cib, obs, &location_ids(obs, ri), Some(rsc), &guests)
+                })
+                .collect(),
+            group_location_guests: (0..obs.groups.len())
+                .map(|gi| {
+                    let mut ids = vec![obs.groups[gi].id.as_str()];
+                    ids.extend(
+                        crate::clone_groups::parent_clone(obs, gi)
+                            .map(|c| obs.groups[c].id.as_str()),
+                    );
+                    located_guests(cib, obs, &ids, None, &guests)
+                })
+                .collect(),
             unmanaged: obs
                 .resources
                 .iter()
@@ -1807,8 +1859,17 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     for u in order[..first_bundle].iter().filter(|u| !is_connection(u)) {
         assign_unit(&mut ctx, *u);
     }
-    for u in order.iter().filter(|u| bundle_part(u)) {
-        assign_unit(&mut ctx, *u);
+    // So is what comes between two bundles, between them (Pacemaker assigns the top-level
+    // resources in turn; the nodes it counts as assigned there break ties for the next bundle).
+    // A bundle's inner clone waits for every guest node's state below.
+    let last_bundle = order.iter().rposition(bundle_part).unwrap_or(0);
+    let bundle_child = |u: &Unit| {
+        matches!(*u, Unit::Group(gi) if crate::bundles::bundle_of_child(obs, gi).is_some())
+    };
+    for (pos, u) in order.iter().enumerate() {
+        if bundle_part(u) || (pos < last_bundle && !is_connection(u) && !bundle_child(u)) {
+            assign_unit(&mut ctx, *u);
+        }
     }
     let after_connections = crate::remote::any(obs).then(|| {
         let mut next = obs.clone();

@@ -416,6 +416,60 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
     }
 }
 
+/// A mandatory ordering whose first happens makes promotable clone `gi`'s promote required,
+/// and without interleaving Pacemaker passes that on to each instance's promote that can run
+/// (`pcmk__multi_update_actions`). An instance group's promote pseudo action can always run (a
+/// member action of the same task never makes it unrunnable, `pcmk__group_action_flags`), so
+/// one whose members are not promoted becomes required too: its members' promotes, created
+/// without a node by the ordering into the instance's promoted (`rsc_order_first`), become
+/// required but cannot run, and neither can the instance's promoted.
+pub(crate) fn require_instance_group_promotes(
+    obs: &Observed,
+    plan: &mut Plan,
+    gi: usize,
+    assigned: &[Option<usize>],
+) {
+    let Some(clone_promote) = clone_pseudo(plan, gi, &Kind::GroupPromote) else {
+        return;
+    };
+    let clone_promoted = clone_pseudo(plan, gi, &Kind::GroupPromoted);
+    let instances = obs.groups[gi]
+        .clone
+        .as_ref()
+        .filter(|c| c.promotable.is_some())
+        .map(|c| c.instances.clone())
+        .unwrap_or_default();
+    for ig in instances {
+        if clone_pseudo(plan, ig, &Kind::GroupPromote).is_some() {
+            continue;
+        }
+        let p = group_pseudo(plan, ig, Kind::GroupPromote);
+        let pd = group_pseudo(plan, ig, Kind::GroupPromoted);
+        plan.actions[pd].runnable = false;
+        plan.edge_rel(clone_promote, p, Rel::Plain);
+        if let Some(d) = clone_pseudo(plan, ig, &Kind::GroupDemote) {
+            plan.edge_rel(d, p, Rel::Optional);
+        }
+        let mut previous = None;
+        for &m in &obs.groups[ig].members {
+            let node = assigned.get(m).copied().flatten();
+            let mut a = act(Kind::Promote, Some(m), node);
+            a.runnable = false;
+            a.dot_only = true;
+            let x = add(plan, a);
+            plan.edge_rel(p, x, Rel::Plain);
+            plan.edge_rel(x, pd, Rel::Plain);
+            if let Some(w) = previous {
+                plan.edge_rel(w, x, Rel::Plain);
+            }
+            previous = Some(x);
+        }
+        if let Some(cpd) = clone_promoted {
+            plan.edge_rel(pd, cpd, Rel::Optional);
+        }
+    }
+}
+
 /// A pseudo action of group `g` (a clone, an instance group or a bundle).
 fn group_pseudo(plan: &mut Plan, g: usize, kind: Kind) -> usize {
     let mut a = act(kind, None, None);

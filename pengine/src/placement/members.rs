@@ -709,13 +709,17 @@ fn apply_colocations(
 }
 
 /// A bundle container assigned as an instance of its bundle: what is colocated with it (its
-/// connection, when that may influence it) pulls it, as `pcmk__primitive_assign` does.
+/// IP and connection, when they may influence it) pulls it, as `pcmk__primitive_assign` does.
 pub(super) fn add_instance_dependents(ctx: &mut Ctx, ri: usize, scores: &mut BTreeMap<usize, i64>) {
     let obs = ctx.obs;
     let own = Named::Primitive(ri);
+    let Some((bi, k)) = crate::bundles::replica_of(obs, ri) else {
+        return;
+    };
+    let rep = &obs.bundles[bi].replicas[k];
     let connections = with_this(ctx, own).into_iter().filter(|c| {
         c.primary == own
-            && matches!(c.dependent, Named::Primitive(d) if crate::bundles::is_replica_connection(obs, d))
+            && matches!(c.dependent, Named::Primitive(d) if rep.ip == Some(d) || rep.remote == Some(d))
     });
     for c in connections.collect::<Vec<_>>() {
         if has_influence(ctx, &c) {
