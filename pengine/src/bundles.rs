@@ -120,7 +120,7 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
     for r in &replicas {
         if let Some(ip) = r.ip {
             obs.orders.push(Order {
-                id: format!("{}-ip-before-container", b.id),
+                id: format!("{}{IP_ORDER_SUFFIX}", b.id),
                 first: obs.resources[ip].id.clone(),
                 then: obs.resources[r.container].id.clone(),
                 first_action: "start".into(),
@@ -683,4 +683,12 @@ pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
         .filter_map(|n| replica_node(obs, bi, n))
         .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
         .collect()
+}
+
+/// The id suffix of the implied "IP start then container start" ordering of a replica.
+const IP_ORDER_SUFFIX: &str = "-ip-before-container";
+
+/// Whether an ordering is the one a bundle implies between a replica's IP and its container.
+pub fn is_implied_order(o: &crate::cib::Order) -> bool {
+    o.id.ends_with(IP_ORDER_SUFFIX)
 }

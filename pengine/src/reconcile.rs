@@ -444,6 +444,9 @@ struct StartState {
     /// The resource is active and its change stops it (a stop, move, recovery, restart or
     /// migration) before any ordering applies.
     stopping: bool,
+    /// The resource is active and stops: Pacemaker's restart ordering (its required stop
+    /// implies its start) makes its unrunnable start required too.
+    stop_implied: bool,
 }
 
 /// How a mandatory ordering acts on its then.
@@ -453,6 +456,11 @@ enum Mode {
     Symmetric,
     /// Start then start, symmetrical=false: an unrunnable first blocks a then that moves.
     Asymmetric,
+    /// As `Symmetric`, for a configured ordering whose first is a primitive's start: applied
+    /// before that primitive's own restart ordering (Pacemaker's `rsc_order_first` creates
+    /// the start it names, which the restart ordering then finds), so a first that stops has
+    /// a start that is required as well as unrunnable.
+    Configured,
     /// Stop then stop with implies-then: a required first stop requires the then's stop (an
     /// active then that stays restarts).
     Stop,
@@ -646,6 +654,14 @@ fn apply_ordering(
         let active = !obs.resources[ri].running_on.is_empty();
         return take_first(s, f_required, f_runnable, &desc, active);
     }
+    // A configured first that stops has a required, unrunnable start, so a then that stays
+    // (its start optional) takes "required" first (`pcmk__update_ordered_actions` applies
+    // pe_order_implies_then before pe_order_runnable_left; the reason first set is kept).
+    let f_required = f_required
+        || (mode == Mode::Configured
+            && matches!(f, End::Start(m) if st[m].stop_implied)
+            && !st[ri].stopping
+            && !st[ri].required);
     // A clone's start or stop being required does not require its instances' (only an
     // unrunnable clone start makes theirs unrunnable); inside an instance of a clone of a
     // group, its members require each other as a group's do.
@@ -794,7 +810,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                     s.runnable = false;
                 }
             }
-            Change::Stop { .. } => s.runnable = false,
+            Change::Stop { .. } => {
+                s.runnable = false;
+                s.stop_implied = !obs.resources[ri].running_on.is_empty();
+            }
             Change::Migrate { .. } => {}
             _ => s.required = true,
         }
@@ -961,6 +980,12 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             (Some(g), _) => End::GroupStart(g),
             (None, Some(r)) => End::Start(r),
             _ => continue,
+        };
+        let configured =
+            !crate::container::is_implied_order(o) && !crate::bundles::is_implied_order(o);
+        let mode = match (mode, first) {
+            (Mode::Symmetric, End::Start(_)) if configured => Mode::Configured,
+            _ => mode,
         };
         rels.push((first, then, mode));
     }
