@@ -447,6 +447,9 @@ struct StartState {
     /// The resource is active and stops: Pacemaker's restart ordering (its required stop
     /// implies its start) makes its unrunnable start required too.
     stop_implied: bool,
+    /// A promotable clone's instance whose next role is Promoted on a node: whether it is
+    /// already promoted there (its promote then only comes with a restart).
+    promote: Option<bool>,
 }
 
 /// How a mandatory ordering acts on its then.
@@ -482,6 +485,9 @@ enum End {
     GroupStop(usize),
     /// A one-or-more pseudo action (index into `crate::one_or_more::collect`), as a first.
     OneOrMore(usize),
+    /// A promotable clone's promote, as a first (an ordering after it follows the clone's
+    /// promoted, or its confirmed-post notification with `notify`: `action_for_ordering`).
+    ClonePromote(usize),
 }
 
 /// An interleaved instance's stop as an ordering end.
@@ -563,6 +569,21 @@ fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bo
                 .any(|&ri| stop_required(obs, st, ri)),
             format!("{} stopped", obs.groups[gi].id),
         ),
+        // Required when one instance's promote is: a promotion, or the restart of an instance
+        // staying promoted. (Runnable: only the runnable-left of a mandatory ordering would
+        // read it, and those are left to the plan.)
+        End::ClonePromote(gi) => {
+            let required = obs.groups[gi].members.iter().any(|&ri| {
+                let s = &st[ri];
+                s.exists && s.runnable && s.promote.is_some_and(|kept| !kept || s.required)
+            });
+            let task = if obs.groups[gi].clone.as_ref().is_some_and(|c| c.notify) {
+                "notified"
+            } else {
+                "promoted"
+            };
+            (true, required, format!("{} {task}", obs.groups[gi].id))
+        }
     }
 }
 
@@ -589,7 +610,7 @@ fn then_members(obs: &Observed, e: End) -> Vec<usize> {
         End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
             obs.groups[gi].members.clone()
         }
-        End::OneOrMore(_) => vec![],
+        End::OneOrMore(_) | End::ClonePromote(_) => vec![],
     }
 }
 
@@ -597,9 +618,10 @@ fn then_members(obs: &Observed, e: End) -> Vec<usize> {
 fn first_involves(obs: &Observed, rx: &[Relaxed], e: End, ri: usize) -> bool {
     match e {
         End::Start(r) | End::Stop(r) => r == ri,
-        End::GroupRunning(gi) | End::GroupStart(gi) | End::GroupStop(gi) => {
-            obs.groups[gi].members.contains(&ri)
-        }
+        End::GroupRunning(gi)
+        | End::GroupStart(gi)
+        | End::GroupStop(gi)
+        | End::ClonePromote(gi) => obs.groups[gi].members.contains(&ri),
         End::OneOrMore(k) => rx[k].firsts.iter().any(|&m| match m {
             Member::Rsc(r) => r == ri,
             Member::Group(gi) => obs.groups[gi].members.contains(&ri),
@@ -698,7 +720,7 @@ fn apply_ordering(
                 let first_group = match f {
                     End::Start(m) | End::Stop(m) => obs.resources[m].group,
                     End::GroupRunning(g) | End::GroupStart(g) | End::GroupStop(g) => Some(g),
-                    End::OneOrMore(_) => None,
+                    End::OneOrMore(_) | End::ClonePromote(_) => None,
                 };
                 own.is_some() && first_group == own
             }
@@ -802,6 +824,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         s.runnable = desired.assigned[ri].is_some();
         s.stopping = !obs.resources[ri].running_on.is_empty()
             && !matches!(rec.changes[ri], Change::Keep | Change::Start { .. });
+        if let (Some(Role::Promoted), Some(t)) = (desired.next_roles[ri], desired.assigned[ri]) {
+            let r = &obs.resources[ri];
+            s.promote = Some(r.role == Role::Promoted && r.running_on == [t]);
+        }
         match &rec.changes[ri] {
             Change::Keep => {}
             Change::Start { blocked, .. } => {
@@ -920,6 +946,35 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
         }
         // (a one-or-more ordering gates its thens through its pseudo action, below)
         if crate::one_or_more::name_of(obs, o).is_some() {
+            continue;
+        }
+        // A promotable clone's promote before a start implies that start when the ordering is
+        // optional and its then has the deprecated restart-type=restart (`handle_restart_type`):
+        // a then staying where it is restarts after a required promote.
+        if o.kind == "optional"
+            && o.first_action == "promote"
+            && o.then_action == "start"
+            && crate::clones::interleaved(obs, &o.first, &o.then, "start").is_none()
+        {
+            let promotable = obs.group_index(&o.first).filter(|&g| {
+                obs.groups[g]
+                    .clone
+                    .as_ref()
+                    .is_some_and(|c| c.promotable.is_some())
+            });
+            let then = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                (Some(g), _) => Some((End::GroupStart(g), &obs.groups[g].meta)),
+                (None, Some(r)) => Some((End::Start(r), &obs.resources[r].meta)),
+                _ => None,
+            };
+            if let (Some(fg), Some((then, meta))) = (promotable, then) {
+                if meta
+                    .get("restart-type")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("restart"))
+                {
+                    rels.push((End::ClonePromote(fg), then, Mode::Symmetric));
+                }
+            }
             continue;
         }
         // An optional start ordering whose then clone has the deprecated restart-type=restart
