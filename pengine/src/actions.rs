@@ -1462,7 +1462,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
 
 /// The demotes on a fenced node that is offline or unclean (or of a failed resource) are
 /// implied by the fencing (Pacemaker's `order_stop_vs_fencing`): pseudo actions, after the
-/// fencing when the resource needs fencing or the node is a guest.
+/// fencing when the resource needs fencing or the node is a guest, unless it is bundled.
 pub(crate) fn demotes_after_fencing(
     obs: &Observed,
     plan: &mut Plan,
@@ -1480,6 +1480,11 @@ pub(crate) fn demotes_after_fencing(
             continue;
         }
         plan.actions[i].pseudo = true;
+        // (a bundled resource's recovery follows its parent's implied stop instead:
+        // `order_stop_vs_fencing`)
+        if crate::bundles::is_bundled(obs, ri) {
+            continue;
+        }
         if guest || crate::reconcile::needs_fencing(obs, r) {
             plan.edge_rel(fence, i, Rel::Optional);
         }

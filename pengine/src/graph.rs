@@ -786,13 +786,26 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
-    for gi in bundle_own.into_iter().rev() {
+    // (`pcmk__bundle_expand` adds none of a bundle's own actions: they come with the actions
+    // that belong to no resource, newest first, so after the fencings and shutdowns, which
+    // Pacemaker creates once every resource's actions are)
+    let unowned = |pi: usize| plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none();
+    let late = |pi: usize| {
+        matches!(
+            plan.actions[pi].kind,
+            Kind::Fence | Kind::GuestFence { .. } | Kind::Shutdown
+        )
+    };
+    if !bundle_own.is_empty() {
+        order.extend(per_plan(&|pi| unowned(pi) && late(pi)));
+    }
+    for gi in bundle_own.iter().rev() {
         order.extend(with_notes(per_plan(&|pi| {
-            plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+            plan.actions[pi].group == Some(*gi) && plan.actions[pi].rsc.is_none()
         })));
     }
     order.extend(per_plan(&|pi| {
-        plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()
+        unowned(pi) && (bundle_own.is_empty() || !late(pi))
     }));
     for a in order {
         if !g.actions[a].runnable {
