@@ -787,14 +787,16 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         }
     }
     // (`pcmk__bundle_expand` adds none of a bundle's own actions: they come with the actions
-    // that belong to no resource, newest first, so after the fencings and shutdowns, which
-    // Pacemaker creates once every resource's actions are)
+    // that belong to no resource, newest first: after the guest fencings, the shutdowns and
+    // the fencings decided after the status was unpacked, which Pacemaker creates once every
+    // resource's actions are)
     let unowned = |pi: usize| plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none();
-    let late = |pi: usize| {
-        matches!(
-            plan.actions[pi].kind,
-            Kind::Fence | Kind::GuestFence { .. } | Kind::Shutdown
-        )
+    let late = |pi: usize| match plan.actions[pi].kind {
+        Kind::GuestFence { .. } | Kind::Shutdown => true,
+        Kind::Fence => plan.actions[pi]
+            .node
+            .is_some_and(|ni| obs.nodes[ni].fence_phase > 0),
+        _ => false,
     };
     if !bundle_own.is_empty() {
         order.extend(per_plan(&|pi| unowned(pi) && late(pi)));
