@@ -657,7 +657,10 @@ fn apply_ordering(
             Some(c)
                 if mode == Mode::Symmetric
                     && obs.bundles.iter().any(|b| b.containers == c)
-                    && obs.groups[c].clone.as_ref().is_some_and(|cl| !cl.interleave) =>
+                    && obs.groups[c]
+                        .clone
+                        .as_ref()
+                        .is_some_and(|cl| !cl.interleave) =>
             {
                 true
             }
