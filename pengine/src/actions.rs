@@ -1470,7 +1470,7 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
 
 /// The demotes on a fenced node that is offline or unclean (or of a failed resource) are
 /// implied by the fencing (Pacemaker's `order_stop_vs_fencing`): pseudo actions, after the
-/// fencing when the resource needs fencing or the node is a guest.
+/// fencing when the resource needs fencing or the node is a guest, unless it is bundled.
 pub(crate) fn demotes_after_fencing(
     obs: &Observed,
     plan: &mut Plan,
@@ -1488,6 +1488,11 @@ pub(crate) fn demotes_after_fencing(
             continue;
         }
         plan.actions[i].pseudo = true;
+        // (a bundled resource's recovery follows its parent's implied stop instead:
+        // `order_stop_vs_fencing`)
+        if crate::bundles::is_bundled(obs, ri) {
+            continue;
+        }
         if guest || crate::reconcile::needs_fencing(obs, r) {
             plan.edge_rel(fence, i, Rel::Optional);
         }
@@ -1545,9 +1550,22 @@ pub(crate) fn starts_after_fencing(
                         .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
                 })
         });
+        // (a bundle's guest node not configured in the CIB's nodes is made while the bundle
+        // is unpacked, never probed: among the allowed nodes of its replica's inner instance
+        // only)
+        let undeclared_guest = crate::bundles::is_bundle_node(obs, fenced_node)
+            && !obs.nodes[fenced_node]
+                .remote
+                .as_ref()
+                .is_some_and(|rn| rn.declared);
+        let own_inner = crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
+            obs.bundles[bi].replicas[k].child == Some(ri)
+                && crate::bundles::replica_node(obs, bi, k) == Some(fenced_node)
+        });
         let unknown_there = !r.known_on.contains(&fenced_node)
             && !sibling_known
             && !bundle_part_on_own_node
+            && (!undeclared_guest || own_inner)
             && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
         let needs_fencing = crate::reconcile::needs_fencing(obs, r);
         // (A start that requires nothing waits for no fencing.)

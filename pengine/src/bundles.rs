@@ -301,6 +301,15 @@ pub fn ip_colocations(obs: &Observed) -> impl Iterator<Item = Colocation> + '_ {
     })
 }
 
+/// Whether `ri` belongs to a bundle (Pacemaker's `pe_rsc_is_bundled`): a replica's part or
+/// inner instance, or a member of the bundle's inner clone.
+pub fn is_bundled(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some()
+        || obs.resources[ri]
+            .group
+            .is_some_and(|g| bundle_of_child(obs, g).is_some())
+}
+
 /// The bundle whose inner clone is group `gi`.
 pub fn bundle_of_child(obs: &Observed, gi: usize) -> Option<usize> {
     obs.bundles.iter().position(|b| b.child == Some(gi))

@@ -786,13 +786,28 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
-    for gi in bundle_own.into_iter().rev() {
+    // (`pcmk__bundle_expand` adds none of a bundle's own actions: they come with the actions
+    // that belong to no resource, newest first: after the guest fencings, the shutdowns and
+    // the fencings decided after the status was unpacked, which Pacemaker creates once every
+    // resource's actions are)
+    let unowned = |pi: usize| plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none();
+    let late = |pi: usize| match plan.actions[pi].kind {
+        Kind::GuestFence { .. } | Kind::Shutdown => true,
+        Kind::Fence => plan.actions[pi]
+            .node
+            .is_some_and(|ni| obs.nodes[ni].fence_phase > 0),
+        _ => false,
+    };
+    if !bundle_own.is_empty() {
+        order.extend(per_plan(&|pi| unowned(pi) && late(pi)));
+    }
+    for gi in bundle_own.iter().rev() {
         order.extend(with_notes(per_plan(&|pi| {
-            plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+            plan.actions[pi].group == Some(*gi) && plan.actions[pi].rsc.is_none()
         })));
     }
     order.extend(per_plan(&|pi| {
-        plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()
+        unowned(pi) && (bundle_own.is_empty() || !late(pi))
     }));
     for a in order {
         if !g.actions[a].runnable {

@@ -613,11 +613,7 @@ pub fn fencing_actions(
             }
             // (not a bundled resource's own stop, which would loop: its clone's stop follows
             // the fencing instead; `order_stop_vs_fencing`)
-            let bundled = crate::bundles::replica_of(obs, ri).is_some()
-                || obs.resources[ri]
-                    .group
-                    .is_some_and(|g| crate::bundles::bundle_of_child(obs, g).is_some());
-            if !bundled {
+            if !crate::bundles::is_bundled(obs, ri) {
                 plan.edge(f, i);
             }
             let top = crate::clone_groups::clone_of(obs, ri).or(obs.resources[ri].group);

@@ -268,6 +268,13 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                         None => add(plan, act(Kind::Demote, Some(ri), Some(c))),
                     };
                     plan.actions[d].pseudo = pseudo;
+                    // (Pacemaker's role transitions create the demote before the stop: older
+                    // in the synapse order)
+                    if let Some(&first_stop) = stops_here.iter().min() {
+                        if unpacked.is_none() {
+                            plan.actions[d].created_at = Some(first_stop);
+                        }
+                    }
                     // (nothing runs on a node that is down and will not be fenced, nor on
                     // a guest whose host cannot be fenced: `update_resource_action_runnable`)
                     if !pseudo && (!obs.nodes[c].online || crate::guest::host_unfenceable(obs, c)) {
@@ -300,6 +307,11 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     && demote.is_none();
                 if !kept {
                     let p = add(plan, act(Kind::Promote, Some(ri), Some(t)));
+                    // (and the promote right after the start, before the monitors)
+                    if let Some(&start) = starts_there.iter().max() {
+                        plan.actions[p].created_at =
+                            Some(plan.actions[start].created_at.unwrap_or(start + 1));
+                    }
                     for &s in &starts_there {
                         plan.edge_rel(s, p, Rel::Plain);
                         if !plan.actions[s].runnable {

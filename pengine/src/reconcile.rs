@@ -690,6 +690,18 @@ fn apply_ordering(
     let f_required = f_required
         && match crate::clone_groups::clone_of(obs, ri) {
             None => true,
+            // (an ordering before a bundle's start passes the first's flags on to each
+            // container's start, as `pcmk__multi_update_actions` does without interleaving)
+            Some(c)
+                if mode == Mode::Symmetric
+                    && obs.bundles.iter().any(|b| b.containers == c)
+                    && obs.groups[c]
+                        .clone
+                        .as_ref()
+                        .is_some_and(|cl| !cl.interleave) =>
+            {
+                true
+            }
             // (an interleaved ordering relates an instance of another clone to this one)
             Some(c)
                 if matches!(f, End::Start(m) | End::Stop(m)
