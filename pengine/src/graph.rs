@@ -2099,12 +2099,13 @@ fn bundle_scores(
                     (false, false) => 0,
                     (false, true) => -crate::cib::INFINITY,
                     // (a promotable clone's instances' promotion scores added where they
-                    // were assigned, as choosing their roles left them)
+                    // were assigned, as choosing their roles left them; a negative one is
+                    // not: `add_sort_index_to_node_weight`)
                     (true, _) => desired
                         .promotion_scores
                         .iter()
-                        .filter(|&&(ri, n, _)| {
-                            n == Some(ni) && obs.groups[ci].members.contains(&ri)
+                        .filter(|&&(ri, n, p)| {
+                            n == Some(ni) && p >= 0 && obs.groups[ci].members.contains(&ri)
                         })
                         .fold(
                             desired.group_scores[ci].get(&ni).copied().unwrap_or(0),

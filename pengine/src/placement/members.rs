@@ -45,6 +45,9 @@ struct Coloc {
     primary_role: Option<(usize, crate::observed::Role)>,
     /// The dependent's role named by the colocation (None: any).
     dependent_role: Option<crate::observed::Role>,
+    /// With a bundle's Promoted role: the bundle (its primary nodes are those of the replicas
+    /// whose inner instance is to be promoted).
+    promoted_bundle: Option<usize>,
 }
 
 fn named(ctx: &Ctx, id: &str) -> Option<Named> {
@@ -109,6 +112,15 @@ fn configured(ctx: &Ctx, c: &crate::cib::Colocation) -> Option<Coloc> {
         influence: c.influence.unwrap_or_else(|| critical(dependent)),
         primary_role: super::promotable::primary_role_filter(ctx, c),
         dependent_role: super::promotable::role_filter(c.rsc_role.as_deref()),
+        promoted_bundle: ctx
+            .obs
+            .bundles
+            .iter()
+            .position(|b| b.id == c.with_rsc)
+            .filter(|_| {
+                super::promotable::role_filter(c.with_rsc_role.as_deref())
+                    == Some(crate::observed::Role::Promoted)
+            }),
     })
 }
 
@@ -126,6 +138,7 @@ fn internal(ctx: &Ctx, dependent: usize, primary: usize) -> Coloc {
         influence: critical,
         primary_role: None,
         dependent_role: None,
+        promoted_bundle: None,
     }
 }
 
@@ -447,6 +460,15 @@ fn clone_instance_nodes(ctx: &Ctx, c: &Coloc) -> Option<Vec<Option<usize>>> {
 
 /// Where the primary of a colocation runs: a primitive's node; a group's last member's for a
 /// mandatory colocation, its first member's otherwise. None inside: not placed yet.
+/// The inner instance of bundle `bi`'s replica whose container is `container`.
+fn obs_replica_child(ctx: &Ctx, bi: usize, container: usize) -> Option<usize> {
+    ctx.obs.bundles[bi]
+        .replicas
+        .iter()
+        .find(|r| r.container == container)?
+        .child
+}
+
 fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Vec<usize>> {
     let ri = match c.primary {
         Named::Primitive(ri) => ri,
@@ -457,10 +479,22 @@ fn primary_node(ctx: &Ctx, c: &Coloc) -> Option<Vec<usize>> {
             if !members.iter().all(|&m| ctx.done[m]) {
                 return None;
             }
+            // (a mandatory colocation with a bundle's Promoted role: only the containers of
+            // the replicas whose inner instance is to be promoted, as
+            // `pcmk__bundle_apply_coloc_score` collects them)
+            let promoted = |m: usize| {
+                let Some(bi) = c.promoted_bundle.filter(|_| c.score >= INFINITY) else {
+                    return true;
+                };
+                obs_replica_child(ctx, bi, m).is_some_and(|child| {
+                    ctx.desired.next_roles[child] == Some(crate::observed::Role::Promoted)
+                })
+            };
             return Some(
                 members
                     .iter()
                     .filter(|&&m| c.score < INFINITY || !ctx.obs.resources[m].blocked)
+                    .filter(|&&m| promoted(m))
                     .filter_map(|&m| ctx.desired.assigned[m])
                     .collect(),
             );
@@ -575,6 +609,11 @@ fn apply_colocations(
             },
         };
         super::assign_unit(ctx, primary);
+        // (a bundle's assignment includes its inner clone's, roles and all: what is colocated
+        // with its Promoted role needs them)
+        if let Some(child) = c.promoted_bundle.and_then(|bi| obs.bundles[bi].child) {
+            super::assign_unit(ctx, Unit::Group(child));
+        }
         // With one role of a promotable clone: the instances taking that role.
         if let Some((g, role)) = c
             .primary_role
