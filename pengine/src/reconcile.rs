@@ -218,13 +218,8 @@ pub fn reconcile(obs: &Observed, desired: &Desired) -> Reconciliation {
             rec.shutdown.push(ni);
         }
     }
-    // (fencing decided while scheduling comes after what unpacking decided; what unpacking
-    // asked for comes in the order it was asked for, the rest in node order:
-    // `schedule_fencing_and_shutdowns`)
-    rec.fence.sort_by_key(|&(ni, _)| {
-        let requested = obs.fence_requests.iter().position(|&r| r == ni);
-        (obs.nodes[ni].fence_phase, requested.unwrap_or(usize::MAX))
-    });
+    // (fencing decided while scheduling comes after what unpacking decided)
+    rec.fence.sort_by_key(|&(ni, _)| obs.nodes[ni].fence_phase);
     let probes_enabled = obs
         .option("enable-startup-probes")
         .map(crate::cib::is_true)
