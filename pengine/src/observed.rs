@@ -404,6 +404,10 @@ pub struct Observed {
     /// The mandatory (INFINITY) colocations, as `pcmk__block_colocation_dependents` reads
     /// them: (dependent, primary, the dependent's role, the primary's role; None: any).
     pub mandatory_colocations: Vec<(String, String, Option<Role>, Option<Role>)>,
+    /// The nodes whose fencing was asked for while the status was unpacked, in that order
+    /// (`pe_fence_node` creates a cluster or remote node's fencing action then; the summary
+    /// lists fencing actions newest first; see `note_fence_request`).
+    pub fence_requests: Vec<usize>,
     /// Id lookups for `rsc_index`, `node_index` and `group_index` (see `reindex`).
     index: IdIndex,
 }
@@ -506,6 +510,14 @@ impl Observed {
         }
     }
     /// Can this cluster fence this node?
+    /// Records that node `ni`'s fencing was asked for now, while unpacking (its first request
+    /// creates Pacemaker's fencing action: see `fence_requests`).
+    pub fn note_fence_request(&mut self, ni: usize) {
+        if !self.fence_requests.contains(&ni) {
+            self.fence_requests.push(ni);
+        }
+    }
+
     pub fn can_fence(&self, ni: usize) -> bool {
         self.stonith_enabled
             && (self.have_stonith_resource
@@ -969,6 +981,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 _ => 0,
             })
             .sum(),
+        fence_requests: Vec::new(),
         mandatory_colocations: cib
             .colocations
             .iter()
@@ -1169,6 +1182,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             node.unclean = true;
             node.fence_reason = Some(reason.to_string());
             node.fence_priority_delay = reason == "peer is no longer part of the cluster";
+            // (`note_fence_request`, on the field: `node` borrows the nodes)
+            if !obs.fence_requests.contains(&ni) {
+                obs.fence_requests.push(ni);
+            }
         }
         node.online = online;
         if !have_quorum && online && no_quorum_policy == NoQuorum::Suicide && !node.unclean {
@@ -1544,6 +1561,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
         if !obs.nodes[ni].unclean {
             obs.nodes[ni].unclean = true;
             obs.nodes[ni].fence_reason = Some(reason);
+            obs.note_fence_request(ni);
         }
     }
     crate::guest::host_lost(&mut obs);

@@ -658,6 +658,13 @@ pub fn role_summary(
         return;
     }
     for l in &mut lines[first..] {
+        // A failed instance kept in its role (on-fail=demote leaves it failed) whose restart
+        // something else requires is a recovery (`rsc_action_default`: role unchanged, start
+        // required, failed).
+        if l.verb == "Restart" && current == next && r.failed {
+            l.verb = "Recover".into();
+            l.reason = String::new();
+        }
         match l.verb.as_str() {
             "Start" if next == Role::Promoted => {
                 l.verb = "Promote".into();

@@ -371,6 +371,7 @@ pub fn fence(obs: &mut Observed, ni: usize, reason: String) {
         node.fence_reason = Some(reason);
     }
     node.unclean = true;
+    obs.note_fence_request(ni);
 }
 
 /// A managed resource thought active on an offline remote node: with fencing enabled the node
