@@ -1863,11 +1863,33 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     // resources in turn; the nodes it counts as assigned there break ties for the next bundle).
     // A bundle's inner clone waits for every guest node's state below.
     let last_bundle = order.iter().rposition(bundle_part).unwrap_or(0);
-    let bundle_child = |u: &Unit| {
-        matches!(*u, Unit::Group(gi) if crate::bundles::bundle_of_child(obs, gi).is_some())
-    };
+    let bundle_child = |u: &Unit| matches!(*u, Unit::Group(gi) if crate::bundles::bundle_of_child(obs, gi).is_some());
+    // What is colocated with a bundle's Promoted role waits too: assigning it assigns the
+    // bundle's inner clone and chooses its roles (`members::apply_colocations`).
+    let with_promoted_bundle: Vec<bool> = order
+        .iter()
+        .map(|u| {
+            let id = match *u {
+                Unit::Primitive(ri) => obs.resources[ri].id.as_str(),
+                Unit::Group(gi) => obs.groups[gi].id.as_str(),
+            };
+            ctx.colocations_by_rsc.get(id).is_some_and(|cs| {
+                cs.iter().any(|&c| {
+                    let c = &cib.colocations[c];
+                    obs.bundles.iter().any(|b| b.id == c.with_rsc)
+                        && promotable::role_filter(c.with_rsc_role.as_deref())
+                            == Some(Role::Promoted)
+                })
+            })
+        })
+        .collect();
     for (pos, u) in order.iter().enumerate() {
-        if bundle_part(u) || (pos < last_bundle && !is_connection(u) && !bundle_child(u)) {
+        if bundle_part(u)
+            || (pos < last_bundle
+                && !is_connection(u)
+                && !bundle_child(u)
+                && !with_promoted_bundle[pos])
+        {
             assign_unit(&mut ctx, *u);
         }
     }
