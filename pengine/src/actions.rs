@@ -1413,8 +1413,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             .filter(|&i| {
                 let a = &plan.actions[i];
                 a.rsc == Some(ri)
-                    && (matches!(a.kind, Kind::Migrate { .. }) && !a.dot_only
-                        || a.kind == Kind::Start)
+                    && (a.kind == Kind::Start
+                        || (matches!(a.kind, Kind::Migrate { .. }) && !a.dot_only))
             })
             .collect();
         for start in starts {
