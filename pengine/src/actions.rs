@@ -1416,7 +1416,16 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         for stop in plan.stops(ri) {
             plan.edge(stop, delete);
         }
-        for start in plan.starts(ri) {
+        // (a start that is only drawn as well: Pacemaker orders whatever start exists)
+        let starts: Vec<usize> = (0..plan.actions.len())
+            .filter(|&i| {
+                let a = &plan.actions[i];
+                a.rsc == Some(ri)
+                    && (a.kind == Kind::Start
+                        || (matches!(a.kind, Kind::Migrate { .. }) && !a.dot_only))
+            })
+            .collect();
+        for start in starts {
             plan.edge_rel(delete, start, Rel::Optional);
         }
     }

@@ -320,9 +320,28 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     }
                     // A start the quorum policy blocks leaves the promote optional: Pacemaker
                     // creates none, so neither the clone's promote nor the graph has one.
-                    let blocked = starts_there.iter().any(|&s| plan.actions[s].optional);
+                    // So does a start an ordering made unrunnable where the promoted instance
+                    // was to stay (only drawn; the instance stops): Pacemaker created its start
+                    // and promote optional (`schedule_restart_actions` without need_stop) and
+                    // nothing requires the promote.
+                    let stays_unrunnable = starts_there.is_empty()
+                        && r.role == Role::Promoted
+                        && current == Some(t)
+                        && !r.failed
+                        && r.definition_restart.is_empty()
+                        && plan.actions.iter().any(|a| {
+                            a.dot_only
+                                && a.rsc == Some(ri)
+                                && a.kind == Kind::Start
+                                && a.node == Some(t)
+                        });
+                    let blocked =
+                        stays_unrunnable || starts_there.iter().any(|&s| plan.actions[s].optional);
                     if blocked {
                         plan.actions[p].optional = true;
+                    }
+                    if stays_unrunnable {
+                        plan.actions[p].runnable = false;
                     }
                     if let Some(d) = demote {
                         plan.edge_rel(d, p, Rel::Plain);
