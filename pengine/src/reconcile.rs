@@ -664,6 +664,22 @@ fn apply_ordering(
                 None => true,
             }
         }
+        // (likewise a promotable clone's promote: an instance promoted on the then's node)
+        End::ClonePromote(gi) if f_required => {
+            let node_of = |m: usize| {
+                desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied())
+            };
+            match node_of(ri) {
+                Some(n) => obs.groups[gi].members.iter().any(|&m| {
+                    let s = &st[m];
+                    s.exists
+                        && s.runnable
+                        && s.promote.is_some_and(|kept| !kept || s.required)
+                        && desired.assigned[m] == Some(n)
+                }),
+                None => true,
+            }
+        }
         _ => f_required,
     };
     if mode == Mode::Implies {
@@ -961,9 +977,11 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             continue;
         }
         // A promotable clone's promote before a start implies that start when the ordering is
-        // optional and its then has the deprecated restart-type=restart (`handle_restart_type`):
-        // a then staying where it is restarts after a required promote.
-        if o.kind == "optional"
+        // mandatory and symmetrical, or optional with a then of the deprecated
+        // restart-type=restart (`handle_restart_type`): a then staying where it is restarts
+        // after a required promote on its node (the runnable-left of a mandatory one is left
+        // to the plan).
+        if matches!(o.kind.as_str(), "optional" | "mandatory")
             && o.first_action == "promote"
             && o.then_action == "start"
             && crate::clones::interleaved(obs, &o.first, &o.then, "start").is_none()
@@ -980,9 +998,11 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 _ => None,
             };
             if let (Some(fg), Some((then, meta))) = (promotable, then) {
-                if meta
+                let restart_type = meta
                     .get("restart-type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("restart"))
+                    .is_some_and(|v| v.eq_ignore_ascii_case("restart"));
+                if (o.kind == "mandatory" && o.symmetrical != Some(false))
+                    || (o.kind == "optional" && restart_type)
                 {
                     rels.push((End::ClonePromote(fg), then, Mode::Symmetric));
                 }
