@@ -1817,6 +1817,7 @@ fn group_actions(
             plan.edge_rel(gs, gr, Rel::Start);
         }
         let mut prev: Vec<usize> = Vec::new();
+        let inner_clone = crate::bundles::bundle_of_child(obs, gi).is_some();
         for (s, e) in starts.iter().zip(&start_exits) {
             for &x in s {
                 if !late_starts.contains(&x) {
@@ -1837,12 +1838,15 @@ fn group_actions(
             }
             if !s.is_empty() && chained {
                 prev = e.clone();
-            } else if !is_group {
+            } else if !is_group && !inner_clone {
                 // An ordered clone's instance that does not start orders nothing across it:
                 // its start, created optional for the chain, is not in the graph
                 // (unfence-definition).
                 prev.clear();
             }
+            // (a bundle's inner clone, which Pacemaker always makes ordered, chains the starts
+            // that are not optional past an instance that does not start:
+            // `child_ordering_constraints`)
         }
     }
     // A group that starts gives each member with no start and no node a start that cannot
