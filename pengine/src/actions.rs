@@ -1537,9 +1537,19 @@ pub(crate) fn starts_after_fencing(
                         .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
                 })
         });
+        // (nor in those of the resources unpacked before its bundle: the symmetric default
+        // covers the nodes known when a resource is unpacked)
+        let unpacked_before_node = obs.bundles.iter().any(|b| {
+            let guest = b.replicas.iter().any(|rep| {
+                rep.remote
+                    .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
+            });
+            guest && b.replicas.iter().all(|rep| ri < rep.container)
+        });
         let unknown_there = !r.known_on.contains(&fenced_node)
             && !sibling_known
             && !bundle_part_on_own_node
+            && !unpacked_before_node
             && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
         let needs_fencing = crate::reconcile::needs_fencing(obs, r);
         // (A start that requires nothing waits for no fencing.)

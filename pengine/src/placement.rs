@@ -1811,9 +1811,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
     // resources in turn; the nodes it counts as assigned there break ties for the next bundle).
     // A bundle's inner clone waits for every guest node's state below.
     let last_bundle = order.iter().rposition(bundle_part).unwrap_or(0);
-    let bundle_child = |u: &Unit| {
-        matches!(*u, Unit::Group(gi) if crate::bundles::bundle_of_child(obs, gi).is_some())
-    };
+    let bundle_child = |u: &Unit| matches!(*u, Unit::Group(gi) if crate::bundles::bundle_of_child(obs, gi).is_some());
     for (pos, u) in order.iter().enumerate() {
         if bundle_part(u) || (pos < last_bundle && !is_connection(u) && !bundle_child(u)) {
             assign_unit(&mut ctx, *u);
