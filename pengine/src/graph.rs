@@ -786,13 +786,24 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
             }
         }
     }
-    for gi in bundle_own.into_iter().rev() {
+    // A bundle's own pseudo actions are added with the actions of no resource, newest first:
+    // after the guests' fencing, which Pacemaker creates later (`pcmk__fence_guest`, once the
+    // resources' actions exist), before the others.
+    let guest_fence = |pi: usize| matches!(plan.actions[pi].kind, Kind::GuestFence { .. });
+    if !bundle_own.is_empty() {
+        order.extend(per_plan(&|pi| {
+            plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none() && guest_fence(pi)
+        }));
+    }
+    for gi in bundle_own.iter().rev() {
         order.extend(with_notes(per_plan(&|pi| {
-            plan.actions[pi].group == Some(gi) && plan.actions[pi].rsc.is_none()
+            plan.actions[pi].group == Some(*gi) && plan.actions[pi].rsc.is_none()
         })));
     }
     order.extend(per_plan(&|pi| {
-        plan.actions[pi].rsc.is_none() && plan.actions[pi].group.is_none()
+        plan.actions[pi].rsc.is_none()
+            && plan.actions[pi].group.is_none()
+            && (bundle_own.is_empty() || !guest_fence(pi))
     }));
     for a in order {
         if !g.actions[a].runnable {
