@@ -1108,7 +1108,19 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 if !runnable {
                     // Required but unrunnable monitors are only drawn.
                     let from = start_id.or(dot_start);
-                    for iv in monitors_for(obs, desired, ri) {
+                    // (a promoted instance stopping, whose start back here as Unpromoted is
+                    // only drawn: that start's Unpromoted monitors, drawn too; no demote
+                    // without a restart brings them)
+                    let next = desired.next_roles.get(ri).copied().flatten();
+                    let ivs = if dot_start.is_some()
+                        && r.role == Role::Promoted
+                        && next == Some(Role::Unpromoted)
+                    {
+                        crate::promotable::role_monitors(obs, ri, Role::Unpromoted)
+                    } else {
+                        monitors_for(obs, desired, ri)
+                    };
+                    for iv in ivs {
                         let mut a = act(Kind::Monitor { interval_ms: iv }, Some(ri), Some(ni));
                         a.runnable = false;
                         a.dot_only = true;
@@ -1259,8 +1271,10 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 }
             }
             // A member that needs fencing and stops on a fenced node orders that fencing
-            // before the group's stop too (Pacemaker orders it before the top-level parent's).
-            if let Some(gstop) = plan.find_group(gi, &Kind::GroupStop) {
+            // before the group's stop too (Pacemaker orders it before the top-level parent's,
+            // `uber_parent`, which stops below a bundle: a container's is its own stop).
+            let gstop = plan.find_group(gi, &Kind::GroupStop).filter(|_| !bundle);
+            if let Some(gstop) = gstop {
                 for &m in &obs.groups[gi].members {
                     if !crate::reconcile::needs_fencing(obs, &obs.resources[m]) {
                         continue;
@@ -1497,7 +1511,7 @@ pub(crate) fn demotes_after_fencing(
             continue;
         }
         plan.actions[i].pseudo = true;
-        // (a bundled resource's recovery follows its parent's implied stop instead:
+        // (a bundled resource's demote waits for its parent's implied stop instead:
         // `order_stop_vs_fencing`)
         if crate::bundles::is_bundled(obs, ri) {
             continue;
@@ -1548,34 +1562,11 @@ pub(crate) fn starts_after_fencing(
                         .iter()
                         .any(|&m| obs.resources[m].known_on.contains(&fenced_node))
             });
-        // (a bundle's guest node is in the allowed nodes of none of the bundle's container,
-        // IP and connection: Pacemaker creates it before them, never probed, so no
-        // symmetric default applies to it)
-        let bundle_part_on_own_node = crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
-            let b = &obs.bundles[bi];
-            b.replicas[k].child != Some(ri)
-                && b.replicas.iter().any(|rep| {
-                    rep.remote
-                        .is_some_and(|c| obs.resources[c].id == obs.nodes[fenced_node].uname)
-                })
-        });
-        // (a bundle's guest node not configured in the CIB's nodes is made while the bundle
-        // is unpacked, never probed: among the allowed nodes of its replica's inner instance
-        // only)
-        let undeclared_guest = crate::bundles::is_bundle_node(obs, fenced_node)
-            && !obs.nodes[fenced_node]
-                .remote
-                .as_ref()
-                .is_some_and(|rn| rn.declared);
-        let own_inner = crate::bundles::replica_of(obs, ri).is_some_and(|(bi, k)| {
-            obs.bundles[bi].replicas[k].child == Some(ri)
-                && crate::bundles::replica_node(obs, bi, k) == Some(fenced_node)
-        });
-        let unknown_there = !r.known_on.contains(&fenced_node)
-            && !sibling_known
-            && !bundle_part_on_own_node
-            && (!undeclared_guest || own_inner)
-            && (obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+        // (a bundle's guest node is in the allowed nodes of few resources: see
+        // `bundles::guest_node_allowed`)
+        let allowed = crate::bundles::guest_node_allowed(obs, ri, fenced_node)
+            .unwrap_or_else(|| obs.symmetric || desired.scores[ri].contains_key(&fenced_node));
+        let unknown_there = !r.known_on.contains(&fenced_node) && !sibling_known && allowed;
         let needs_fencing = crate::reconcile::needs_fencing(obs, r);
         // (A start that requires nothing waits for no fencing.)
         let unknown_there = unknown_there && !crate::reconcile::start_requires_nothing(obs, r);

@@ -145,7 +145,7 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
     }
     obs.bundle_nodes_pending = obs
         .bundle_nodes_pending
-        .saturating_sub(replicas.iter().filter(|r| r.remote.is_some()).count());
+        .saturating_sub(created_nodes(b, cib));
     obs.bundles.push(Bundle {
         id: b.id.clone(),
         image: b.image.clone(),
@@ -154,6 +154,16 @@ pub fn add_bundle(obs: &mut Observed, b: &BundleDef, cib: &Cib, now: i64) {
         child,
         replicas,
     });
+}
+
+/// How many guest nodes unpacking bundle `b` creates: one per replica with a connection, but
+/// for a node the node section declares (it exists before the resources are unpacked).
+pub fn created_nodes(b: &BundleDef, cib: &Cib) -> usize {
+    b.replicas
+        .iter()
+        .filter_map(|r| r.remote.as_ref())
+        .filter(|p| !cib.nodes.iter().any(|n| n.uname == p.id))
+        .count()
 }
 
 /// The bundle a top-level entry belongs to, and whether it is the bundle's first entry (the
@@ -243,6 +253,37 @@ pub fn replica_of(obs: &Observed, ri: usize) -> Option<(usize, usize)> {
     })
 }
 
+/// Whether the resource belongs to a bundle (Pacemaker's `pe_rsc_is_bundled`): a replica's
+/// container, IP address or connection, or an instance of its inner clone.
+pub fn is_bundled(obs: &Observed, ri: usize) -> bool {
+    replica_of(obs, ri).is_some()
+        || obs.resources[ri]
+            .group
+            .is_some_and(|g| bundle_of_child(obs, g).is_some())
+}
+
+/// Whether bundle guest node `ni` is among the allowed nodes of resource `ri`; None when `ni`
+/// is no bundle's guest node. Pacemaker makes a bundle's guest node while it unpacks the bundle
+/// (`create_remote_resource`), never to be probed, so the symmetric default skips it for every
+/// resource unpacked later, the bundle's own included; a node declared in the node section
+/// exists before, and the resources unpacked before the bundle hold a copy of it. An inner
+/// instance is allowed on its own replica's node only.
+pub fn guest_node_allowed(obs: &Observed, ri: usize, ni: usize) -> Option<bool> {
+    let (bi, n) = (0..obs.bundles.len()).find_map(|bi| {
+        (0..obs.bundles[bi].replicas.len())
+            .find(|&n| replica_node(obs, bi, n) == Some(ni))
+            .map(|n| (bi, n))
+    })?;
+    if let Some((own, k)) = replica_of(obs, ri) {
+        if obs.bundles[own].replicas[k].child == Some(ri) {
+            return Some(own == bi && k == n);
+        }
+    }
+    let declared = obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared);
+    let first = obs.bundles[bi].replicas.first().map(|r| r.container)?;
+    Some(declared && ri < first)
+}
+
 /// Probes `pcmk__bundle_create_probe` does not create: nothing on a bundle's guest node but
 /// that replica's inner instance (discovery "never" there), the inner instance nowhere else
 /// (discovery "exclusive"), and no connection probe while its container will not run (the
@@ -299,15 +340,6 @@ pub fn ip_colocations(obs: &Observed) -> impl Iterator<Item = Colocation> + '_ {
             })
         })
     })
-}
-
-/// Whether `ri` belongs to a bundle (Pacemaker's `pe_rsc_is_bundled`): a replica's part or
-/// inner instance, or a member of the bundle's inner clone.
-pub fn is_bundled(obs: &Observed, ri: usize) -> bool {
-    replica_of(obs, ri).is_some()
-        || obs.resources[ri]
-            .group
-            .is_some_and(|g| bundle_of_child(obs, g).is_some())
 }
 
 /// The bundle whose inner clone is group `gi`.
@@ -504,7 +536,18 @@ fn bundle_start_printed(obs: &Observed, plan: &crate::actions::Plan, b: &Bundle)
             !plan.starts(r.container).is_empty()
                 || r.child.is_some_and(|c| {
                     let inst = &obs.resources[c];
-                    plan.starts(c).into_iter().any(|s| {
+                    // (a failed instance's recovery start is required when created, even one
+                    // only drawn; not a promotable instance's, which Pacemaker makes required
+                    // only after it met the bundle's ordering: bundle-order-fencing)
+                    let recovered = inst.failed && !crate::promotable::is_instance(obs, c);
+                    let drawn = (0..plan.actions.len()).filter(|&s| {
+                        let a = &plan.actions[s];
+                        recovered
+                            && a.rsc == Some(c)
+                            && a.kind == crate::actions::Kind::Start
+                            && a.dot_only
+                    });
+                    plan.starts(c).into_iter().chain(drawn).any(|s| {
                         let a = &plan.actions[s];
                         !a.optional
                             && (a.runnable

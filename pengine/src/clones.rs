@@ -584,11 +584,20 @@ pub fn render_clone(obs: &Observed, gi: usize, show_pending: bool, out: &mut Str
         })
         .collect();
     let candidates: Vec<usize> = if obs.symmetric {
-        // A bundle's guest node takes no other resource (see `crate::bundles`).
+        // The list reads the clone's allowed nodes: a bundle's guest node only in a few cases
+        // (see `bundles::guest_node_allowed`).
+        let instance = g.members.first().copied().or_else(|| {
+            spec.instances
+                .first()
+                .and_then(|&ig| obs.groups[ig].members.first().copied())
+        });
         (0..obs.nodes.len())
             .filter(|&ni| {
-                !crate::bundles::is_bundle_node(obs, ni)
-                    && !crate::observed::is_orphan_node(&obs.nodes[ni])
+                let allowed = match instance {
+                    Some(ri) => crate::bundles::guest_node_allowed(obs, ri, ni) != Some(false),
+                    None => !crate::bundles::is_bundle_node(obs, ni),
+                };
+                allowed && !crate::observed::is_orphan_node(&obs.nodes[ni])
             })
             .collect()
     } else {

@@ -422,16 +422,25 @@ pub fn order_action(
     // (an action drawn only, or a start that cannot run, is drawn after a connection start
     // drawn only)
     let blocked_start = plan.actions[i].kind == Kind::Start && !plan.actions[i].runnable;
-    let conn_starts: Vec<usize> = if plan.actions[i].dot_only || blocked_start {
+    let drawn_too = plan.actions[i].dot_only || blocked_start;
+    let conn_starts: Vec<usize> = if drawn_too {
         (0..plan.actions.len())
             .filter(|&s| plan.actions[s].rsc == Some(ci) && plan.actions[s].kind == Kind::Start)
             .collect()
     } else {
         plan.starts(ci)
     };
+    // (likewise the container's start drawn only)
+    let mut container_starts = plan.starts(ki);
+    if drawn_too {
+        container_starts.extend((0..plan.actions.len()).filter(|&s| {
+            let a = &plan.actions[s];
+            a.rsc == Some(ki) && a.kind == Kind::Start && a.dot_only
+        }));
+    }
     match plan.actions[i].kind.clone() {
         Kind::Start => {
-            for s in plan.starts(ki) {
+            for s in container_starts {
                 plan.edge_rel(s, i, Rel::Start);
             }
             for &s in &conn_starts {
@@ -499,6 +508,12 @@ pub fn probes_skipped_orderings(
     use crate::actions::{Kind, Rel};
     for (ni, n) in obs.nodes.iter().enumerate() {
         if !n.online || n.unclean || n.maintenance || !will_stop(obs, &desired.assigned, ni) {
+            continue;
+        }
+        // (a bundle's guest node is never probed: `create_remote_resource` and
+        // `disallow_node` set its discovery to never, in every allowed-node copy too, so
+        // `pcmk__probe_rsc_on_node` gives up before it looks at the guest)
+        if crate::bundles::is_bundle_node(obs, ni) {
             continue;
         }
         let Some(ki) = container_of(obs, ni) else {

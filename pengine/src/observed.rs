@@ -977,7 +977,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             .resources
             .iter()
             .map(|r| match r {
-                ResourceDef::Bundle(b) => b.replicas.iter().filter(|r| r.remote.is_some()).count(),
+                ResourceDef::Bundle(b) => crate::bundles::created_nodes(b, cib),
                 _ => 0,
             })
             .sum(),

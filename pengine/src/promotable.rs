@@ -287,10 +287,16 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                         monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d);
                     }
                     // (the monitors of a role other than Promoted follow the demote, wherever
-                    // they are)
+                    // they are, those only drawn too)
                     if next != Role::Promoted {
                         for iv in role_monitors(obs, ri, Role::Unpromoted) {
-                            for m in plan.find(ri, &Kind::Monitor { interval_ms: iv }) {
+                            let kind = Kind::Monitor { interval_ms: iv };
+                            let monitors: Vec<usize> = (0..plan.actions.len())
+                                .filter(|&m| {
+                                    plan.actions[m].rsc == Some(ri) && plan.actions[m].kind == kind
+                                })
+                                .collect();
+                            for m in monitors {
                                 plan.edge_rel(d, m, Rel::Plain);
                             }
                         }
@@ -319,28 +325,34 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                         }
                     }
                     // A start the quorum policy blocks leaves the promote optional: Pacemaker
-                    // creates none, so neither the clone's promote nor the graph has one.
+                    // creates none, so neither the clone's promote nor the graph has one
+                    // (`promote_resource`: a start unrunnable when created; also the start
+                    // only drawn of a resource stopping for want of quorum).
+                    let drawn_start = (0..plan.actions.len()).any(|s| {
+                        let a = &plan.actions[s];
+                        a.rsc == Some(ri)
+                            && a.kind == Kind::Start
+                            && a.node == target
+                            && a.dot_only
+                            && !a.runnable
+                    });
                     // So does a start an ordering made unrunnable where the promoted instance
                     // was to stay (only drawn; the instance stops): Pacemaker created its start
                     // and promote optional (`schedule_restart_actions` without need_stop) and
                     // nothing requires the promote.
-                    let stays_unrunnable = starts_there.is_empty()
+                    let stays_unrunnable = drawn_start
+                        && starts_there.is_empty()
                         && r.role == Role::Promoted
                         && current == Some(t)
                         && !r.failed
-                        && r.definition_restart.is_empty()
-                        && plan.actions.iter().any(|a| {
-                            a.dot_only
-                                && a.rsc == Some(ri)
-                                && a.kind == Kind::Start
-                                && a.node == Some(t)
-                        });
-                    let blocked =
-                        stays_unrunnable || starts_there.iter().any(|&s| plan.actions[s].optional);
+                        && r.definition_restart.is_empty();
+                    let blocked = stays_unrunnable
+                        || starts_there.iter().any(|&s| plan.actions[s].optional)
+                        || (drawn_start && crate::reconcile::quorum_block(obs, ri).is_some());
                     if blocked {
                         plan.actions[p].optional = true;
                     }
-                    if stays_unrunnable {
+                    if drawn_start {
                         plan.actions[p].runnable = false;
                     }
                     if let Some(d) = demote {
