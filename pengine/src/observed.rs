@@ -509,7 +509,6 @@ impl Observed {
             _ => self.groups.iter().position(|g| g.id == id),
         }
     }
-    /// Can this cluster fence this node?
     /// Records that node `ni`'s fencing was asked for now, while unpacking (its first request
     /// creates Pacemaker's fencing action: see `fence_requests`).
     pub fn note_fence_request(&mut self, ni: usize) {
@@ -518,6 +517,7 @@ impl Observed {
         }
     }
 
+    /// Can this cluster fence this node?
     pub fn can_fence(&self, ni: usize) -> bool {
         self.stonith_enabled
             && (self.have_stonith_resource
