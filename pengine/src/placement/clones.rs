@@ -553,6 +553,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             let placing = super::utilization::Placing {
                 first: ri,
                 placed: &|m: usize| placed_now[m],
+                all_coloc,
             };
             let need = super::utilization::instance_need(ctx, &placing);
             let usable: Vec<usize> = limited

@@ -15,11 +15,13 @@ enum Rsc {
     Clone(usize),
 }
 
-/// The instance being placed: its first resource (the one Pacemaker checks first) and which
-/// resources of its clone are placed already.
+/// The instance being placed: its first resource (the one Pacemaker checks first), which
+/// resources of its clone are placed already, and whether its clone passes every colocation
+/// with it to its instances (not every node gets one), else only the negative ones.
 pub(super) struct Placing<'p> {
     pub first: usize,
     pub placed: &'p dyn Fn(usize) -> bool,
+    pub all_coloc: bool,
 }
 
 fn named(ctx: &Ctx, id: &str) -> Option<Rsc> {
@@ -32,6 +34,15 @@ fn named(ctx: &Ctx, id: &str) -> Option<Rsc> {
         });
     }
     obs.rsc_index(id).map(Rsc::Prim)
+}
+
+/// Whether clone `gi` holds the instance being placed (directly or through an instance group):
+/// only its `all_coloc` is known here.
+fn placing_clone(ctx: &Ctx, p: &Placing, gi: usize) -> bool {
+    let obs = ctx.obs;
+    obs.resources[p.first]
+        .group
+        .is_some_and(|g| g == gi || crate::clone_groups::parent_clone(obs, g) == Some(gi))
 }
 
 /// Whether resource `ri` is still to be placed.
@@ -66,9 +77,10 @@ fn expanded(ctx: &Ctx, p: &Placing, gi: usize) -> bool {
 
 /// The colocations a group (or instance group) holds: an instance group's are its clone's,
 /// passed on when the instance is placed.
-fn group_lists(ctx: &Ctx, gi: usize, as_dependent: bool) -> Vec<Rsc> {
+fn group_lists(ctx: &Ctx, p: &Placing, gi: usize, as_dependent: bool) -> Vec<Rsc> {
     let obs = ctx.obs;
     match crate::clone_groups::parent_clone(obs, gi) {
+        Some(c) if !as_dependent && !p.all_coloc && placing_clone(ctx, p, c) => Vec::new(),
         Some(c) => configured(ctx, &obs.groups[c].id, as_dependent),
         None => configured(ctx, &obs.groups[gi].id, as_dependent),
     }
@@ -86,7 +98,10 @@ fn lists(ctx: &Ctx, p: &Placing, r: Rsc) -> (Vec<Rsc>, Vec<Rsc>) {
             if expanded(ctx, p, gi) || crate::clone_groups::is_instance(obs, gi) {
                 (Vec::new(), Vec::new())
             } else {
-                (group_lists(ctx, gi, true), group_lists(ctx, gi, false))
+                (
+                    group_lists(ctx, p, gi, true),
+                    group_lists(ctx, p, gi, false),
+                )
             }
         }
         Rsc::Prim(ri) => {
@@ -95,10 +110,14 @@ fn lists(ctx: &Ctx, p: &Placing, r: Rsc) -> (Vec<Rsc>, Vec<Rsc>) {
             let mut lhs = configured(ctx, id, false);
             if let Some(gi) = obs.resources[ri].group {
                 if obs.groups[gi].clone.is_some() {
-                    // A clone's instance takes its clone's colocations once placed.
+                    // A clone's instance takes its clone's colocations once placed: the
+                    // mandatory ones with a primary, those with a dependent only when not
+                    // every node gets an instance (`append_parent_colocation`).
                     if ri == p.first || !provisional(ctx, p, ri) {
                         cons.extend(configured(ctx, &obs.groups[gi].id, true));
-                        lhs.extend(configured(ctx, &obs.groups[gi].id, false));
+                        if p.all_coloc || !placing_clone(ctx, p, gi) {
+                            lhs.extend(configured(ctx, &obs.groups[gi].id, false));
+                        }
                     }
                 } else {
                     let members = &obs.groups[gi].members;
@@ -115,10 +134,10 @@ fn lists(ctx: &Ctx, p: &Placing, r: Rsc) -> (Vec<Rsc>, Vec<Rsc>) {
                         || members.iter().all(|&m| !provisional(ctx, p, m));
                     if attached && expanded(ctx, p, gi) {
                         if k == 0 {
-                            cons.extend(group_lists(ctx, gi, true));
+                            cons.extend(group_lists(ctx, p, gi, true));
                         }
                         if k + 1 == members.len() {
-                            lhs.extend(group_lists(ctx, gi, false));
+                            lhs.extend(group_lists(ctx, p, gi, false));
                         }
                     }
                 }
