@@ -439,6 +439,17 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
         a.reason = Some(reason.clone());
         fence_ids.push(plan.add(a));
     }
+    // (in the order Pacemaker creates them, which the synapse order follows: the k-th created
+    // takes the k-th position; one already there keeps its own, so that it stays newer than
+    // the unfencings, created at 0)
+    for (k, f) in fencing_creation_order(obs, &rec.fence)
+        .into_iter()
+        .enumerate()
+    {
+        if k != f {
+            plan.actions[fence_ids[f]].created_at = Some(fence_ids[k]);
+        }
+    }
     // The DC is fenced last; the others one after another unless concurrent-fencing is set.
     let concurrent = obs
         .option("concurrent-fencing")
@@ -2577,4 +2588,18 @@ fn unplaced_instance_pairs(
             }
         }
     }
+}
+
+/// The indexes of `fence` (the fencing of cluster and remote nodes) in the order Pacemaker
+/// creates their actions: those unpacking asked for first, in that order (`pe_fence_node`),
+/// then those scheduling decided, by when (`fence_phase`) and in `fence`'s (node) order
+/// (`schedule_fencing_and_shutdowns`).
+pub fn fencing_creation_order(obs: &Observed, fence: &[(usize, String)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..fence.len()).collect();
+    order.sort_by_key(|&k| {
+        let ni = fence[k].0;
+        let requested = obs.fence_requests.iter().position(|&r| r == ni);
+        (obs.nodes[ni].fence_phase, requested.unwrap_or(usize::MAX))
+    });
+    order
 }

@@ -1018,12 +1018,8 @@ pub fn render_summary(
     // The fencing actions were created in `rec.fence`'s order (node order, what scheduling
     // decided last: `schedule_fencing_and_shutdowns`) except those unpacking asked for, which
     // `pe_fence_node` created then, in that order.
-    let mut created: Vec<&(usize, String)> = rec.fence.iter().collect();
-    created.sort_by_key(|&&(ni, _)| {
-        let requested = obs.fence_requests.iter().position(|&r| r == ni);
-        (obs.nodes[ni].fence_phase, requested.unwrap_or(usize::MAX))
-    });
-    for (ni, reason) in created.into_iter().rev() {
+    let created = crate::actions::fencing_creation_order(obs, &rec.fence);
+    for (ni, reason) in created.into_iter().rev().map(|k| &rec.fence[k]) {
         let _ = writeln!(
             out,
             "  * Fence (reboot) {} '{}'",

@@ -400,8 +400,8 @@ pub fn graph_meta(obs: &Observed, a: &crate::graph::GraphAction) -> Vec<(String,
 
 /// Orders action `i` of the plan, on a guest node whose connection is `ci`, against its
 /// connection and container (Pacemaker's `apply_container_ordering`): a start after the
-/// container's and the connection's starts; a stop (or migration) before the connection stops,
-/// unless the container failed (its stop implies them); anything else after the connection
+/// container's and the connection's starts; a stop, demote (or migration) before the connection
+/// stops, unless the container failed (its stop implies them); anything else after the connection
 /// starts. A start there also lets the resource's stops elsewhere wait for the connection to
 /// start (if it fails, the resource stays where it was). Returns false when the node is not a
 /// guest node.
@@ -462,6 +462,14 @@ pub fn order_action(
                     for &p in &probes {
                         plan.edge_rel(p, s, Rel::Optional);
                     }
+                }
+            }
+        }
+        // (a demote, as a stop: before the connection stops unless the container failed)
+        Kind::Demote => {
+            if !obs.resources[ki].failed {
+                for s in plan.stops(ci) {
+                    plan.edge_rel(i, s, Rel::Stop);
                 }
             }
         }
