@@ -719,19 +719,26 @@ pub fn assign_calls(
     calls
 }
 
-/// The guest nodes a bundle replica's container or IP `ri` knows although guest nodes are
-/// never allowed by default: those configured as `<node type="remote">` (existing before the
-/// resources are unpacked) whose connection is made after it (its own replica's and the later
-/// ones'), -INFINITY there.
+/// The guest nodes a bundle replica's container, IP or connection `ri` knows although guest
+/// nodes are never allowed by default: those configured as `<node type="remote">` (existing
+/// before the resources are unpacked) whose connection is made after it. Pacemaker unpacks a
+/// bundle one replica at a time (container, IP, then connection: `create_replica_resources`),
+/// and a node made a replica's guest node is never probed, so later resources skip it: the
+/// container and IP know their own replica's node and the later ones', the connection only
+/// the later ones'.
 pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
     let Some((bi, k)) = replica_of(obs, ri) else {
         return Vec::new();
     };
     let r = &obs.bundles[bi].replicas[k];
-    if r.container != ri && r.ip != Some(ri) {
+    let first = if r.remote == Some(ri) {
+        k + 1
+    } else if r.container == ri || r.ip == Some(ri) {
+        k
+    } else {
         return Vec::new();
-    }
-    (k..obs.bundles[bi].replicas.len())
+    };
+    (first..obs.bundles[bi].replicas.len())
         .filter_map(|n| replica_node(obs, bi, n))
         .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
         .collect()

@@ -2045,7 +2045,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
 /// What `pcmk__bundle_allocate` shows each time it runs (`crate::bundles::assign_calls`): the
 /// bundle's own scores, each replica's IP, container and connection, the inner clone and its
 /// instances, each on the nodes it knew when the bundle was unpacked (no guest node but the
-/// inner clone's own replicas' and, for a container or IP, `crate::bundles::declared_guests`).
+/// inner clone's own replicas' and, for a replica's parts, `crate::bundles::declared_guests`).
 /// The first time before anything is assigned; every later time as the first left them: the
 /// bundle's own unchanged, its parts with the scores their assignment showed.
 fn bundle_scores(
@@ -2090,8 +2090,24 @@ fn bundle_scores(
                     for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
                         push(id, ni, v);
                     }
+                    // (a container or IP copies the declared node's weight, 0, unless exclusive
+                    // discovery bans it there (`apply_exclusive_discovery`); a connection never
+                    // runs on a guest node; later as the assignment left them)
                     for ni in crate::bundles::declared_guests(obs, ri) {
-                        push(id, ni, -crate::cib::INFINITY);
+                        let v = if later {
+                            scores.get(&ni).copied().unwrap_or(-crate::cib::INFINITY)
+                        } else if Some(ri) == r.remote
+                            || desired
+                                .exclusive_discovery
+                                .get(ri)
+                                .copied()
+                                .unwrap_or(false)
+                        {
+                            -crate::cib::INFINITY
+                        } else {
+                            0
+                        };
+                        push(id, ni, v);
                     }
                 }
             }
