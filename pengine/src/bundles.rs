@@ -744,6 +744,34 @@ pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The declared guest nodes (`<node type="remote">`) of the bundles unpacked after resource
+/// `ri`, all -INFINITY for it: `ri` held a copy of each such node from the symmetric default,
+/// and `create_remote_resource` bans the node in every resource unpacked so far
+/// (`disallow_node`). None in an asymmetric cluster (no default copy).
+pub fn declared_later(obs: &Observed, ri: usize) -> Vec<usize> {
+    if !obs.symmetric {
+        return Vec::new();
+    }
+    let own = replica_of(obs, ri).map(|(bi, _)| bi).or_else(|| {
+        obs.resources[ri]
+            .group
+            .and_then(|g| bundle_of_child(obs, g))
+    });
+    (0..obs.bundles.len())
+        .filter(|&bi| {
+            Some(bi) != own
+                && obs.bundles[bi]
+                    .replicas
+                    .first()
+                    .is_some_and(|r| ri < r.container)
+        })
+        .flat_map(|bi| {
+            (0..obs.bundles[bi].replicas.len()).filter_map(move |n| replica_node(obs, bi, n))
+        })
+        .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
+        .collect()
+}
+
 /// The id suffix of the implied "IP start then container start" ordering of a replica.
 const IP_ORDER_SUFFIX: &str = "-ip-before-container";
 

@@ -1896,14 +1896,18 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
         // (a resource banned because it is to be stopped knows every node, -INFINITY)
         let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
+        let later = crate::bundles::declared_later(obs, ri);
         let guests = guest_nodes
             .iter()
             .copied()
-            .filter(|ni| banned || declared(ri).contains(ni))
+            .filter(|ni| banned || declared(ri).contains(ni) || later.contains(ni))
             .map(|ni| (ni, -crate::cib::INFINITY));
         // (and the guest nodes a location on it names or matches, not listed already)
         let located = |ni: usize| {
-            !banned && desired.location_guests[ri].contains(&ni) && !declared(ri).contains(&ni)
+            !banned
+                && desired.location_guests[ri].contains(&ni)
+                && !declared(ri).contains(&ni)
+                && !later.contains(&ni)
         };
         let shown = scores
             .iter()
@@ -1963,6 +1967,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     obs.resources[ri].id.as_str(),
                     scores,
                     &desired.location_guests[ri],
+                    Some(ri),
                 )
             });
         let instance_rows = g
@@ -1980,12 +1985,20 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     obs.groups[ig].id.as_str(),
                     scores,
                     &desired.group_location_guests[ig],
+                    obs.groups[ig].members.first().copied(),
                 )
             });
+        let first_member = g.members.first().copied().or_else(|| {
+            g.clone
+                .iter()
+                .flat_map(|c| c.instances.iter())
+                .find_map(|&ig| obs.groups[ig].members.first().copied())
+        });
         let rows = std::iter::once((
             g.id.as_str(),
             &desired.group_scores[gi],
             &desired.group_location_guests[gi],
+            first_member,
         ))
         .chain(instance_rows)
         .chain(member_rows);
@@ -2009,8 +2022,16 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         let shown = |ni: &usize, located: &BTreeSet<usize>| {
             !guest_nodes.contains(ni) || own_guests.contains(ni) || located.contains(ni)
         };
-        for (id, scores, located) in rows {
-            for (&ni, &v) in scores.iter().filter(|&(ni, _)| shown(ni, located)) {
+        for (id, scores, located, first) in rows {
+            // (-INFINITY on the declared guest nodes of the bundles unpacked after it)
+            let later = first.map(|ri| crate::bundles::declared_later(obs, ri));
+            let later = later.unwrap_or_default();
+            let shown_scores = scores
+                .iter()
+                .filter(|&(ni, _)| shown(ni, located) && !later.contains(ni))
+                .map(|(&ni, &v)| (ni, v))
+                .chain(later.iter().map(|&ni| (ni, -crate::cib::INFINITY)));
+            for (ni, v) in shown_scores {
                 lines.push(format!(
                     "{label}: {id} allocation score on {}: {}",
                     obs.nodes[ni].uname,
