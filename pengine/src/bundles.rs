@@ -719,20 +719,55 @@ pub fn assign_calls(
     calls
 }
 
-/// The guest nodes a bundle replica's container or IP `ri` knows although guest nodes are
-/// never allowed by default: those configured as `<node type="remote">` (existing before the
-/// resources are unpacked) whose connection is made after it (its own replica's and the later
-/// ones'), -INFINITY there.
+/// The guest nodes a bundle replica's container, IP or connection `ri` knows although guest
+/// nodes are never allowed by default: those configured as `<node type="remote">` (existing
+/// before the resources are unpacked) whose connection is made after it. Pacemaker unpacks a
+/// bundle one replica at a time (container, IP, then connection: `create_replica_resources`),
+/// and a node made a replica's guest node is never probed, so later resources skip it: the
+/// container and IP know their own replica's node and the later ones', the connection only
+/// the later ones'.
 pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
     let Some((bi, k)) = replica_of(obs, ri) else {
         return Vec::new();
     };
     let r = &obs.bundles[bi].replicas[k];
-    if r.container != ri && r.ip != Some(ri) {
+    let first = if r.remote == Some(ri) {
+        k + 1
+    } else if r.container == ri || r.ip == Some(ri) {
+        k
+    } else {
+        return Vec::new();
+    };
+    (first..obs.bundles[bi].replicas.len())
+        .filter_map(|n| replica_node(obs, bi, n))
+        .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
+        .collect()
+}
+
+/// The declared guest nodes (`<node type="remote">`) of the bundles unpacked after resource
+/// `ri`, all -INFINITY for it: `ri` held a copy of each such node from the symmetric default,
+/// and `create_remote_resource` bans the node in every resource unpacked so far
+/// (`disallow_node`). None in an asymmetric cluster (no default copy).
+pub fn declared_later(obs: &Observed, ri: usize) -> Vec<usize> {
+    if !obs.symmetric {
         return Vec::new();
     }
-    (k..obs.bundles[bi].replicas.len())
-        .filter_map(|n| replica_node(obs, bi, n))
+    let own = replica_of(obs, ri).map(|(bi, _)| bi).or_else(|| {
+        obs.resources[ri]
+            .group
+            .and_then(|g| bundle_of_child(obs, g))
+    });
+    (0..obs.bundles.len())
+        .filter(|&bi| {
+            Some(bi) != own
+                && obs.bundles[bi]
+                    .replicas
+                    .first()
+                    .is_some_and(|r| ri < r.container)
+        })
+        .flat_map(|bi| {
+            (0..obs.bundles[bi].replicas.len()).filter_map(move |n| replica_node(obs, bi, n))
+        })
         .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
         .collect()
 }

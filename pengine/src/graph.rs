@@ -1892,14 +1892,18 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
         // (a resource banned because it is to be stopped knows every node, -INFINITY)
         let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
+        let later = crate::bundles::declared_later(obs, ri);
         let guests = guest_nodes
             .iter()
             .copied()
-            .filter(|ni| banned || declared(ri).contains(ni))
+            .filter(|ni| banned || declared(ri).contains(ni) || later.contains(ni))
             .map(|ni| (ni, -crate::cib::INFINITY));
         // (and the guest nodes a location on it names or matches, not listed already)
         let located = |ni: usize| {
-            !banned && desired.location_guests[ri].contains(&ni) && !declared(ri).contains(&ni)
+            !banned
+                && desired.location_guests[ri].contains(&ni)
+                && !declared(ri).contains(&ni)
+                && !later.contains(&ni)
         };
         let shown = scores
             .iter()
@@ -1959,6 +1963,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     obs.resources[ri].id.as_str(),
                     scores,
                     &desired.location_guests[ri],
+                    Some(ri),
                 )
             });
         let instance_rows = g
@@ -1976,12 +1981,20 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
                     obs.groups[ig].id.as_str(),
                     scores,
                     &desired.group_location_guests[ig],
+                    obs.groups[ig].members.first().copied(),
                 )
             });
+        let first_member = g.members.first().copied().or_else(|| {
+            g.clone
+                .iter()
+                .flat_map(|c| c.instances.iter())
+                .find_map(|&ig| obs.groups[ig].members.first().copied())
+        });
         let rows = std::iter::once((
             g.id.as_str(),
             &desired.group_scores[gi],
             &desired.group_location_guests[gi],
+            first_member,
         ))
         .chain(instance_rows)
         .chain(member_rows);
@@ -2005,8 +2018,16 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         let shown = |ni: &usize, located: &BTreeSet<usize>| {
             !guest_nodes.contains(ni) || own_guests.contains(ni) || located.contains(ni)
         };
-        for (id, scores, located) in rows {
-            for (&ni, &v) in scores.iter().filter(|&(ni, _)| shown(ni, located)) {
+        for (id, scores, located, first) in rows {
+            // (-INFINITY on the declared guest nodes of the bundles unpacked after it)
+            let later = first.map(|ri| crate::bundles::declared_later(obs, ri));
+            let later = later.unwrap_or_default();
+            let shown_scores = scores
+                .iter()
+                .filter(|&(ni, _)| shown(ni, located) && !later.contains(ni))
+                .map(|(&ni, &v)| (ni, v))
+                .chain(later.iter().map(|&ni| (ni, -crate::cib::INFINITY)));
+            for (ni, v) in shown_scores {
                 lines.push(format!(
                     "{label}: {id} allocation score on {}: {}",
                     obs.nodes[ni].uname,
@@ -2041,7 +2062,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
 /// What `pcmk__bundle_allocate` shows each time it runs (`crate::bundles::assign_calls`): the
 /// bundle's own scores, each replica's IP, container and connection, the inner clone and its
 /// instances, each on the nodes it knew when the bundle was unpacked (no guest node but the
-/// inner clone's own replicas' and, for a container or IP, `crate::bundles::declared_guests`).
+/// inner clone's own replicas' and, for a replica's parts, `crate::bundles::declared_guests`).
 /// The first time before anything is assigned; every later time as the first left them: the
 /// bundle's own unchanged, its parts with the scores their assignment showed.
 fn bundle_scores(
@@ -2086,8 +2107,24 @@ fn bundle_scores(
                     for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
                         push(id, ni, v);
                     }
+                    // (a container or IP copies the declared node's weight, 0, unless exclusive
+                    // discovery bans it there (`apply_exclusive_discovery`); a connection never
+                    // runs on a guest node; later as the assignment left them)
                     for ni in crate::bundles::declared_guests(obs, ri) {
-                        push(id, ni, -crate::cib::INFINITY);
+                        let v = if later {
+                            scores.get(&ni).copied().unwrap_or(-crate::cib::INFINITY)
+                        } else if Some(ri) == r.remote
+                            || desired
+                                .exclusive_discovery
+                                .get(ri)
+                                .copied()
+                                .unwrap_or(false)
+                        {
+                            -crate::cib::INFINITY
+                        } else {
+                            0
+                        };
+                        push(id, ni, v);
                     }
                 }
             }

@@ -397,8 +397,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         // Each attempt passes the clone's colocations on to the instance once more (a failed
         // pre-assignment leaves them passed twice, as in Pacemaker).
         appended[k] += 1;
+        // (the instance's own scores, before the clone's colocations: see the first pass)
         if let Some(p) = prefer {
-            if scores[k].get(&p).is_none_or(|&v| v < 0) {
+            let own = if group_instances {
+                &scores[k]
+            } else {
+                &ctx.desired.member_scores[unit[0]]
+            };
+            if own.get(&p).is_none_or(|&v| v < 0) {
                 return None;
             }
         }
@@ -627,7 +633,15 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             break;
         }
         let Some(cur) = current(k) else { continue };
-        if failed(k) || !node_available(obs, cur) || scores[k].get(&cur).is_none_or(|&v| v < 0) {
+        // (Pacemaker's `allocate_instance` reads the instance's own scores, before the clone's
+        // colocations its assignment adds: an instance they then send elsewhere is assigned,
+        // shown, and assigned again later)
+        let own = if group_instances {
+            &scores[k]
+        } else {
+            &ctx.desired.member_scores[units[k][0]]
+        };
+        if failed(k) || !node_available(obs, cur) || own.get(&cur).is_none_or(|&v| v < 0) {
             continue;
         }
         if count.get(&cur).copied().unwrap_or(0) >= loop_max {
