@@ -358,10 +358,11 @@ pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> 
         reason: "guest is unclean".into(),
         resource: Some(obs.resources[gf.container].id.clone()),
     });
-    let fencing = rec
-        .fence
-        .iter()
+    // (newest first, in the order Pacemaker created them: `actions::fencing_creation_order`)
+    let fencing = crate::actions::fencing_creation_order(obs, &rec.fence)
+        .into_iter()
         .rev()
+        .map(|k| &rec.fence[k])
         .map(|(ni, reason)| line(*ni, "reboot", Some(reason)));
     let fencing = guests.chain(fencing);
     let unfencing = rec
