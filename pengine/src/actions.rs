@@ -177,6 +177,15 @@ impl Plan {
             })
             .collect()
     }
+    /// The starts of a resource that are only drawn (DOT), not in the graph.
+    pub fn drawn_starts(&self, rsc: usize) -> Vec<usize> {
+        (0..self.actions.len())
+            .filter(|&i| {
+                let a = &self.actions[i];
+                a.rsc == Some(rsc) && a.kind == Kind::Start && a.dot_only
+            })
+            .collect()
+    }
     pub fn stops(&self, rsc: usize) -> Vec<usize> {
         (0..self.actions.len())
             .filter(|&i| {
@@ -1714,17 +1723,7 @@ fn group_actions(
     // Members whose start is required but cannot run (drawn only) make the group's start and
     // running required too (a group action is required when a member's is): both are drawn,
     // unrunnable, with the members' orderings.
-    let dot_starts: Vec<Vec<usize>> = members
-        .iter()
-        .map(|&m| {
-            (0..plan.actions.len())
-                .filter(|&i| {
-                    let a = &plan.actions[i];
-                    a.rsc == Some(m) && a.kind == Kind::Start && a.dot_only
-                })
-                .collect()
-        })
-        .collect();
+    let dot_starts: Vec<Vec<usize>> = members.iter().map(|&m| plan.drawn_starts(m)).collect();
     // (A clone's start and running can run while one instance's start can: an instance
     // placed whose start is not drawn only; they are then in the graph.)
     let clone_runnable = !is_group
@@ -2207,14 +2206,7 @@ fn apply_order(
     if !o.relaxed && o.first_action == "start" && o.then_action == "start" {
         let dot_starts = |id: &str| -> Vec<usize> {
             obs.rsc_index(id)
-                .map(|ri| {
-                    (0..plan.actions.len())
-                        .filter(|&i| {
-                            let a = &plan.actions[i];
-                            a.rsc == Some(ri) && a.kind == Kind::Start && a.dot_only
-                        })
-                        .collect()
-                })
+                .map(|ri| plan.drawn_starts(ri))
                 .unwrap_or_default()
         };
         let all_firsts: Vec<usize> = firsts.iter().copied().chain(dot_starts(&o.first)).collect();
@@ -2349,11 +2341,10 @@ fn one_or_more_actions(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) {
             let crate::one_or_more::Member::Rsc(ri) = m else {
                 continue;
             };
-            let drawn: Vec<usize> = (0..plan.actions.len())
-                .filter(|&i| {
-                    let a = &plan.actions[i];
-                    a.rsc == Some(ri) && a.kind == Kind::Start && a.dot_only && a.node.is_none()
-                })
+            let drawn: Vec<usize> = plan
+                .drawn_starts(ri)
+                .into_iter()
+                .filter(|&i| plan.actions[i].node.is_none())
                 .collect();
             let clone_start = obs.resources[ri]
                 .group

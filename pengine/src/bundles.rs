@@ -540,13 +540,11 @@ fn bundle_start_printed(obs: &Observed, plan: &crate::actions::Plan, b: &Bundle)
                     // only drawn; not a promotable instance's, which Pacemaker makes required
                     // only after it met the bundle's ordering: bundle-order-fencing)
                     let recovered = inst.failed && !crate::promotable::is_instance(obs, c);
-                    let drawn = (0..plan.actions.len()).filter(|&s| {
-                        let a = &plan.actions[s];
-                        recovered
-                            && a.rsc == Some(c)
-                            && a.kind == crate::actions::Kind::Start
-                            && a.dot_only
-                    });
+                    let drawn = if recovered {
+                        plan.drawn_starts(c)
+                    } else {
+                        Vec::new()
+                    };
                     plan.starts(c).into_iter().chain(drawn).any(|s| {
                         let a = &plan.actions[s];
                         !a.optional

@@ -433,10 +433,7 @@ pub fn order_action(
     // (likewise the container's start drawn only)
     let mut container_starts = plan.starts(ki);
     if drawn_too {
-        container_starts.extend((0..plan.actions.len()).filter(|&s| {
-            let a = &plan.actions[s];
-            a.rsc == Some(ki) && a.kind == Kind::Start && a.dot_only
-        }));
+        container_starts.extend(plan.drawn_starts(ki));
     }
     match plan.actions[i].kind.clone() {
         Kind::Start => {
@@ -478,12 +475,7 @@ pub fn order_action(
             // does not start again (its start only drawn) leaves it unrunnable
             // (`apply_container_ordering`).
             if conn_starts.is_empty() {
-                let drawn: Vec<usize> = (0..plan.actions.len())
-                    .filter(|&s| {
-                        let a = &plan.actions[s];
-                        a.rsc == Some(ci) && a.kind == Kind::Start && a.dot_only
-                    })
-                    .collect();
+                let drawn = plan.drawn_starts(ci);
                 if !drawn.is_empty() {
                     plan.actions[i].runnable = false;
                 }

@@ -328,13 +328,9 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     // creates none, so neither the clone's promote nor the graph has one
                     // (`promote_resource`: a start unrunnable when created; also the start
                     // only drawn of a resource stopping for want of quorum).
-                    let drawn_start = (0..plan.actions.len()).any(|s| {
+                    let drawn_start = plan.drawn_starts(ri).into_iter().any(|s| {
                         let a = &plan.actions[s];
-                        a.rsc == Some(ri)
-                            && a.kind == Kind::Start
-                            && a.node == target
-                            && a.dot_only
-                            && !a.runnable
+                        a.node == target && !a.runnable
                     });
                     // So does a start an ordering made unrunnable where the promoted instance
                     // was to stay (only drawn; the instance stops): Pacemaker created its start
