@@ -129,14 +129,7 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     let Some(then_meta) = then_meta else {
                         continue;
                     };
-                    let implies_then = match o.kind.as_str() {
-                        "mandatory" => o.symmetrical != Some(false),
-                        "optional" => then_meta
-                            .get("restart-type")
-                            .is_some_and(|v| v.eq_ignore_ascii_case("restart")),
-                        _ => false,
-                    };
-                    if !implies_then {
+                    if !crate::reconcile::implies_then(o, Some(then_meta)) {
                         continue;
                     }
                     match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {

@@ -573,10 +573,10 @@ fn first_state(obs: &Observed, rx: &[Relaxed], st: &[StartState], e: End) -> (bo
         // staying promoted. (Runnable: only the runnable-left of a mandatory ordering would
         // read it, and those are left to the plan.)
         End::ClonePromote(gi) => {
-            let required = obs.groups[gi].members.iter().any(|&ri| {
-                let s = &st[ri];
-                s.exists && s.runnable && s.promote.is_some_and(|kept| !kept || s.required)
-            });
+            let required = obs.groups[gi]
+                .members
+                .iter()
+                .any(|&ri| promote_required(&st[ri]));
             let task = if obs.groups[gi].clone.as_ref().is_some_and(|c| c.notify) {
                 "notified"
             } else {
@@ -670,13 +670,10 @@ fn apply_ordering(
                 desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied())
             };
             match node_of(ri) {
-                Some(n) => obs.groups[gi].members.iter().any(|&m| {
-                    let s = &st[m];
-                    s.exists
-                        && s.runnable
-                        && s.promote.is_some_and(|kept| !kept || s.required)
-                        && desired.assigned[m] == Some(n)
-                }),
+                Some(n) => obs.groups[gi]
+                    .members
+                    .iter()
+                    .any(|&m| promote_required(&st[m]) && desired.assigned[m] == Some(n)),
                 None => true,
             }
         }
@@ -826,6 +823,28 @@ fn settle(
     }
 }
 
+/// Whether ordering `o` implies its then (Pacemaker's `handle_restart_type`): mandatory and
+/// symmetrical, or optional with a then (`then_meta`: its meta-attributes) of the deprecated
+/// restart-type=restart.
+pub(crate) fn implies_then(
+    o: &crate::cib::Order,
+    then_meta: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    match o.kind.as_str() {
+        "mandatory" => o.symmetrical != Some(false),
+        "optional" => then_meta
+            .and_then(|m| m.get("restart-type"))
+            .is_some_and(|v| v.eq_ignore_ascii_case("restart")),
+        _ => false,
+    }
+}
+
+/// Whether an instance's promote is required (`st`: its start state): it runs and is a
+/// promotion, or the restart of an instance staying promoted.
+fn promote_required(s: &StartState) -> bool {
+    s.exists && s.runnable && s.promote.is_some_and(|kept| !kept || s.required)
+}
+
 /// Applies mandatory orderings: an unrunnable first start makes the then start unrunnable, and a
 /// required first start makes the then start required (a restart when it would otherwise stay).
 #[allow(clippy::needless_range_loop)] // indexes run over parallel per-resource tables
@@ -951,14 +970,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 (None, Some(r)) => Some(&obs.resources[r].meta),
                 _ => None,
             };
-            let restart_type = then_meta
-                .and_then(|m| m.get("restart-type"))
-                .is_some_and(|v| v.eq_ignore_ascii_case("restart"));
-            let implies_then = match o.kind.as_str() {
-                "mandatory" => o.symmetrical != Some(false),
-                "optional" => restart_type,
-                _ => false,
-            };
+            let implies_then = implies_then(o, then_meta);
             if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
                 if implies_then {
                     for (f, t) in crate::clones::unit_pairs(obs, &desired.assigned, fg, tg, true) {
@@ -998,12 +1010,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 _ => None,
             };
             if let (Some(fg), Some((then, meta))) = (promotable, then) {
-                let restart_type = meta
-                    .get("restart-type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("restart"));
-                if (o.kind == "mandatory" && o.symmetrical != Some(false))
-                    || (o.kind == "optional" && restart_type)
-                {
+                if implies_then(o, Some(meta)) {
                     rels.push((End::ClonePromote(fg), then, Mode::Symmetric));
                 }
             }
