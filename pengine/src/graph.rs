@@ -1005,34 +1005,9 @@ pub fn render_summary(
     g: &TransitionGraph,
 ) -> String {
     let mut out = String::new();
-    // Guests' pseudo fencing is created last: printed first.
-    for gf in rec.guest_fence.iter().rev() {
-        let _ = writeln!(
-            out,
-            "  * Fence ({}) {} (resource: {}) 'guest is unclean'",
-            if gf.off { "off" } else { "reboot" },
-            obs.nodes[gf.node].uname,
-            obs.resources[gf.container].id
-        );
-    }
-    // The fencing actions were created in `rec.fence`'s order (node order, what scheduling
-    // decided last: `schedule_fencing_and_shutdowns`) except those unpacking asked for, which
-    // `pe_fence_node` created then, in that order.
-    let created = crate::actions::fencing_creation_order(obs, &rec.fence);
-    for (ni, reason) in created.into_iter().rev().map(|k| &rec.fence[k]) {
-        let _ = writeln!(
-            out,
-            "  * Fence (reboot) {} '{}'",
-            obs.nodes[*ni].uname, reason
-        );
-    }
-    // Unfencings are created before the fencing of unclean nodes: printed after it.
-    for u in rec.unfence.iter().rev() {
-        let _ = write!(out, "  * Fence (on) {}", obs.nodes[u.node].uname);
-        if let Some(reason) = &u.reason {
-            let _ = write!(out, " '{reason}'");
-        }
-        out.push('\n');
+    // (guests' pseudo fencing, fencing, unfencing: newest first, see `summary::fencing_lines`)
+    for line in crate::summary::fencing_lines(obs, rec) {
+        let _ = writeln!(out, "  * {line}");
     }
     let lines = summary_lines(obs, plan, rec, g);
     let mut rsc_width = 5usize;

@@ -101,6 +101,20 @@ pub struct FenceLine {
     pub resource: Option<String>,
 }
 
+impl std::fmt::Display for FenceLine {
+    /// The line as the text summary prints it (after its "  * ").
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Fence ({}) {}", self.action, self.node)?;
+        if let Some(resource) = &self.resource {
+            write!(f, " (resource: {resource})")?;
+        }
+        if !self.reason.is_empty() {
+            write!(f, " '{}'", self.reason)?;
+        }
+        Ok(())
+    }
+}
+
 fn resource_state(r: &crate::observed::Resource, show_pending: bool) -> String {
     if r.failed {
         return "FAILED".into();
@@ -344,7 +358,9 @@ impl SimulationSummary {
     }
 }
 
-/// The fencing lines of the transition summary, as printed (latest decision first).
+/// The fencing lines of the transition summary, as printed (latest decision first): guests'
+/// pseudo fencing (created last), the fencing of nodes, then unfencing (created before the
+/// fencing of unclean nodes). The text summary prints these too (`graph::render_summary`).
 pub fn fencing_lines(obs: &Observed, rec: &crate::reconcile::Reconciliation) -> Vec<FenceLine> {
     let line = |ni: usize, action: &str, reason: Option<&String>| FenceLine {
         node: obs.nodes[ni].uname.clone(),
