@@ -119,23 +119,13 @@ pub(crate) fn order(obs: &Observed, desired: &Desired, plan: &mut Plan) {
             };
             if let Some(first) = first_id {
                 for &o in orders_by_first.get(first).into_iter().flatten() {
-                    let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
-                        (Some(g), _) if plain_group(g) => Some(&obs.groups[g].meta),
-                        (None, Some(x)) if obs.resources[x].clone_base.is_none() => {
-                            Some(&obs.resources[x].meta)
-                        }
-                        _ => None,
+                    let then = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                        (Some(g), _) if plain_group(g) => Step::GroupStart(g),
+                        (None, Some(x)) if obs.resources[x].clone_base.is_none() => Step::Start(x),
+                        _ => continue,
                     };
-                    let Some(then_meta) = then_meta else {
-                        continue;
-                    };
-                    if !crate::reconcile::implies_then(o, Some(then_meta)) {
-                        continue;
-                    }
-                    match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
-                        (Some(g), _) => next.push(Step::GroupStart(g)),
-                        (None, Some(x)) => next.push(Step::Start(x)),
-                        _ => {}
+                    if crate::reconcile::implies_then(obs, o) {
+                        next.push(then);
                     }
                 }
             }

@@ -824,17 +824,21 @@ fn settle(
 }
 
 /// Whether ordering `o` implies its then (Pacemaker's `handle_restart_type`): mandatory and
-/// symmetrical, or optional with a then (`then_meta`: its meta-attributes) of the deprecated
-/// restart-type=restart.
-pub(crate) fn implies_then(
-    o: &crate::cib::Order,
-    then_meta: Option<&std::collections::BTreeMap<String, String>>,
-) -> bool {
+/// symmetrical, or optional with a then (a group's or primitive's meta-attributes) of the
+/// deprecated restart-type=restart.
+pub(crate) fn implies_then(obs: &Observed, o: &crate::cib::Order) -> bool {
     match o.kind.as_str() {
         "mandatory" => o.symmetrical != Some(false),
-        "optional" => then_meta
-            .and_then(|m| m.get("restart-type"))
-            .is_some_and(|v| v.eq_ignore_ascii_case("restart")),
+        "optional" => {
+            let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
+                (Some(g), _) => Some(&obs.groups[g].meta),
+                (None, Some(r)) => Some(&obs.resources[r].meta),
+                _ => None,
+            };
+            then_meta
+                .and_then(|m| m.get("restart-type"))
+                .is_some_and(|v| v.eq_ignore_ascii_case("restart"))
+        }
         _ => false,
     }
 }
@@ -965,12 +969,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                 (None, Some(r)) => Some(End::Stop(r)),
                 _ => None,
             };
-            let then_meta = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
-                (Some(g), _) => Some(&obs.groups[g].meta),
-                (None, Some(r)) => Some(&obs.resources[r].meta),
-                _ => None,
-            };
-            let implies_then = implies_then(o, then_meta);
+            let implies_then = implies_then(obs, o);
             if let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "stop") {
                 if implies_then {
                     for (f, t) in crate::clones::unit_pairs(obs, &desired.assigned, fg, tg, true) {
@@ -1005,12 +1004,12 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
                     .is_some_and(|c| c.promotable.is_some())
             });
             let then = match (obs.group_index(&o.then), obs.rsc_index(&o.then)) {
-                (Some(g), _) => Some((End::GroupStart(g), &obs.groups[g].meta)),
-                (None, Some(r)) => Some((End::Start(r), &obs.resources[r].meta)),
+                (Some(g), _) => Some(End::GroupStart(g)),
+                (None, Some(r)) => Some(End::Start(r)),
                 _ => None,
             };
-            if let (Some(fg), Some((then, meta))) = (promotable, then) {
-                if implies_then(o, Some(meta)) {
+            if let (Some(fg), Some(then)) = (promotable, then) {
+                if implies_then(obs, o) {
                     rels.push((End::ClonePromote(fg), then, Mode::Symmetric));
                 }
             }
@@ -1024,13 +1023,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             && o.then_action == "start"
             && crate::clones::interleaved(obs, &o.first, &o.then, "start").is_none()
         {
-            let clone_restarts = obs.group_index(&o.then).is_some_and(|g| {
-                obs.groups[g].clone.is_some()
-                    && obs.groups[g]
-                        .meta
-                        .get("restart-type")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("restart"))
-            });
+            let clone_restarts = obs
+                .group_index(&o.then)
+                .is_some_and(|g| obs.groups[g].clone.is_some())
+                && implies_then(obs, o);
             let first = match (obs.group_index(&o.first), obs.rsc_index(&o.first)) {
                 (Some(g), _) => Some(End::GroupRunning(g)),
                 (None, Some(r)) => Some(End::Start(r)),
