@@ -662,6 +662,22 @@ pub fn interleaved(
     consumer.interleave.then_some((fg, tg))
 }
 
+/// The interleaved start orderings (start then start between two clones, the then interleaved,
+/// none gated by a one-or-more pseudo action), in configuration order, each with its (first
+/// clone, then clone).
+pub fn interleaved_starts(
+    obs: &Observed,
+) -> impl Iterator<Item = (&crate::cib::Order, (usize, usize))> {
+    obs.orders
+        .iter()
+        .filter(|o| {
+            o.first_action == "start"
+                && o.then_action == "start"
+                && crate::one_or_more::name_of(obs, o).is_none()
+        })
+        .filter_map(|o| interleaved(obs, &o.first, &o.then, "start").map(|clones| (o, clones)))
+}
+
 /// One instance of a clone as an interleaved ordering pairs it: a primitive instance, or an
 /// instance group of a clone of groups (whose running/stopped it follows, or whose start/stop
 /// follows, as Pacemaker's `clone_child_action` maps the clone's action for a group child).
@@ -802,7 +818,9 @@ pub fn inhibitions(
     };
     // (first clone, then clone, mandatory) of the interleaved start orderings, and the clones
     // each clone's start is ordered before (whose processing a change of it triggers).
-    let mut orderings: Vec<(usize, usize, bool)> = Vec::new();
+    let orderings: Vec<(usize, usize, bool)> = interleaved_starts(obs)
+        .map(|(o, (fg, tg))| (fg, tg, o.kind == "mandatory"))
+        .collect();
     let mut after: Vec<Vec<usize>> = vec![Vec::new(); obs.groups.len()];
     for o in &obs.orders {
         if o.first_action != "start"
@@ -819,9 +837,6 @@ pub fn inhibitions(
         }
         if !after[fg].contains(&tg) {
             after[fg].push(tg);
-        }
-        if interleaved(obs, &o.first, &o.then, "start").is_some() {
-            orderings.push((fg, tg, o.kind == "mandatory"));
         }
     }
     let mut replay = Replay {

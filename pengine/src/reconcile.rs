@@ -900,17 +900,10 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     let mut assigned = desired.assigned.clone();
     loop {
         let mut changed = false;
-        for o in &obs.orders {
-            if o.kind != "mandatory"
-                || o.first_action != "start"
-                || o.then_action != "start"
-                || crate::one_or_more::name_of(obs, o).is_some()
-            {
+        for (o, (fg, tg)) in crate::clones::interleaved_starts(obs) {
+            if o.kind != "mandatory" {
                 continue;
             }
-            let Some((fg, tg)) = crate::clones::interleaved(obs, &o.first, &o.then, "start") else {
-                continue;
-            };
             let paired: Vec<crate::clones::Instance> =
                 crate::clones::unit_pairs(obs, &assigned, fg, tg, false)
                     .into_iter()
