@@ -647,15 +647,14 @@ fn apply_ordering(
     // A clone's running as the first of a primitive's start is required only where that start
     // is: Pacemaker sums the instances' flags for the then's node (a group's or clone's start
     // has none).
+    let node_of =
+        |m: usize| desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied());
     let f_required = match f {
         End::GroupRunning(gi)
             if f_required
                 && obs.groups[gi].clone.is_some()
                 && obs.resources[ri].group.is_none() =>
         {
-            let node_of = |m: usize| {
-                desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied())
-            };
             match node_of(ri) {
                 Some(n) => obs.groups[gi]
                     .members
@@ -665,18 +664,13 @@ fn apply_ordering(
             }
         }
         // (likewise a promotable clone's promote: an instance promoted on the then's node)
-        End::ClonePromote(gi) if f_required => {
-            let node_of = |m: usize| {
-                desired.assigned[m].or_else(|| obs.resources[m].running_on.first().copied())
-            };
-            match node_of(ri) {
-                Some(n) => obs.groups[gi]
-                    .members
-                    .iter()
-                    .any(|&m| promote_required(&st[m]) && desired.assigned[m] == Some(n)),
-                None => true,
-            }
-        }
+        End::ClonePromote(gi) if f_required => match node_of(ri) {
+            Some(n) => obs.groups[gi]
+                .members
+                .iter()
+                .any(|&m| promote_required(&st[m]) && desired.assigned[m] == Some(n)),
+            None => true,
+        },
         _ => f_required,
     };
     if mode == Mode::Implies {
