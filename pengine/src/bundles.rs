@@ -263,25 +263,163 @@ pub fn is_bundled(obs: &Observed, ri: usize) -> bool {
 }
 
 /// Whether bundle guest node `ni` is among the allowed nodes of resource `ri`; None when `ni`
-/// is no bundle's guest node. Pacemaker makes a bundle's guest node while it unpacks the bundle
-/// (`create_remote_resource`), never to be probed, so the symmetric default skips it for every
-/// resource unpacked later, the bundle's own included; a node declared in the node section
-/// exists before, and the resources unpacked before the bundle hold a copy of it. An inner
-/// instance is allowed on its own replica's node only.
+/// is no bundle's guest node (see `guest_node_copy`).
 pub fn guest_node_allowed(obs: &Observed, ri: usize, ni: usize) -> Option<bool> {
-    let (bi, n) = (0..obs.bundles.len()).find_map(|bi| {
+    bundle_node_of(obs, ni)?;
+    Some(guest_node_copy(obs, ri, ni).is_some())
+}
+
+/// The bundle replica whose guest node `ni` is: (bundle, replica).
+pub fn bundle_node_of(obs: &Observed, ni: usize) -> Option<(usize, usize)> {
+    (0..obs.bundles.len()).find_map(|bi| {
         (0..obs.bundles[bi].replicas.len())
             .find(|&n| replica_node(obs, bi, n) == Some(ni))
             .map(|n| (bi, n))
-    })?;
-    if let Some((own, k)) = replica_of(obs, ri) {
-        if obs.bundles[own].replicas[k].child == Some(ri) {
-            return Some(own == bi && k == n);
+    })
+}
+
+/// Where something is made in Pacemaker's unpack sequence: the top-level configuration entry
+/// being unpacked (`Observed::unpack_step`), then, within a bundle (`pe__unpack_bundle`), the
+/// inner clone first, then replica by replica its container, IP, guest node and connection
+/// (`create_replica_resources`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct UnpackPos {
+    step: usize,
+    part: usize,
+}
+
+/// The part of replica `n` of a bundle: 0 is the inner clone's.
+fn replica_part(n: usize, what: usize) -> usize {
+    1 + 4 * n + what
+}
+const CONTAINER_PART: usize = 0;
+const IP_PART: usize = 1;
+const NODE_PART: usize = 2;
+const CONNECTION_PART: usize = 3;
+
+/// When resource `ri` was unpacked (a resource made later, from the status, comes last).
+fn unpack_pos(obs: &Observed, ri: usize) -> UnpackPos {
+    let step = obs.unpack_step.get(ri).copied().unwrap_or(usize::MAX);
+    let part = match replica_of(obs, ri) {
+        Some((bi, n)) => {
+            let r = &obs.bundles[bi].replicas[n];
+            if r.container == ri {
+                replica_part(n, CONTAINER_PART)
+            } else if r.ip == Some(ri) {
+                replica_part(n, IP_PART)
+            } else if r.remote == Some(ri) {
+                replica_part(n, CONNECTION_PART)
+            } else {
+                0
+            }
+        }
+        None => 0,
+    };
+    UnpackPos { step, part }
+}
+
+/// When bundle `bi` was unpacked (its inner clone's position).
+fn bundle_pos(obs: &Observed, bi: usize) -> UnpackPos {
+    let first = obs.bundles[bi].replicas.first().map(|r| r.container);
+    UnpackPos {
+        step: first
+            .and_then(|c| obs.unpack_step.get(c).copied())
+            .unwrap_or(usize::MAX),
+        part: 0,
+    }
+}
+
+/// The copy of bundle guest node `ni` that the allowed nodes of what was unpacked at `pos`
+/// hold once the configuration is unpacked (None: no copy). Pacemaker 2.1.5 makes a bundle's
+/// guest node while it unpacks the replica (`create_remote_resource`), or finds it declared in
+/// the node section (made before any resource, weighing its `score`), then sets its weight to
+/// -INFINITY and its discovery to "never". A resource copies the nodes known when it is
+/// unpacked (the symmetric default, which skips discovery "never"; in an asymmetric cluster a
+/// guest node's connection copies them all, `remote_connection_default`), and
+/// `disallow_node` bans the node in the resources unpacked before the bundle.
+/// `guest_connection`: what was unpacked is a guest node's connection (its `container` set).
+fn copy_at(obs: &Observed, pos: UnpackPos, guest_connection: bool, ni: usize) -> Option<i64> {
+    let (bi, k) = bundle_node_of(obs, ni)?;
+    let at = bundle_pos(obs, bi);
+    let made = UnpackPos {
+        step: at.step,
+        part: replica_part(k, NODE_PART),
+    };
+    let declared = obs.nodes[ni].remote.as_ref().filter(|rn| rn.declared);
+    let exists = declared.is_some() || made < pos;
+    let weight = match declared {
+        Some(rn) if pos < made => rn.declared_score,
+        _ => -INFINITY,
+    };
+    let copied = if obs.symmetric {
+        exists && pos < made
+    } else {
+        exists && guest_connection
+    };
+    if !copied {
+        return None;
+    }
+    Some(if pos.step < at.step {
+        -INFINITY
+    } else {
+        weight
+    })
+}
+
+/// The copy of bundle guest node `ni` in resource `ri`'s allowed nodes once the configuration
+/// is unpacked (see `copy_at`); None when it holds none or `ni` is no bundle's guest node. A
+/// bundle's inner instance holds its own replica's node only (500); a bundle's connection
+/// bans every remote or guest node it holds (`create_remote_resource`).
+pub fn guest_node_copy(obs: &Observed, ri: usize, ni: usize) -> Option<i64> {
+    let (bi, k) = bundle_node_of(obs, ni)?;
+    if let Some((own, n)) = replica_of(obs, ri) {
+        let r = &obs.bundles[own].replicas[n];
+        if r.child == Some(ri) {
+            return (own == bi && n == k).then_some(500);
+        }
+        if r.remote == Some(ri) {
+            return copy_at(obs, unpack_pos(obs, ri), true, ni).map(|_| -INFINITY);
         }
     }
-    let declared = obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared);
-    let first = obs.bundles[bi].replicas.first().map(|r| r.container)?;
-    Some(declared && ri < first)
+    let guest_connection = crate::guest::is_connection(&obs.resources[ri]);
+    copy_at(obs, unpack_pos(obs, ri), guest_connection, ni)
+}
+
+/// The copy of bundle guest node `ni` in the allowed nodes of bundle `bi`'s inner clone: its
+/// own replicas' nodes -INFINITY (`create_remote_resource`), another bundle's as `copy_at`
+/// has them (the clone is unpacked first, and `disallow_node` reaches it through the bundle).
+pub fn inner_clone_copy(obs: &Observed, bi: usize, ni: usize) -> Option<i64> {
+    let (own, _) = bundle_node_of(obs, ni)?;
+    if own == bi {
+        return Some(-INFINITY);
+    }
+    copy_at(obs, bundle_pos(obs, bi), false, ni)
+}
+
+/// The copy of bundle guest node `ni` in bundle `bi`'s own allowed nodes: the bundle takes
+/// the symmetric default once its parts are made (`pe__unpack_resource` after
+/// `pe__unpack_bundle`), so only another bundle's node can be there (see `copy_at`).
+pub fn bundle_copy(obs: &Observed, bi: usize, ni: usize) -> Option<i64> {
+    let pos = UnpackPos {
+        part: usize::MAX,
+        ..bundle_pos(obs, bi)
+    };
+    copy_at(obs, pos, false, ni)
+}
+
+/// The bundle guest nodes among resource `ri`'s allowed nodes once the configuration is
+/// unpacked, with their copies' weights (see `guest_node_copy`); an inner instance's own
+/// replica's node is left out (it is where the instance runs).
+pub fn guest_node_copies(obs: &Observed, ri: usize) -> BTreeMap<usize, i64> {
+    let inner =
+        replica_of(obs, ri).is_some_and(|(bi, n)| obs.bundles[bi].replicas[n].child == Some(ri));
+    if inner {
+        return BTreeMap::new();
+    }
+    guest_nodes(obs)
+        .into_iter()
+        .filter_map(|ni| Some((ni, guest_node_copy(obs, ri, ni)?)))
+        .collect()
 }
 
 /// Probes `pcmk__bundle_create_probe` does not create: nothing on a bundle's guest node but
@@ -715,59 +853,6 @@ pub fn assign_calls(
         }
     }
     calls
-}
-
-/// The guest nodes a bundle replica's container, IP or connection `ri` knows although guest
-/// nodes are never allowed by default: those configured as `<node type="remote">` (existing
-/// before the resources are unpacked) whose connection is made after it. Pacemaker unpacks a
-/// bundle one replica at a time (container, IP, then connection: `create_replica_resources`),
-/// and a node made a replica's guest node is never probed, so later resources skip it: the
-/// container and IP know their own replica's node and the later ones', the connection only
-/// the later ones'.
-pub fn declared_guests(obs: &Observed, ri: usize) -> Vec<usize> {
-    let Some((bi, k)) = replica_of(obs, ri) else {
-        return Vec::new();
-    };
-    let r = &obs.bundles[bi].replicas[k];
-    let first = if r.remote == Some(ri) {
-        k + 1
-    } else if r.container == ri || r.ip == Some(ri) {
-        k
-    } else {
-        return Vec::new();
-    };
-    (first..obs.bundles[bi].replicas.len())
-        .filter_map(|n| replica_node(obs, bi, n))
-        .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
-        .collect()
-}
-
-/// The declared guest nodes (`<node type="remote">`) of the bundles unpacked after resource
-/// `ri`, all -INFINITY for it: `ri` held a copy of each such node from the symmetric default,
-/// and `create_remote_resource` bans the node in every resource unpacked so far
-/// (`disallow_node`). None in an asymmetric cluster (no default copy).
-pub fn declared_later(obs: &Observed, ri: usize) -> Vec<usize> {
-    if !obs.symmetric {
-        return Vec::new();
-    }
-    let own = replica_of(obs, ri).map(|(bi, _)| bi).or_else(|| {
-        obs.resources[ri]
-            .group
-            .and_then(|g| bundle_of_child(obs, g))
-    });
-    (0..obs.bundles.len())
-        .filter(|&bi| {
-            Some(bi) != own
-                && obs.bundles[bi]
-                    .replicas
-                    .first()
-                    .is_some_and(|r| ri < r.container)
-        })
-        .flat_map(|bi| {
-            (0..obs.bundles[bi].replicas.len()).filter_map(move |n| replica_node(obs, bi, n))
-        })
-        .filter(|&ni| obs.nodes[ni].remote.as_ref().is_some_and(|rn| rn.declared))
-        .collect()
 }
 
 /// The id suffix of the implied "IP start then container start" ordering of a replica.

@@ -1851,7 +1851,6 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         .flat_map(|gi| obs.groups[gi].members.iter().copied())
         .collect();
     let known = |ri: usize, ni: usize| inner.contains(&ri) || !guest_nodes.contains(&ni);
-    let declared = |ri: usize| crate::bundles::declared_guests(obs, ri);
     let connections: BTreeMap<usize, BTreeMap<usize, i64>> = obs
         .bundles
         .iter()
@@ -1867,18 +1866,16 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
         // (a resource banned because it is to be stopped knows every node, -INFINITY)
         let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
-        let later = crate::bundles::declared_later(obs, ri);
+        // (the guest nodes its allowed nodes hold since it was unpacked, banned by now)
+        let copies = crate::bundles::guest_node_copies(obs, ri);
         let guests = guest_nodes
             .iter()
             .copied()
-            .filter(|ni| banned || declared(ri).contains(ni) || later.contains(ni))
+            .filter(|ni| banned || copies.contains_key(ni))
             .map(|ni| (ni, -crate::cib::INFINITY));
         // (and the guest nodes a location on it names or matches, not listed already)
         let located = |ni: usize| {
-            !banned
-                && desired.location_guests[ri].contains(&ni)
-                && !declared(ri).contains(&ni)
-                && !later.contains(&ni)
+            !banned && desired.location_guests[ri].contains(&ni) && !copies.contains_key(&ni)
         };
         let shown = scores
             .iter()
@@ -1979,10 +1976,8 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             None => "pcmk__group_assign",
         };
         // A bundle's inner clone knows its own replicas' guest nodes, no other bundle's.
-        let own_guests: BTreeSet<usize> = obs
-            .bundles
-            .iter()
-            .position(|b| b.child == Some(gi))
+        let own_bundle = crate::bundles::bundle_of_child(obs, gi);
+        let own_guests: BTreeSet<usize> = own_bundle
             .map(|bi| {
                 (0..obs.bundles[bi].replicas.len())
                     .filter_map(|n| crate::bundles::replica_node(obs, bi, n))
@@ -1990,13 +1985,34 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
             })
             .unwrap_or_default();
         // (and those a location on the row's resource names or matches)
+        // (in an asymmetric cluster the inner clone copied no node when it was unpacked:
+        // it holds its own guest nodes only)
+        let copied_none = own_bundle.is_some() && !obs.symmetric;
         let shown = |ni: &usize, located: &BTreeSet<usize>| {
-            !guest_nodes.contains(ni) || own_guests.contains(ni) || located.contains(ni)
+            (!guest_nodes.contains(ni) && !copied_none)
+                || own_guests.contains(ni)
+                || located.contains(ni)
         };
         for (id, scores, located, first) in rows {
-            // (-INFINITY on the declared guest nodes of the bundles unpacked after it)
-            let later = first.map(|ri| crate::bundles::declared_later(obs, ri));
-            let later = later.unwrap_or_default();
+            // (-INFINITY on the other bundles' guest nodes its allowed nodes hold since it was
+            // unpacked: a bundle's inner clone is unpacked with the bundle)
+            let later: BTreeSet<usize> = match own_bundle {
+                Some(bi) if id == g.id => guest_nodes
+                    .iter()
+                    .copied()
+                    .filter(|&ni| {
+                        !own_guests.contains(&ni)
+                            && crate::bundles::inner_clone_copy(obs, bi, ni).is_some()
+                    })
+                    .collect(),
+                _ => first
+                    .map(|ri| {
+                        crate::bundles::guest_node_copies(obs, ri)
+                            .into_keys()
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            };
             let shown_scores = scores
                 .iter()
                 .filter(|&(ni, _)| shown(ni, located) && !later.contains(ni))
@@ -2037,7 +2053,7 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
 /// What `pcmk__bundle_allocate` shows each time it runs (`crate::bundles::assign_calls`): the
 /// bundle's own scores, each replica's IP, container and connection, the inner clone and its
 /// instances, each on the nodes it knew when the bundle was unpacked (no guest node but the
-/// inner clone's own replicas' and, for a replica's parts, `crate::bundles::declared_guests`).
+/// inner clone's own replicas' and those `crate::bundles::guest_node_copies` gives).
 /// The first time before anything is assigned; every later time as the first left them: the
 /// bundle's own unchanged, its parts with the scores their assignment showed.
 fn bundle_scores(
@@ -2071,6 +2087,12 @@ fn bundle_scores(
             {
                 push(&b.id, ni, v);
             }
+            // (and the guest nodes it copied once its parts were made)
+            for ni in guest_nodes.iter().copied() {
+                if let Some(v) = crate::bundles::bundle_copy(obs, bi, ni) {
+                    push(&b.id, ni, v);
+                }
+            }
             for r in &b.replicas {
                 for ri in std::iter::once(r.container).chain(r.ip).chain(r.remote) {
                     let scores = if !later {
@@ -2082,22 +2104,21 @@ fn bundle_scores(
                     for (&ni, &v) in scores.iter().filter(|&(ni, _)| !guest_nodes.contains(ni)) {
                         push(id, ni, v);
                     }
-                    // (a container or IP copies the declared node's weight, 0, unless exclusive
-                    // discovery bans it there (`apply_exclusive_discovery`); a connection never
-                    // runs on a guest node; later as the assignment left them)
-                    for ni in crate::bundles::declared_guests(obs, ri) {
+                    // (the guest nodes it copied when unpacked: a container or IP the declared
+                    // node's weight, unless exclusive discovery bans it there
+                    // (`apply_exclusive_discovery`); later as the assignment left them)
+                    for (ni, copy) in crate::bundles::guest_node_copies(obs, ri) {
                         let v = if later {
                             scores.get(&ni).copied().unwrap_or(-crate::cib::INFINITY)
-                        } else if Some(ri) == r.remote
-                            || desired
-                                .exclusive_discovery
-                                .get(ri)
-                                .copied()
-                                .unwrap_or(false)
+                        } else if desired
+                            .exclusive_discovery
+                            .get(ri)
+                            .copied()
+                            .unwrap_or(false)
                         {
                             -crate::cib::INFINITY
                         } else {
-                            0
+                            copy
                         };
                         push(id, ni, v);
                     }
@@ -2107,13 +2128,26 @@ fn bundle_scores(
             let clone_id = obs.groups[ci].id.as_str();
             for ni in 0..obs.nodes.len() {
                 let guest = guest_nodes.contains(&ni);
-                if guest && !own.contains(&Some(ni)) {
+                // (the nodes it copied when unpacked: its own guest nodes -INFINITY, another
+                // bundle's as `inner_clone_copy` says, the others at their weight when the
+                // cluster is symmetric)
+                let copy = if guest && !own.contains(&Some(ni)) {
+                    match crate::bundles::inner_clone_copy(obs, bi, ni) {
+                        Some(v) => v,
+                        None => continue,
+                    }
+                } else if guest {
+                    -crate::cib::INFINITY
+                } else if obs.symmetric {
+                    obs.nodes[ni].weight
+                } else {
                     continue;
-                }
+                };
                 // (later: as the bundle left them, 0 on its guest nodes, -INFINITY elsewhere)
+                let foreign = guest && !own.contains(&Some(ni));
                 let v = match (later, guest) {
-                    (false, false) => 0,
-                    (false, true) => -crate::cib::INFINITY,
+                    (false, _) => copy,
+                    (true, _) if foreign => copy,
                     // (a promotable clone's instances' promotion scores added where they
                     // were assigned, as choosing their roles left them; a negative one is
                     // not: `add_sort_index_to_node_weight`)

@@ -401,6 +401,11 @@ pub struct Observed {
     /// While resources are unpacked: the guest nodes of bundles not unpacked yet (Pacemaker
     /// creates a bundle's nodes when it unpacks the bundle; see `unpacked_nodes`).
     pub(crate) bundle_nodes_pending: usize,
+    /// Pacemaker's unpack sequence (`unpack_resources`): per resource, the position among the
+    /// configuration's top-level resource entries of the one whose unpacking made it (guest
+    /// nodes' implicit connections, appended to the configuration, come last). Which nodes a
+    /// resource's allowed nodes hold depends on it (see `crate::bundles::guest_node_copy`).
+    pub unpack_step: Vec<usize>,
     /// The mandatory (INFINITY) colocations, as `pcmk__block_colocation_dependents` reads
     /// them: (dependent, primary, the dependent's role, the primary's role; None: any).
     pub mandatory_colocations: Vec<(String, String, Option<Role>, Option<Role>)>,
@@ -981,6 +986,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                 _ => 0,
             })
             .sum(),
+        unpack_step: Vec::new(),
         fence_requests: Vec::new(),
         mandatory_colocations: cib
             .colocations
@@ -1048,7 +1054,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
 
     // Resources.
-    for r in &cib.resources {
+    for (step, r) in cib.resources.iter().enumerate() {
         match r {
             ResourceDef::Primitive(p) => {
                 let rsc = make_resource(p, cib, None, now);
@@ -1079,6 +1085,8 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             ResourceDef::Clone(c) => crate::clones::add_clone(&mut obs, c, cib, now),
             ResourceDef::Bundle(b) => crate::bundles::add_bundle(&mut obs, b, cib, now),
         }
+        let made = obs.resources.len() - obs.unpack_step.len();
+        obs.unpack_step.extend(std::iter::repeat_n(step, made));
     }
     // Pacemaker counts watchdog self-fencing (have-watchdog, set by the controller when SBD runs)
     // as a fencing device: resources may start without a stonith resource.

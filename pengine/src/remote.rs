@@ -33,6 +33,9 @@ pub struct RemoteNode {
     /// Configured as a `<node type="remote">` entry: the node exists before the resources are
     /// unpacked (a bundle's containers made before its connection then know it).
     pub declared: bool,
+    /// The `<node>` entry's score: the node's weight until a bundle makes it its guest node
+    /// (`create_remote_resource` sets -INFINITY), which the resources unpacked before copy.
+    pub declared_score: i64,
 }
 
 /// Whether a configured primitive is a remote connection (`ocf:pacemaker:remote`).
@@ -75,6 +78,7 @@ pub fn configured_nodes(cib: &Cib, now: i64) -> Vec<Node> {
         node.weight = n.score;
         if let Some(rn) = node.remote.as_mut() {
             rn.declared = true;
+            rn.declared_score = n.score;
         }
         merge_sets(&mut node.attrs, &n.attrs, now, None);
         out.push(node);
