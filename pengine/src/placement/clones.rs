@@ -84,7 +84,25 @@ fn best_node(
 pub(super) fn own_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     let obs = ctx.obs;
     let mut scores = super::members::location_scores(ctx, gi);
-    if obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique) {
+    // An instance's failure whose role after failure is Stopped (on-fail=stop) keeps the whole
+    // anonymous clone from every node: Pacemaker 2.1.5 `unpack_rsc_op_failure` resets the
+    // allowed nodes of the instance's top parent, when that is an anonymous clone (not a
+    // bundle), to every node at -INFINITY.
+    let anonymous = obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique);
+    if anonymous
+        && crate::bundles::bundle_of_child(obs, gi).is_none()
+        && crate::clone_groups::instances(obs, gi)
+            .iter()
+            .flatten()
+            .any(|&m| obs.resources[m].failed_to_stopped)
+    {
+        for ni in
+            (0..obs.nodes.len()).filter(|&ni| !crate::observed::is_orphan_node(&obs.nodes[ni]))
+        {
+            scores.insert(ni, -INFINITY);
+        }
+    }
+    if anonymous {
         for &m in &obs.groups[gi].members {
             for (ni, _) in super::fail_limits(obs, m) {
                 if let Some(v) = scores.get_mut(&ni) {
@@ -618,7 +636,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
-            for &m in unit {
+            // (a member to be stopped is left unassigned, and so are the members after it,
+            // colocated with it: they take no share of the node, `pcmk__group_assign`)
+            let placed_members = unit
+                .iter()
+                .position(|&m| super::stop_banned(obs, m) && obs.resources[m].managed)
+                .unwrap_or(unit.len());
+            for &m in &unit[..placed_members] {
                 placed_now[m] = true;
                 ctx.num_resources[ni] += 1;
                 for (name, v) in &obs.resources[m].utilization {
