@@ -433,7 +433,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             let ban = match parent {
                 _ if !node_available(obs, ni) || r.orphan => Some(-INFINITY),
                 None => Some(-INFINITY),
-                Some(w) if w < 0 => Some(w),
+                // (a negative score of the clone's there bans the instance outright: Pacemaker
+                // 2.1.5 `can_run_instance` adds it, then -INFINITY; a bundle's containers too)
+                Some(w) if w < 0 => Some(-INFINITY),
                 Some(_) if full => Some(-INFINITY),
                 Some(_) => None,
             };
