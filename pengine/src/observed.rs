@@ -157,6 +157,9 @@ pub struct Resource {
     pub failure_ignored: bool,
     pub orphan: bool,
     pub known_on: BTreeSet<usize>,
+    /// A failure whose role after failure is Stopped (on-fail=stop) was unpacked: for an
+    /// anonymous clone's instance the whole clone is banned (see `placement::clones`).
+    pub failed_to_stopped: bool,
     /// Scores forced by history (hard errors, stop failures): node, score, reason.
     pub history_bans: Vec<(Option<usize>, i64, String)>,
     pub failed_probes: Vec<(usize, i32)>,
@@ -722,6 +725,11 @@ impl Resource {
                         == Some(Role::Promoted))
         });
         if let Some(v) = configured.as_deref().and_then(OnFail::parse) {
+            // on-fail=fence is reset to stop while fencing is disabled (Pacemaker 2.1.5
+            // `unpack_operation_on_fail`'s caller in pe_actions.c, role after failure Stopped).
+            if v == OnFail::Fence && !stonith_enabled {
+                return OnFail::Stop;
+            }
             return v;
         }
         // A remote node's connection (Pacemaker 2.1.5: no on-fail configured, or unmanaged):
@@ -1397,7 +1405,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             {
                 rsc.agent_changed_on.push(ni);
             }
-            unpack_lrm_resource(
+            let standby_onfail = unpack_lrm_resource(
                 rsc,
                 ni,
                 &lr.ops,
@@ -1410,6 +1418,10 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                     .unwrap_or(&[]),
             );
             crate::clones::forget_stopped_name(rsc, ni);
+            if standby_onfail {
+                obs.nodes[ni].standby = true;
+                obs.nodes[ni].standby_onfail = true;
+            }
         }
         if passes.is_none() {
             with_orphans(
@@ -1730,7 +1742,7 @@ fn unpack_lrm_resource(
     stonith_enabled: bool,
     now: i64,
     hist: Hist,
-) {
+) -> bool {
     // As Pacemaker orders a resource's history: the entries in reverse document order (it
     // prepends each to its list), then GLib's merge sort with `history_cmp`.
     let sorted: Vec<&RscOp> = glib_sort(ops.iter().rev().collect(), &|a, b| history_cmp(a, b));
@@ -2085,6 +2097,7 @@ fn unpack_lrm_resource(
         rsc.known_on.insert(ni);
     }
     let mut eff_on_fail = on_fail;
+    let mut standby_node = false;
     if node_unclean {
         eff_on_fail = OnFail::Ignore;
     }
@@ -2101,7 +2114,9 @@ fn unpack_lrm_resource(
                 rsc.fence_on = Some(ni);
             }
         }
-        OnFail::Standby => {}
+        // The node goes into standby (`process_rsc_state`: standby and standby_onfail); the
+        // caller sets it, the node list being read here.
+        OnFail::Standby => standby_node = true,
         OnFail::Block => {
             rsc.managed = false;
             rsc.blocked = true;
@@ -2191,6 +2206,7 @@ fn unpack_lrm_resource(
     if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container() {
         definition_changed(rsc, ni, ops, nodes, now, None);
     }
+    standby_node
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node (not
@@ -2961,9 +2977,10 @@ fn unpack_failure<'a>(
     }
     if action_on_fail == OnFail::Stop {
         rsc.next_role = Some(Role::Stopped);
+        rsc.failed_to_stopped = true;
         // A failure whose role after failure is Stopped keeps the resource from every node
         // (Pacemaker 2.1.5 `unpack_rsc_op_failure` resets its allowed nodes to -INFINITY; for
-        // an anonymous clone instance it is the clone's, which the next role covers here).
+        // an anonymous clone instance it is the clone's: `failed_to_stopped`).
         if rsc.clone_base.is_none() && !rsc.history_bans.iter().any(|b| b.0.is_none()) {
             rsc.history_bans
                 .push((None, -INFINITY, "on-fail=stop".into()));

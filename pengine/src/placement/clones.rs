@@ -80,8 +80,37 @@ fn best_node(
 /// Clone `gi`'s own scores before its instances are placed: its locations, and -INFINITY
 /// where an instance of an anonymous clone reached its migration-threshold (Pacemaker bans
 /// the whole clone there, `pcmk__threshold_reached`, before resources are sorted and placed:
-/// what is colocated with the clone sees the ban too; bug-lf-2619).
+/// what is colocated with the clone sees the ban too; bug-lf-2619), or everywhere once an
+/// instance failed with on-fail=stop (`stop_failed`).
 pub(super) fn own_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
+    let obs = ctx.obs;
+    let mut scores = inherited_scores(ctx, gi);
+    if stop_failed(obs, gi) {
+        for ni in
+            (0..obs.nodes.len()).filter(|&ni| !crate::observed::is_orphan_node(&obs.nodes[ni]))
+        {
+            scores.insert(ni, -INFINITY);
+        }
+    }
+    scores
+}
+
+/// Whether an instance of anonymous clone `gi` failed with a role after failure of Stopped
+/// (on-fail=stop): Pacemaker 2.1.5 `unpack_rsc_op_failure` then resets the allowed nodes of
+/// the instance's top parent, when that is an anonymous clone (not a bundle), to every node at
+/// -INFINITY. Only the clone's own table: its instances (an instance group's row) keep theirs.
+fn stop_failed(obs: &crate::observed::Observed, gi: usize) -> bool {
+    obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique)
+        && crate::bundles::bundle_of_child(obs, gi).is_none()
+        && crate::clone_groups::instances(obs, gi)
+            .iter()
+            .flatten()
+            .any(|&m| obs.resources[m].failed_to_stopped)
+}
+
+/// Clone `gi`'s scores its instances start from: its locations and the migration-threshold
+/// bans of `own_scores` (`resource_location` on the clone reaches its children too).
+fn inherited_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
     let obs = ctx.obs;
     let mut scores = super::members::location_scores(ctx, gi);
     if obs.groups[gi].clone.as_ref().is_some_and(|c| !c.unique) {
@@ -114,7 +143,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let members: Vec<usize> = units.iter().map(|u| u[0]).collect();
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = own_scores(ctx, gi);
-    let location_scores = clone_scores.clone();
+    let location_scores = inherited_scores(ctx, gi);
     // A bundle's own scores are never more than that (and exclusive discovery's bans:
     // `apply_exclusive_discovery`); only what it shows, its containers carry the rest.
     if let Some(b) = obs.bundles.iter().find(|b| b.containers == gi) {
@@ -415,7 +444,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             let ban = match parent {
                 _ if !node_available(obs, ni) || r.orphan => Some(-INFINITY),
                 None => Some(-INFINITY),
-                Some(w) if w < 0 => Some(w),
+                // (a negative score of the clone's there bans the instance outright: Pacemaker
+                // 2.1.5 `can_run_instance` adds it, then -INFINITY; a bundle's containers too)
+                Some(w) if w < 0 => Some(-INFINITY),
                 Some(_) if full => Some(-INFINITY),
                 Some(_) => None,
             };
@@ -618,7 +649,13 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         }
         if let Some(ni) = chosen {
             *count.entry(ni).or_insert(0) += 1;
-            for &m in unit {
+            // (a member to be stopped is left unassigned, and so are the members after it,
+            // colocated with it: they take no share of the node, `pcmk__group_assign`)
+            let placed_members = unit
+                .iter()
+                .position(|&m| super::stop_banned(obs, m) && obs.resources[m].managed)
+                .unwrap_or(unit.len());
+            for &m in &unit[..placed_members] {
                 placed_now[m] = true;
                 ctx.num_resources[ni] += 1;
                 for (name, v) in &obs.resources[m].utilization {
