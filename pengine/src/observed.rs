@@ -185,8 +185,6 @@ pub struct Resource {
     /// `stops_forced` once the source is known to be unclean.
     pub pending_migrate_to_lost: Vec<(usize, usize)>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
-    /// A node to fence because an operation with on-fail=fence failed there.
-    pub fence_on: Option<usize>,
     /// Recurring monitors whose latest result is "not running" (Stopped-role monitors).
     pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
@@ -515,6 +513,28 @@ impl Observed {
         if !self.fence_requests.contains(&ni) {
             self.fence_requests.push(ni);
         }
+    }
+
+    /// A resource's current node (Pacemaker's `pe__current_node`, `pe__find_active_on`): of
+    /// the nodes it runs on, a partial migration's source; else, when it does not need fencing,
+    /// the first clean one (online, not unclean); else the first.
+    pub fn current_node(&self, ri: usize) -> Option<usize> {
+        let r = &self.resources[ri];
+        if let Some((source, _)) = r.partial_migration {
+            return r
+                .running_on
+                .iter()
+                .copied()
+                .find(|&ni| ni == source)
+                .or(r.running_on.first().copied());
+        }
+        if !crate::reconcile::needs_fencing(self, r) {
+            let clean = |ni: usize| self.nodes[ni].online && !self.nodes[ni].unclean;
+            if let Some(ni) = r.running_on.iter().copied().find(|&ni| clean(ni)) {
+                return Some(ni);
+            }
+        }
+        r.running_on.first().copied()
     }
 
     /// Can this cluster fence this node?
@@ -1238,6 +1258,8 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     merge_sets(&mut orphan_op_defaults, &cib.op_defaults, now, None);
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     let clone_children = crate::clones::by_child(&obs);
+    // Remote nodes to fence because an operation with on-fail=fence failed there.
+    let mut history_fences: Vec<(usize, String)> = Vec::new();
     // Cluster nodes' histories first, then the remote nodes', one node at a time in the
     // order `crate::remote::StatePasses` reads them (a remote node's connection state is in
     // another node's history).
@@ -1389,7 +1411,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             {
                 rsc.agent_changed_on.push(ni);
             }
-            unpack_lrm_resource(
+            let fence = unpack_lrm_resource(
                 rsc,
                 ni,
                 &lr.ops,
@@ -1402,6 +1424,20 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                     .unwrap_or(&[]),
             );
             crate::clones::forget_stopped_name(rsc, ni);
+            if fence {
+                let reason = format!("{} failed there", rsc.id);
+                // Pacemaker's `pe_fence_node` marks a cluster node unclean at once: the
+                // histories read after this one there see it unclean (their failures are
+                // ignored: `process_rsc_state`). A remote node is fenced after unpacking.
+                let node = &mut obs.nodes[ni];
+                if node.remote.is_some() {
+                    history_fences.push((ni, reason));
+                } else if !node.unclean {
+                    node.unclean = true;
+                    node.fence_reason = Some(reason);
+                    obs.note_fence_request(ni);
+                }
+            }
         }
         if passes.is_none() {
             with_orphans(
@@ -1525,12 +1561,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     failure_rechecks(&mut obs);
     // Resources running on offline nodes with fencing: the node must be fenced.
-    let mut fences = Vec::new();
-    for r in &obs.resources {
-        if let Some(ni) = r.fence_on {
-            fences.push((ni, format!("{} failed there", r.id)));
-        }
-    }
+    let mut fences = history_fences;
     let mut remote_fences = Vec::new();
     for (ri, r) in obs.resources.iter().enumerate() {
         if r.role > Role::Stopped && r.managed {
@@ -1714,6 +1745,8 @@ pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str) -> (i64, i64)
     (count, last)
 }
 
+/// Reads one resource's history on one node (Pacemaker's `unpack_lrm_resource` and
+/// `process_rsc_state`); true when a failure with on-fail=fence asks to fence the node.
 fn unpack_lrm_resource(
     rsc: &mut Resource,
     ni: usize,
@@ -1722,7 +1755,7 @@ fn unpack_lrm_resource(
     stonith_enabled: bool,
     now: i64,
     hist: Hist,
-) {
+) -> bool {
     // As Pacemaker orders a resource's history: the entries in reverse document order (it
     // prepends each to its list), then GLib's merge sort with `history_cmp`.
     let sorted: Vec<&RscOp> = glib_sort(ops.iter().rev().collect(), &|a, b| history_cmp(a, b));
@@ -2077,6 +2110,7 @@ fn unpack_lrm_resource(
         rsc.known_on.insert(ni);
     }
     let mut eff_on_fail = on_fail;
+    let mut fence = false;
     if node_unclean {
         eff_on_fail = OnFail::Ignore;
     }
@@ -2088,11 +2122,7 @@ fn unpack_lrm_resource(
                 rsc.unpack_demotes.push(ni);
             }
         }
-        OnFail::Fence => {
-            if rsc.fence_on.is_none() {
-                rsc.fence_on = Some(ni);
-            }
-        }
+        OnFail::Fence => fence = true,
         OnFail::Standby => {}
         OnFail::Block => {
             rsc.managed = false;
@@ -2183,6 +2213,7 @@ fn unpack_lrm_resource(
     if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container() {
         definition_changed(rsc, ni, ops, nodes, now, None);
     }
+    fence
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node (not
