@@ -2867,6 +2867,11 @@ fn migrate_to_success(
             Some(t) if !target_newer_state => add_running(rsc, t),
             _ => clear_migration(rsc),
         },
+        // (pending, complete but erased, or to be scheduled) An online target with no history
+        // was likely cleaned up: it is probed, not thought active (Pacemaker's ad9fd9548,
+        // "handle cleaned migrate_from history correctly", in the installed Debian
+        // 2.1.5-1+deb12u1 build). The atomic model keeps its own reading.
+        _ if !atomic && target_up.is_some_and(|t| unknown_on_node(hist, t)) => return,
         _ => match target_up {
             Some(t) if !target_newer_state => {
                 add_running(rsc, t);
@@ -2957,10 +2962,17 @@ fn unpack_failure<'a>(
         rsc.history_bans
             .push((Some(ni), -INFINITY, "__stop_fail__".into()));
     } else if task == "migrate_to" {
-        rsc.migratable_cleared = true;
+        // (Pacemaker 2.1.5's `unpack_migrate_to_failure` and `unpack_migrate_from_failure` leave
+        // allow-migrate alone: a failed migration that is no longer the last word on its nodes
+        // does not keep the resource from migrating later; the atomic model forbids it.)
+        if is_atomic(rsc) {
+            rsc.migratable_cleared = true;
+        }
         migrate_to_failure(rsc, ni, op, nodes, hist);
     } else if task == "migrate_from" {
-        rsc.migratable_cleared = true;
+        if is_atomic(rsc) {
+            rsc.migratable_cleared = true;
+        }
         migrate_from_failure(rsc, ni, op, nodes, hist);
     } else if task == "promote" {
         *role = Role::Promoted;
