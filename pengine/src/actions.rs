@@ -313,15 +313,7 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
         return;
     }
     let clean = |ni: usize| obs.nodes[ni].online && !obs.nodes[ni].unclean;
-    let current = if crate::reconcile::needs_fencing(obs, r) {
-        r.running_on.first().copied()
-    } else {
-        r.running_on
-            .iter()
-            .copied()
-            .find(|&ni| clean(ni))
-            .or(r.running_on.first().copied())
-    };
+    let current = obs.current_node(ri);
     let in_history = |ni: usize, iv: u64| r.unpacked_recurring.contains(&(ni, iv));
     if let Some(ni) = current {
         // (a promotable instance: its current role's monitors)

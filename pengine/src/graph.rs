@@ -1227,8 +1227,10 @@ pub fn summary_lines(
             }
             Change::Move { source, target, .. } => {
                 if runnable_start(ri) {
+                    // (a failed resource active on several nodes moves: Pacemaker's
+                    // `rsc_action_default` calls that a recovery)
                     lines.push(line(
-                        "Move",
+                        if r.failed { "Recover" } else { "Move" },
                         format!("{} -> {}", name(*source), name(*target)),
                         rec.move_reasons.get(&ri).cloned(),
                         false,

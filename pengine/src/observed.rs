@@ -188,8 +188,6 @@ pub struct Resource {
     /// `stops_forced` once the source is known to be unclean.
     pub pending_migrate_to_lost: Vec<(usize, usize)>,
     pub pending_migrate_to: Vec<(usize, usize, i64)>,
-    /// A node to fence because an operation with on-fail=fence failed there.
-    pub fence_on: Option<usize>,
     /// Recurring monitors whose latest result is "not running" (Stopped-role monitors).
     pub stopped_monitors: Vec<ActiveRecurring>,
     /// Nodes where an expired fail count is cleared.
@@ -523,6 +521,28 @@ impl Observed {
         if !self.fence_requests.contains(&ni) {
             self.fence_requests.push(ni);
         }
+    }
+
+    /// A resource's current node (Pacemaker's `pe__current_node`, `pe__find_active_on`): of
+    /// the nodes it runs on, a partial migration's source; else, when it does not need fencing,
+    /// the first clean one (online, not unclean); else the first.
+    pub fn current_node(&self, ri: usize) -> Option<usize> {
+        let r = &self.resources[ri];
+        if let Some((source, _)) = r.partial_migration {
+            return r
+                .running_on
+                .iter()
+                .copied()
+                .find(|&ni| ni == source)
+                .or(r.running_on.first().copied());
+        }
+        if !crate::reconcile::needs_fencing(self, r) {
+            let clean = |ni: usize| self.nodes[ni].online && !self.nodes[ni].unclean;
+            if let Some(ni) = r.running_on.iter().copied().find(|&ni| clean(ni)) {
+                return Some(ni);
+            }
+        }
+        r.running_on.first().copied()
     }
 
     /// Can this cluster fence this node?
@@ -1254,6 +1274,8 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     merge_sets(&mut orphan_op_defaults, &cib.op_defaults, now, None);
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);
     let clone_children = crate::clones::by_child(&obs);
+    // Remote nodes to fence because an operation with on-fail=fence failed there.
+    let mut history_fences: Vec<(usize, String)> = Vec::new();
     // Cluster nodes' histories first, then the remote nodes', one node at a time in the
     // order `crate::remote::StatePasses` reads them (a remote node's connection state is in
     // another node's history).
@@ -1405,7 +1427,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
             {
                 rsc.agent_changed_on.push(ni);
             }
-            let standby_onfail = unpack_lrm_resource(
+            let outcome = unpack_lrm_resource(
                 rsc,
                 ni,
                 &lr.ops,
@@ -1418,9 +1440,23 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                     .unwrap_or(&[]),
             );
             crate::clones::forget_stopped_name(rsc, ni);
-            if standby_onfail {
+            if outcome.standby {
                 obs.nodes[ni].standby = true;
                 obs.nodes[ni].standby_onfail = true;
+            }
+            if outcome.fence {
+                let reason = format!("{} failed there", rsc.id);
+                // Pacemaker's `pe_fence_node` marks a cluster node unclean at once: the
+                // histories read after this one there see it unclean (their failures are
+                // ignored: `process_rsc_state`). A remote node is fenced after unpacking.
+                let node = &mut obs.nodes[ni];
+                if node.remote.is_some() {
+                    history_fences.push((ni, reason));
+                } else if !node.unclean {
+                    node.unclean = true;
+                    node.fence_reason = Some(reason);
+                    obs.note_fence_request(ni);
+                }
             }
         }
         if passes.is_none() {
@@ -1545,12 +1581,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     failure_rechecks(&mut obs);
     // Resources running on offline nodes with fencing: the node must be fenced.
-    let mut fences = Vec::new();
-    for r in &obs.resources {
-        if let Some(ni) = r.fence_on {
-            fences.push((ni, format!("{} failed there", r.id)));
-        }
-    }
+    let mut fences = history_fences;
     let mut remote_fences = Vec::new();
     for (ri, r) in obs.resources.iter().enumerate() {
         if r.role > Role::Stopped && r.managed {
@@ -1734,6 +1765,17 @@ pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str) -> (i64, i64)
     (count, last)
 }
 
+/// What a resource's history asks of its node, for the caller, which holds the node list.
+#[derive(Debug, Default)]
+struct HistoryOutcome {
+    /// A failure with on-fail=fence asks to fence the node.
+    fence: bool,
+    /// A failure with on-fail=standby puts the node in standby.
+    standby: bool,
+}
+
+/// Reads one resource's history on one node (Pacemaker's `unpack_lrm_resource` and
+/// `process_rsc_state`), saying what it asks of the node.
 fn unpack_lrm_resource(
     rsc: &mut Resource,
     ni: usize,
@@ -1742,7 +1784,7 @@ fn unpack_lrm_resource(
     stonith_enabled: bool,
     now: i64,
     hist: Hist,
-) -> bool {
+) -> HistoryOutcome {
     // As Pacemaker orders a resource's history: the entries in reverse document order (it
     // prepends each to its list), then GLib's merge sort with `history_cmp`.
     let sorted: Vec<&RscOp> = glib_sort(ops.iter().rev().collect(), &|a, b| history_cmp(a, b));
@@ -2097,7 +2139,7 @@ fn unpack_lrm_resource(
         rsc.known_on.insert(ni);
     }
     let mut eff_on_fail = on_fail;
-    let mut standby_node = false;
+    let mut outcome = HistoryOutcome::default();
     if node_unclean {
         eff_on_fail = OnFail::Ignore;
     }
@@ -2109,14 +2151,10 @@ fn unpack_lrm_resource(
                 rsc.unpack_demotes.push(ni);
             }
         }
-        OnFail::Fence => {
-            if rsc.fence_on.is_none() {
-                rsc.fence_on = Some(ni);
-            }
-        }
+        OnFail::Fence => outcome.fence = true,
         // The node goes into standby (`process_rsc_state`: standby and standby_onfail); the
         // caller sets it, the node list being read here.
-        OnFail::Standby => standby_node = true,
+        OnFail::Standby => outcome.standby = true,
         OnFail::Block => {
             rsc.managed = false;
             rsc.blocked = true;
@@ -2206,7 +2244,7 @@ fn unpack_lrm_resource(
     if role != Role::Stopped && role != Role::Unknown && !rsc.orphan && !rsc.addr_from_container() {
         definition_changed(rsc, ni, ops, nodes, now, None);
     }
-    standby_node
+    outcome
 }
 
 /// Pacemaker's configuration check of an active resource's history on an available node (not
@@ -2860,6 +2898,11 @@ fn migrate_to_success(
             Some(t) if !target_newer_state => add_running(rsc, t),
             _ => clear_migration(rsc),
         },
+        // (pending, complete but erased, or to be scheduled) An online target with no history
+        // was likely cleaned up: it is probed, not thought active (Pacemaker's ad9fd9548,
+        // "handle cleaned migrate_from history correctly", in the installed Debian
+        // 2.1.5-1+deb12u1 build). The atomic model keeps its own reading.
+        _ if !atomic && target_up.is_some_and(|t| unknown_on_node(hist, t)) => return,
         _ => match target_up {
             Some(t) if !target_newer_state => {
                 add_running(rsc, t);
@@ -2950,10 +2993,17 @@ fn unpack_failure<'a>(
         rsc.history_bans
             .push((Some(ni), -INFINITY, "__stop_fail__".into()));
     } else if task == "migrate_to" {
-        rsc.migratable_cleared = true;
+        // (Pacemaker 2.1.5's `unpack_migrate_to_failure` and `unpack_migrate_from_failure` leave
+        // allow-migrate alone: a failed migration that is no longer the last word on its nodes
+        // does not keep the resource from migrating later; the atomic model forbids it.)
+        if is_atomic(rsc) {
+            rsc.migratable_cleared = true;
+        }
         migrate_to_failure(rsc, ni, op, nodes, hist);
     } else if task == "migrate_from" {
-        rsc.migratable_cleared = true;
+        if is_atomic(rsc) {
+            rsc.migratable_cleared = true;
+        }
         migrate_from_failure(rsc, ni, op, nodes, hist);
     } else if task == "promote" {
         *role = Role::Promoted;

@@ -1269,18 +1269,11 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         candidates.push((ni, s));
     }
     // Pacemaker's current node (`pe__current_node`): the only one, or of several the partial
-    // migration's source, else the first it was found running on (cts-sim --profile full seeds 8,
-    // 143, 533: a failed migrate_to left it on both nodes, and at equal scores the restart went
-    // to the first node instead of where Pacemaker restarts it).
-    let active = match running.as_slice() {
-        [] => None,
-        [only] => Some(*only),
-        several => obs.resources[members[0]]
-            .partial_migration
-            .map(|(source, _)| source)
-            .filter(|s| several.contains(s))
-            .or(several.first().copied()),
-    };
+    // migration's source, else the first clean one it runs on for a resource that needs no
+    // fencing (a fencing device), else the first it was found running on (cts-sim --profile full
+    // seeds 8, 143, 533: a failed migrate_to left it on both nodes, and at equal scores the
+    // restart went to the first node instead of where Pacemaker restarts it).
+    let active = obs.current_node(members[0]);
     candidates.sort_by(|a, b| {
         b.1.cmp(&a.1)
             .then_with(|| {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use test_cts::sim::options::{PlannerKind, Profile};
+use test_cts::sim::oracle::{DiffConfig, DiffTally};
 use test_cts::sim::{Extras, Report, run_scenario_2013, run_seed_with};
 
 /// Prints a line; a closed pipe (`| head`) ends the program quietly instead of panicking.
@@ -18,11 +19,12 @@ macro_rules! say {
     }};
 }
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR] [--crm-simulate]\n\
+const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR] [--crm-simulate] [--diff-crm-simulate [--diff-every N] [--diff-out DIR] [--pengine PATH]]\n\
   atomic (default): the VMs as a Highlander cluster runs them (ocf:highlander:VirtualDomain, atomic migration model); every violation fails the run.\n\
   full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.\n\
   --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.\n\
-  --crm-simulate (two-phase profiles): a stall not explained otherwise is checked with crm_simulate (Pacemaker 2.1.5, installed) on the same CIB; when Pacemaker's scheduler has work there too the stall is counted faithful (faithful-stalls=N).";
+  --crm-simulate (two-phase profiles): a stall not explained otherwise is checked with crm_simulate (Pacemaker 2.1.5, installed) on the same CIB; when Pacemaker's scheduler has work there too the stall is counted faithful (faithful-stalls=N).\n\
+  --diff-crm-simulate (two-phase profiles): on every planner call (every Nth with --diff-every N) the CIB the planner reads goes to `pengine simulate -x CIB -S` (--pengine PATH, default the pengine next to cts-sim) and `crm_simulate -x CIB -S`; their normalised outputs are compared. A seed's first differing CIB is kept in --diff-out DIR (default /tmp/cts-sim-diff) with both outputs (.crm, .pe); the last line tallies the comparisons.";
 
 enum What {
     Seeds(u64, u64),
@@ -38,6 +40,7 @@ struct Args {
     verbose: bool,
     dump_dir: Option<std::path::PathBuf>,
     crm_simulate: bool,
+    diff: Option<DiffConfig>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -49,6 +52,10 @@ fn parse_args() -> Result<Args, String> {
     let mut verbose = false;
     let mut dump_dir = None;
     let mut crm_simulate = false;
+    let mut diff = false;
+    let mut diff_every = 1;
+    let mut diff_out = std::path::PathBuf::from("/tmp/cts-sim-diff");
+    let mut pengine = None;
     let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
         s.ok_or(format!("{flag} needs a value"))?
             .parse::<u64>()
@@ -86,6 +93,17 @@ fn parse_args() -> Result<Args, String> {
             "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
             "--verbose" | "-v" => verbose = true,
             "--crm-simulate" => crm_simulate = true,
+            "--diff-crm-simulate" => diff = true,
+            "--diff-every" => diff_every = num(args.next(), "--diff-every")?.max(1),
+            "--diff-out" => {
+                diff_out =
+                    std::path::PathBuf::from(args.next().ok_or("--diff-out needs a directory")?);
+            }
+            "--pengine" => {
+                pengine = Some(std::path::PathBuf::from(
+                    args.next().ok_or("--pengine needs a path")?,
+                ));
+            }
             "--dump-cib" => {
                 dump_dir = Some(std::path::PathBuf::from(
                     args.next().ok_or("--dump-cib needs a directory")?,
@@ -95,6 +113,34 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
+    if diff && profile.migration_model() != "two-phase" {
+        return Err(
+            "--diff-crm-simulate needs a two-phase profile (--profile full|no-migrate)".into(),
+        );
+    }
+    let diff = if diff {
+        let pengine = match pengine {
+            Some(p) => p,
+            None => std::env::current_exe()
+                .map_err(|e| format!("cannot find cts-sim's own path: {e}"))?
+                .with_file_name("pengine"),
+        };
+        if !pengine.is_file() {
+            return Err(format!(
+                "{} not found: build it (cargo build --release -p pengine) or give --pengine PATH",
+                pengine.display()
+            ));
+        }
+        std::fs::create_dir_all(&diff_out)
+            .map_err(|e| format!("--diff-out {}: {e}", diff_out.display()))?;
+        Some(DiffConfig {
+            every: diff_every,
+            out_dir: diff_out,
+            pengine,
+        })
+    } else {
+        None
+    };
     Ok(Args {
         what: what.ok_or(USAGE)?,
         planner,
@@ -103,6 +149,7 @@ fn parse_args() -> Result<Args, String> {
         verbose,
         dump_dir,
         crm_simulate,
+        diff,
     })
 }
 
@@ -119,6 +166,9 @@ struct Totals {
     stalled_seeds: Vec<u64>,
     /// Of those, runs whose every stall Pacemaker's controller has too (`Stats::faithful_stalls`).
     faithful_stalls: u64,
+    /// `--diff-crm-simulate`: the comparisons' tally, and the seeds with a difference.
+    diff: DiffTally,
+    diff_seeds: Vec<u64>,
 }
 
 fn show(r: &Report, verbose: bool, totals: &mut Totals) {
@@ -132,6 +182,18 @@ fn show(r: &Report, verbose: bool, totals: &mut Totals) {
             for l in &r.log {
                 say!("{l}");
             }
+        }
+    }
+    if let Some(d) = &r.diff {
+        totals.diff.add(d);
+        if let Some(first) = &d.first {
+            totals.diff_seeds.push(r.options.seed);
+            say!(
+                "seed {}: DIFF crm_simulate ({} of {} planner calls compared differ) first at {first}",
+                r.options.seed,
+                d.differing,
+                d.compared
+            );
         }
     }
     let two_phase = r.options.profile.migration_model() == "two-phase";
@@ -231,6 +293,7 @@ fn main() -> ExitCode {
     let extras = Extras {
         dump_dir: None,
         crm_simulate: args.crm_simulate,
+        diff_crm_simulate: args.diff.clone(),
     };
     let mut totals = Totals::default();
     let started = Instant::now();
@@ -248,6 +311,7 @@ fn main() -> ExitCode {
             let extras = Extras {
                 dump_dir: Some(dir),
                 crm_simulate: args.crm_simulate,
+                diff_crm_simulate: args.diff.clone(),
             };
             let r = run_seed_with(a, args.planner, args.profile, &extras);
             show(&r, args.verbose, &mut totals);
@@ -305,6 +369,24 @@ fn main() -> ExitCode {
         say!(
             "stalled seeds (work left for the recheck timer): {}",
             list.join(" ")
+        );
+    }
+    if args.diff.is_some() {
+        let d = &totals.diff;
+        if !totals.diff_seeds.is_empty() {
+            let list: Vec<String> = totals.diff_seeds.iter().map(u64::to_string).collect();
+            say!(
+                "seeds where pengine and crm_simulate differ: {}",
+                list.join(" ")
+            );
+        }
+        say!(
+            "diff-crm-simulate: compared={} identical={} differing={} (actions differ: {}) errors={}",
+            d.compared,
+            d.identical,
+            d.differing,
+            d.actions_differ,
+            d.errors
         );
     }
     say!(

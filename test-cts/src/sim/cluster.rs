@@ -279,6 +279,11 @@ pub struct Sim {
     /// `--crm-simulate`: a stall not explained otherwise is checked with Pacemaker's scheduler
     /// (see `oracle`): when it has work on the same CIB too, the stall is Pacemaker's own.
     pub crm_simulate: bool,
+    /// `--diff-crm-simulate`: pengine's and crm_simulate's `-S` outputs compared on the CIBs
+    /// the planner reads (see `diff_with_pacemaker`), and the tally.
+    pub diff: Option<(super::oracle::DiffConfig, super::oracle::DiffTally)>,
+    /// Planner calls so far (for `DiffConfig::every`).
+    planner_calls: u64,
 }
 
 fn state_is_live(s: &TaskState) -> bool {
@@ -348,6 +353,8 @@ impl Sim {
             initial_xml,
             dump_dir: None,
             crm_simulate: false,
+            diff: None,
+            planner_calls: 0,
         })
     }
 
@@ -457,6 +464,80 @@ impl Sim {
         match written {
             Ok(()) => self.note("SIM", format!("CIB written to {}", path.display())),
             Err(e) => self.note("SIM", format!("cannot write {}: {e}", path.display())),
+        }
+    }
+
+    /// `--diff-crm-simulate`: on every Nth planner call, the CIB the planner reads now goes to
+    /// `pengine simulate -x CIB -S` and `crm_simulate -x CIB -S`; the first CIB whose outputs
+    /// differ is kept in the output directory (`seed<N>-<name>.xml`, with `.crm` and `.pe`).
+    fn diff_with_pacemaker(&mut self, name: &str) {
+        self.planner_calls += 1;
+        let Some((config, _)) = &self.diff else {
+            return;
+        };
+        if (self.planner_calls - 1) % config.every.max(1) != 0 {
+            return;
+        }
+        let config = config.clone();
+        let now_s = record::now_s(self.now_ms());
+        let path = std::env::temp_dir().join(format!(
+            "cts-sim-diff-{}-seed{}-{name}.xml",
+            std::process::id(),
+            self.opts.seed
+        ));
+        let compared = record::cib_document(&self.initial_xml, &self.cib, now_s)
+            .and_then(|doc| {
+                std::fs::write(&path, &doc)
+                    .map(|()| doc)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|doc| {
+                super::oracle::compare_simulate(&path, &config.pengine).map(|d| (doc, d))
+            });
+        // A leftover temporary file is harmless; its removal failing changes nothing here.
+        let _ = std::fs::remove_file(&path);
+        let seed = self.opts.seed;
+        let mut note = None;
+        if let Some((_, tally)) = self.diff.as_mut() {
+            tally.compared += 1;
+            match compared {
+                Err(e) => {
+                    tally.errors += 1;
+                    note = Some(format!("diff with crm_simulate not run: {e}"));
+                }
+                Ok((_, None)) => tally.identical += 1,
+                Ok((doc, Some(d))) => {
+                    tally.differing += 1;
+                    if d.actions_differ {
+                        tally.actions_differ += 1;
+                    }
+                    if tally.first.is_none() {
+                        let kept = config.out_dir.join(format!("seed{seed}-{name}.xml"));
+                        let written = std::fs::write(&kept, doc)
+                            .and_then(|()| std::fs::write(kept.with_extension("crm"), &d.pacemaker))
+                            .and_then(|()| std::fs::write(kept.with_extension("pe"), &d.pengine));
+                        let place = match written {
+                            Ok(()) => kept.display().to_string(),
+                            Err(e) => format!("{} (not written: {e})", kept.display()),
+                        };
+                        let text = format!(
+                            "{place}: {}{}\n{}",
+                            d.sections.join(", "),
+                            if d.actions_differ {
+                                " (actions differ)"
+                            } else {
+                                ""
+                            },
+                            super::oracle::render_diff(&d).trim_end()
+                        );
+                        note = Some(format!("pengine and crm_simulate differ on {text}"));
+                        tally.first = Some(text);
+                    }
+                }
+            }
+        }
+        if let Some(n) = note {
+            self.note("SIM", n);
         }
     }
 
@@ -605,6 +686,7 @@ impl Sim {
         self.recheck_generation += 1;
         let now_s = record::now_s(self.now_ms());
         self.dump_cib(&format!("T{}", self.transition_seq + 1));
+        self.diff_with_pacemaker(&format!("T{}", self.transition_seq + 1));
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         self.stats.transitions += 1;
         self.transition_seq += 1;
@@ -776,6 +858,7 @@ impl Sim {
         }
         let now_s = record::now_s(self.now_ms());
         self.dump_cib(&format!("T{id}-idle"));
+        self.diff_with_pacemaker(&format!("T{id}-idle"));
         let t = planner::plan(self.opts.planner, &self.cib, now_s);
         let pending: Vec<String> = t
             .graph

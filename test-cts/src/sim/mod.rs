@@ -34,6 +34,8 @@ pub struct Report {
     /// The first stall: a transition ended without an abort while the planner still had work
     /// (see `checkers::on_stall`); not a violation.
     pub stall: Option<String>,
+    /// `--diff-crm-simulate`: the tally of the comparisons with crm_simulate.
+    pub diff: Option<oracle::DiffTally>,
 }
 
 impl Report {
@@ -93,6 +95,8 @@ pub struct Extras {
     pub dump_dir: Option<std::path::PathBuf>,
     /// `--crm-simulate`: a stall is checked with Pacemaker's scheduler (see [`oracle`]).
     pub crm_simulate: bool,
+    /// `--diff-crm-simulate`: pengine's and crm_simulate's outputs compared on the planner's CIBs.
+    pub diff_crm_simulate: Option<oracle::DiffConfig>,
 }
 
 /// [`run_seed`] with [`Extras`].
@@ -147,6 +151,7 @@ fn run_options(
                 log: Vec::new(),
                 status_at_violation: String::new(),
                 stall: None,
+                diff: None,
             };
         }
     };
@@ -160,6 +165,10 @@ fn run_options(
     sim.remove_on_migrate = remove_on_migrate;
     sim.dump_dir = extras.dump_dir.clone();
     sim.crm_simulate = extras.crm_simulate;
+    sim.diff = extras
+        .diff_crm_simulate
+        .clone()
+        .map(|c| (c, oracle::DiffTally::default()));
     sim.run();
     Report {
         options,
@@ -169,5 +178,6 @@ fn run_options(
         log: std::mem::take(&mut sim.log),
         status_at_violation: std::mem::take(&mut sim.status_at_violation),
         stall: sim.first_stall.take(),
+        diff: sim.diff.take().map(|(_, t)| t),
     }
 }
