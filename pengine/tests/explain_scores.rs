@@ -13,29 +13,48 @@ use conformance::passing;
 use conformance::run::Check;
 use pengine::cib::INFINITY;
 
-/// `pcmk__primitive_assign: RSC allocation score on NODE: SCORE` lines: (rsc, node) -> score.
-fn primitive_scores(text: &str) -> BTreeMap<(String, String), i64> {
-    let mut out = BTreeMap::new();
+/// Parses a score as crm_simulate prints it.
+fn score(text: &str, line: &str) -> i64 {
+    match text.trim() {
+        "INFINITY" | "+INFINITY" => INFINITY,
+        "-INFINITY" => -INFINITY,
+        s => s
+            .parse()
+            .unwrap_or_else(|_| panic!("bad score in '{line}'")),
+    }
+}
+
+/// `LABEL: RSC allocation score on NODE: SCORE` lines: (label, rsc, node) -> every score shown,
+/// in order (an instance whose first assignment is given up, or a bundle assigned again, is
+/// shown more than once).
+fn allocation_scores(text: &str) -> BTreeMap<(String, String, String), Vec<i64>> {
+    let mut out: BTreeMap<_, Vec<i64>> = BTreeMap::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("pcmk__primitive_assign: ") else {
+        let Some((label, rest)) = line.split_once(": ") else {
             continue;
         };
         let Some((rsc, rest)) = rest.split_once(" allocation score on ") else {
             continue;
         };
-        let Some((node, score)) = rest.rsplit_once(": ") else {
+        let Some((node, value)) = rest.rsplit_once(": ") else {
             continue;
         };
-        let score = match score.trim() {
-            "INFINITY" | "+INFINITY" => INFINITY,
-            "-INFINITY" => -INFINITY,
-            s => s
-                .parse()
-                .unwrap_or_else(|_| panic!("bad score in '{line}'")),
-        };
-        out.insert((rsc.to_string(), node.to_string()), score);
+        out.entry((label.to_string(), rsc.to_string(), node.to_string()))
+            .or_default()
+            .push(score(value, line));
     }
     out
+}
+
+/// `RSC promotion score on NODE: SCORE` lines: (rsc, node, score).
+fn promotion_scores(text: &str) -> Vec<(String, String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let (rsc, rest) = line.split_once(" promotion score on ")?;
+            let (node, value) = rest.rsplit_once(": ")?;
+            Some((rsc.to_string(), node.to_string(), value.trim().to_string()))
+        })
+        .collect()
 }
 
 fn wall_clock() -> i64 {
@@ -55,7 +74,8 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
     let cases = corpus::parse_cases(&tsv).expect("a well-formed tests.tsv");
     let list_text = std::fs::read_to_string(passing::list_path()).expect("the passing list");
     let list = passing::parse(&list_text).expect("a well-formed passing list");
-    let (mut cases_checked, mut scores_checked) = (0, 0);
+    let (mut cases_checked, mut scores_checked, mut parts_checked) = (0, 0, 0);
+    let (mut clone_scores_checked, mut promotions_checked) = (0, 0);
     let mut failures = Vec::new();
     for (name, checks) in &list.cases {
         if !checks.contains(&Check::Scores) {
@@ -74,46 +94,17 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             (None, Some(e)) => e,
             (None, None) => wall_clock(),
         };
-        let expected = primitive_scores(
-            &std::fs::read_to_string(dir.join("scores").join(format!("{name}.scores")))
-                .expect("the corpus scores"),
-        );
+        let scores_text =
+            std::fs::read_to_string(dir.join("scores").join(format!("{name}.scores")))
+                .expect("the corpus scores");
+        let expected = allocation_scores(&scores_text);
+        let promotions = promotion_scores(&scores_text);
         let observed = pengine::observed::observe(&cib, now);
-        // Clone instances are placed by the clone, which records no trace yet: explain refuses
-        // them (checked below), so their scores are compared by the conformance test only.
-        for (ri, r) in observed
-            .resources
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| !r.orphan)
-        {
-            // A bundle's container, IP and connection are placed by the bundle and clone
-            // instances by their clone (unique instances carry their own ids: membership, not
-            // the base name, says it): explain must refuse them, each with its own error.
-            use pengine::explain::ExplainError;
-            let what = if pengine::bundles::is_replica_part(&observed, ri) {
-                Some("bundle part")
-            } else if pengine::clone_groups::clone_of(&observed, ri).is_some() {
-                Some("clone instance")
-            } else {
-                None
-            };
-            if let Some(what) = what {
-                let result = pengine::explain::explain(&cib, now, &r.id);
-                let refused = matches!(
-                    (what, &result),
-                    ("bundle part", Err(ExplainError::BundlePart { .. }))
-                        | ("clone instance", Err(ExplainError::CloneInstance { .. }))
-                );
-                if !refused {
-                    failures.push(format!(
-                        "{name}: {}: {what} explained: {:?}",
-                        r.id,
-                        result.map(|_| ())
-                    ));
-                }
-                continue;
-            }
+        // Every resource is explained: a clone instance (or instance group member) by its
+        // clone's placement, a bundle's container, IP, connection and inner instance by the
+        // bundle's; each explanation's totals must be what crm_simulate shows for it (of the
+        // scores it shows for that node, once per assignment: the last for a primitive).
+        for r in observed.resources.iter().filter(|r| !r.orphan) {
             let (t, trace) = match pengine::explain::explain(&cib, now, &r.id) {
                 Ok(x) => x,
                 Err(e) => {
@@ -121,27 +112,85 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
                     continue;
                 }
             };
+            let part =
+                trace.clone.is_some() || pengine::bundles::is_replica_part(&t.observed, trace.rsc);
             let totals = pengine::explain::fold(&trace.steps);
             for (ni, node) in t.observed.nodes.iter().enumerate() {
-                let Some(&want) = expected.get(&(r.id.clone(), node.uname.clone())) else {
+                let key = (
+                    "pcmk__primitive_assign".to_string(),
+                    r.id.clone(),
+                    node.uname.clone(),
+                );
+                let Some(want) = expected.get(&key) else {
                     continue;
                 };
                 let got = totals.get(&ni).copied().unwrap_or(-INFINITY);
-                if got != want {
+                let matches = if part {
+                    want.contains(&got)
+                } else {
+                    want.last() == Some(&got)
+                };
+                if !matches {
                     failures.push(format!(
-                        "{name}: {} on {}: explained {got}, crm_simulate {want}",
+                        "{name}: {} on {}: explained {got}, crm_simulate {want:?}",
                         r.id, node.uname
                     ));
                 }
                 scores_checked += 1;
+                if part {
+                    parts_checked += 1;
+                }
+            }
+            // The clone's own scores (`pcmk__clone_allocate` for the clone itself).
+            if let Some(ci) = trace.clone {
+                let clone_id = &t.observed.groups[ci].id;
+                let own = pengine::explain::fold(&trace.clone_steps);
+                for (ni, node) in t.observed.nodes.iter().enumerate() {
+                    let key = (
+                        "pcmk__clone_allocate".to_string(),
+                        clone_id.clone(),
+                        node.uname.clone(),
+                    );
+                    let Some(want) = expected.get(&key) else {
+                        continue;
+                    };
+                    let got = own.get(&ni).copied().unwrap_or(-INFINITY);
+                    if !want.contains(&got) {
+                        failures.push(format!(
+                            "{name}: clone {clone_id} (explaining {}) on {}: explained {got}, crm_simulate {want:?}",
+                            r.id, node.uname
+                        ));
+                    }
+                    clone_scores_checked += 1;
+                }
+            }
+            // A promotable instance's explanation states its promotion scores.
+            let text = pengine::explain::render(&t, &trace);
+            for (_, node, value) in promotions.iter().filter(|(rsc, _, _)| *rsc == r.id) {
+                let stated = format!("{value} on {node}");
+                if !text.contains(&stated) {
+                    failures.push(format!(
+                        "{name}: {}: promotion score '{stated}' not explained:\n{text}",
+                        r.id
+                    ));
+                }
+                promotions_checked += 1;
             }
         }
         cases_checked += 1;
     }
-    eprintln!("explain: {scores_checked} scores on {cases_checked} corpus cases");
+    eprintln!(
+        "explain: {scores_checked} scores ({parts_checked} of clone instances and bundle parts), \
+         {clone_scores_checked} clones' own scores and {promotions_checked} promotion scores on \
+         {cases_checked} corpus cases"
+    );
     assert!(
         cases_checked >= 50,
         "only {cases_checked} cases with passing scores"
+    );
+    assert!(
+        parts_checked >= 1000 && clone_scores_checked >= 1000 && promotions_checked >= 100,
+        "too few clone and bundle scores checked"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
