@@ -168,18 +168,35 @@ fn render_with(t: &Transition, trace: &Trace, clone_scores: bool) -> String {
     if let Some(gi) = trace.group {
         let _ = write!(out, " in group {}", obs.groups[gi].id);
     }
-    if let Some(ci) = trace.clone {
-        let _ = write!(out, ", an instance of {}", obs.groups[ci].id);
-    }
-    let bundle = crate::bundles::replica_of(obs, trace.rsc)
-        .map(|(bi, _)| bi)
-        .or_else(|| {
-            trace
-                .clone
-                .and_then(|ci| crate::bundles::bundle_of_child(obs, ci))
-        });
-    if let Some(bi) = bundle {
-        let _ = write!(out, " (bundle {})", obs.bundles[bi].id);
+    // (a bundle's containers are the instances of a clone of the bundle's id)
+    let replica = crate::bundles::replica_of(obs, trace.rsc);
+    let inner_of = trace
+        .clone
+        .and_then(|ci| crate::bundles::bundle_of_child(obs, ci));
+    match (replica, inner_of, trace.clone) {
+        (_, Some(bi), Some(ci)) => {
+            let _ = write!(
+                out,
+                ", an instance of {} inside bundle {}",
+                obs.groups[ci].id, obs.bundles[bi].id
+            );
+        }
+        (Some((bi, n)), _, _) => {
+            let b = &obs.bundles[bi];
+            let p = &b.replicas[n];
+            let part = if p.container == trace.rsc {
+                "container"
+            } else if p.ip == Some(trace.rsc) {
+                "IP address"
+            } else {
+                "connection"
+            };
+            let _ = write!(out, ", the {part} of replica {n} of bundle {}", b.id);
+        }
+        (None, _, Some(ci)) => {
+            let _ = write!(out, ", an instance of {}", obs.groups[ci].id);
+        }
+        _ => {}
     }
     let lines = graph::summary_lines(obs, &t.plan, &t.reconciliation, &t.graph);
     let action = lines.iter().find(|l| l.rsc == r.id);
@@ -214,26 +231,28 @@ fn render_with(t: &Transition, trace: &Trace, clone_scores: bool) -> String {
     if let Some(ci) = trace.clone {
         let c = &obs.groups[ci];
         if let Some(spec) = &c.clone {
+            let promoted = spec.promotable.as_ref().map(|p| {
+                format!(
+                    ", promotable: promoted-max={}, promoted-node-max={}",
+                    p.promoted_max, p.promoted_node_max
+                )
+            });
+            let what = match obs.bundles.iter().any(|b| b.containers == ci) {
+                true => "bundle",
+                false => "clone",
+            };
             let _ = writeln!(
                 out,
-                "Placed by its clone {} with its other instances (clone-max={}, clone-node-max={}{}{}).",
+                "Placed by {what} {} with its other instances (clone-max={}, clone-node-max={}{}{}).",
                 c.id,
                 spec.max,
                 spec.node_max,
                 if spec.interleave { ", interleave" } else { "" },
-                if spec.promotable.is_some() {
-                    ", promotable"
-                } else {
-                    ""
-                },
+                promoted.unwrap_or_default(),
             );
         }
         if clone_scores && !trace.clone_steps.is_empty() {
-            let _ = writeln!(
-                out,
-                "\n{}'s own scores (the clone's limits for its instances):",
-                c.id
-            );
+            let _ = writeln!(out, "\n{}'s own scores (its instances' limits):", c.id);
             let own = fold(&trace.clone_steps);
             let w = trace
                 .clone_steps

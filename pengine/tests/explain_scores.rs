@@ -296,3 +296,119 @@ fn explanation_names_each_contribution_and_the_choice() {
         Err(pengine::explain::ExplainError::UnknownResource { rsc: "nope".into() })
     );
 }
+
+/// Three nodes; clone `b` (two instances, `b:0` active on node2) and clone `a` (two instances,
+/// interleaved with `b` by an INFINITY colocation), and a group `g`.
+const CLONES_CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uuid="n1" have-quorum="1" validate-with="pacemaker-3.0">
+  <configuration>
+    <crm_config><cluster_property_set id="o"><nvpair id="o1" name="stonith-enabled" value="false"/></cluster_property_set></crm_config>
+    <nodes><node id="n1" uname="node1"/><node id="n2" uname="node2"/><node id="n3" uname="node3"/></nodes>
+    <resources>
+      <clone id="b-clone">
+        <meta_attributes id="b-m"><nvpair id="b-max" name="clone-max" value="2"/></meta_attributes>
+        <primitive id="b" class="ocf" provider="heartbeat" type="Dummy"/>
+      </clone>
+      <clone id="a-clone">
+        <meta_attributes id="a-m"><nvpair id="a-max" name="clone-max" value="2"/><nvpair id="a-i" name="interleave" value="true"/></meta_attributes>
+        <primitive id="a" class="ocf" provider="heartbeat" type="Dummy"/>
+      </clone>
+      <group id="g"><primitive id="g1" class="ocf" provider="heartbeat" type="Dummy"/><primitive id="g2" class="ocf" provider="heartbeat" type="Dummy"/></group>
+    </resources>
+    <constraints>
+      <rsc_colocation id="a-with-b" rsc="a-clone" with-rsc="b-clone" score="INFINITY"/>
+      <rsc_location id="b-avoids-node1" rsc="b-clone" node="node1" score="-100"/>
+    </constraints>
+  </configuration>
+  <status>
+    <node_state id="n1" uname="node1" in_ccm="true" crmd="online" join="member" expected="member"/>
+    <node_state id="n2" uname="node2" in_ccm="true" crmd="online" join="member" expected="member">
+      <lrm id="n2"><lrm_resources>
+        <lrm_resource id="b" class="ocf" provider="heartbeat" type="Dummy">
+          <lrm_rsc_op id="b_last_0" operation="start" call-id="2" rc-code="0" op-status="0" interval="0" transition-key="1:0:0:00000000-0000-0000-0000-000000000000"/>
+        </lrm_resource>
+      </lrm_resources></lrm>
+    </node_state>
+    <node_state id="n3" uname="node3" in_ccm="true" crmd="online" join="member" expected="member"/>
+  </status>
+</cib>"#;
+
+#[test]
+fn clone_instances_and_collectives_are_explained() {
+    let cib = pengine::parse_cib(CLONES_CIB).expect("valid CIB");
+    let all = pengine::explain::explain_all(&cib, 0, "a-clone").expect("a clone is explained");
+    assert_eq!(all.len(), 2);
+    for (t, trace) in &all {
+        // The steps add up to the scores placement gave the instance, the clone's own steps
+        // to the clone's.
+        let totals = pengine::explain::fold(&trace.steps);
+        assert_eq!(totals, t.desired.scores[trace.rsc]);
+        let ci = trace.clone.expect("an instance of its clone");
+        assert_eq!(t.observed.groups[ci].id, "a-clone");
+        let own = pengine::explain::fold(&trace.clone_steps);
+        assert_eq!(own, t.desired.group_scores[ci]);
+        // Interleaved with b: only the node of the instance of b it pairs with is left.
+        let placed = trace.assigned.expect("placed");
+        let b_nodes: Vec<usize> = t
+            .observed
+            .resources
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.id.starts_with("b:"))
+            .filter_map(|(ri, _)| t.desired.assigned[ri])
+            .collect();
+        assert!(b_nodes.contains(&placed));
+        assert!(
+            trace
+                .steps
+                .iter()
+                .any(|s| s.why.contains("a-with-b") && s.why.contains("interleaved")),
+            "{:?}",
+            trace.steps
+        );
+    }
+    // crm_simulate 2.1.5 on this CIB: a:1 -INFINITY on node1 and node2, 0 on node3.
+    let (t, trace) = &all[1];
+    let totals = pengine::explain::fold(&trace.steps);
+    let by_name: Vec<(&str, i64)> = t
+        .observed
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(ni, n)| {
+            (
+                n.uname.as_str(),
+                totals.get(&ni).copied().unwrap_or(-INFINITY),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_name,
+        [("node1", -INFINITY), ("node2", -INFINITY), ("node3", 0)]
+    );
+    let text = pengine::explain::render_all(&all);
+    assert!(
+        text.starts_with("a:0 (ocf:heartbeat:Dummy), an instance of a-clone"),
+        "{text}"
+    );
+    assert_eq!(text.matches("a-clone's own scores").count(), 1, "{text}");
+    // b's instance: its clone's location shows in the clone's own scores.
+    let (_, trace) = pengine::explain::explain(&cib, 0, "b:0").expect("an instance");
+    assert!(
+        trace
+            .clone_steps
+            .iter()
+            .any(|s| s.why.contains("b-avoids-node1"))
+    );
+    // A group: each member; a group id alone is not a primitive.
+    let group = pengine::explain::explain_all(&cib, 0, "g").expect("a group is explained");
+    assert_eq!(group.len(), 2);
+    assert!(matches!(
+        pengine::explain::explain(&cib, 0, "g"),
+        Err(pengine::explain::ExplainError::Collective { kind: "group", .. })
+    ));
+    let missing = pengine::explain::explain_all(&cib, 0, "a:7").map(|_| ());
+    assert_eq!(
+        missing,
+        Err(pengine::explain::ExplainError::UnknownResource { rsc: "a:7".into() })
+    );
+}
