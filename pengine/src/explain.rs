@@ -46,7 +46,23 @@ fn collective(obs: &crate::observed::Observed, rsc: &str) -> Option<(&'static st
         });
         return Some(("bundle", parts.chain(inner).filter(live).collect()));
     }
-    let gi = obs.group_index(rsc)?;
+    let Some(gi) = obs.group_index(rsc) else {
+        // The resource (or group) a clone is made of, named by its own id: its instances
+        // (`rsc:0`, ...), a clone of groups' by their members.
+        let base = |id: &str| id.rsplit_once(':').map(|(b, _)| b == rsc).unwrap_or(false);
+        let instances: Vec<usize> = (0..obs.resources.len())
+            .filter(|&ri| crate::clone_groups::clone_of(obs, ri).is_some())
+            .filter(|&ri| {
+                let r = &obs.resources[ri];
+                base(&r.id)
+                    || r.group.is_some_and(|g| {
+                        crate::clone_groups::is_instance(obs, g) && base(&obs.groups[g].id)
+                    })
+            })
+            .filter(live)
+            .collect();
+        return (!instances.is_empty()).then_some(("clone's resource", instances));
+    };
     let g = &obs.groups[gi];
     let kind = match &g.clone {
         Some(spec) if spec.promotable.is_some() => "promotable clone",

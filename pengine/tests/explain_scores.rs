@@ -406,6 +406,9 @@ fn clone_instances_and_collectives_are_explained() {
         pengine::explain::explain(&cib, 0, "g"),
         Err(pengine::explain::ExplainError::Collective { kind: "group", .. })
     ));
+    // The resource a clone is made of, by its own id: the clone's instances.
+    let by_template = pengine::explain::explain_all(&cib, 0, "a").expect("a clone's resource");
+    assert_eq!(by_template.len(), 2);
     let missing = pengine::explain::explain_all(&cib, 0, "a:7").map(|_| ());
     assert_eq!(
         missing,

@@ -1114,10 +1114,13 @@ fn instance_trace(
         .filter(|(_, why)| why.is_none())
         .map(|&(ni, _)| ni)
         .collect();
+    // (by score then name, the node chosen first: the clone's order of instances, its
+    // pre-assignment to their nodes and `assign_best_node`'s tie-breaks chose it)
+    let chosen = ctx.desired.assigned[ri];
     ranking.sort_by(|&a, &b| {
-        scores
-            .get(&b)
-            .cmp(&scores.get(&a))
+        (Some(b) == chosen)
+            .cmp(&(Some(a) == chosen))
+            .then_with(|| scores.get(&b).cmp(&scores.get(&a)))
             .then_with(|| obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
     });
     Trace {
