@@ -12,20 +12,71 @@ use crate::cib::{Cib, INFINITY};
 use crate::placement::{Step, StepOp, Trace, add_score, score_text};
 use crate::{Transition, graph};
 
-/// `explain` was asked about something that is not a configured primitive.
+/// `explain` was asked about something it cannot explain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExplainError {
-    #[error("no primitive '{rsc}' is configured")]
+    #[error("no resource, group, clone or bundle '{rsc}' is configured")]
     UnknownResource { rsc: String },
-    /// Clone instances are placed together (`placement/clones.rs`), without a trace yet.
-    #[error("'{rsc}' is a clone instance: explaining clone placement is not supported yet")]
-    CloneInstance { rsc: String },
-    /// A bundle's container, IP or connection is placed with its bundle
-    /// (`pcmk__bundle_allocate`), without a trace yet.
-    #[error(
-        "'{rsc}' is part of bundle '{bundle}': explaining bundle placement is not supported yet"
-    )]
-    BundlePart { rsc: String, bundle: String },
+    /// A group, clone or bundle: `explain_all` explains its primitives one by one.
+    #[error("'{rsc}' is a {kind}: explain its resources ({members})")]
+    Collective {
+        rsc: String,
+        kind: &'static str,
+        members: String,
+    },
+    /// A group, clone or bundle without a primitive to explain.
+    #[error("'{rsc}' is a {kind} without any resource to explain")]
+    Empty { rsc: String, kind: &'static str },
+}
+
+/// What id `rsc` names besides a primitive: its kind and its primitives, in placement order
+/// (a clone's instances, a bundle's containers, IPs, connections and inner instances), orphans
+/// left out.
+fn collective(obs: &crate::observed::Observed, rsc: &str) -> Option<(&'static str, Vec<usize>)> {
+    let live = |ri: &usize| !obs.resources[*ri].orphan;
+    if let Some(b) = obs.bundles.iter().find(|b| b.id == rsc) {
+        let parts = b
+            .replicas
+            .iter()
+            .flat_map(|r| std::iter::once(r.container).chain(r.ip).chain(r.remote));
+        let inner = b.child.into_iter().flat_map(|ci| {
+            crate::clone_groups::instances(obs, ci)
+                .into_iter()
+                .flatten()
+        });
+        return Some(("bundle", parts.chain(inner).filter(live).collect()));
+    }
+    let Some(gi) = obs.group_index(rsc) else {
+        // The resource (or group) a clone is made of, named by its own id: its instances
+        // (`rsc:0`, ...), a clone of groups' by their members.
+        let base = |id: &str| id.rsplit_once(':').map(|(b, _)| b == rsc).unwrap_or(false);
+        let instances: Vec<usize> = (0..obs.resources.len())
+            .filter(|&ri| crate::clone_groups::clone_of(obs, ri).is_some())
+            .filter(|&ri| {
+                let r = &obs.resources[ri];
+                base(&r.id)
+                    || r.group.is_some_and(|g| {
+                        crate::clone_groups::is_instance(obs, g) && base(&obs.groups[g].id)
+                    })
+            })
+            .filter(live)
+            .collect();
+        return (!instances.is_empty()).then_some(("clone's resource", instances));
+    };
+    let g = &obs.groups[gi];
+    let kind = match &g.clone {
+        Some(spec) if spec.promotable.is_some() => "promotable clone",
+        Some(_) => "clone",
+        None => "group",
+    };
+    let members: Vec<usize> = match g.clone {
+        Some(_) => crate::clone_groups::instances(obs, gi)
+            .into_iter()
+            .flatten()
+            .collect(),
+        None => g.members.clone(),
+    };
+    Some((kind, members.into_iter().filter(live).collect()))
 }
 
 /// The scores the steps give, per node: a node no step touched has none (-INFINITY).
@@ -41,34 +92,58 @@ pub fn fold(steps: &[Step]) -> BTreeMap<usize, i64> {
     scores
 }
 
-/// Schedules `cib` at `now`, tracing the placement of `rsc`.
+/// Schedules `cib` at `now`, tracing the placement of primitive `rsc` (a clone instance, a
+/// group member or a bundle's part included).
 pub fn explain(cib: &Cib, now: i64, rsc: &str) -> Result<(Transition, Trace), ExplainError> {
     let (transition, trace) = crate::schedule_traced(cib, now, Some(rsc));
     let obs = &transition.observed;
-    if let Some((bi, _)) = obs
-        .rsc_index(rsc)
-        .filter(|&ri| crate::bundles::is_replica_part(obs, ri))
-        .and_then(|ri| crate::bundles::replica_of(obs, ri))
-    {
-        return Err(ExplainError::BundlePart {
-            rsc: rsc.to_string(),
-            bundle: obs.bundles[bi].id.clone(),
-        });
-    }
     match trace {
-        Some(trace) if !transition.observed.resources[trace.rsc].orphan => Ok((transition, trace)),
-        _ if transition.observed.rsc_index(rsc).is_some_and(|ri| {
-            crate::clone_groups::clone_of(&transition.observed, ri).is_some()
-        }) =>
-        {
-            Err(ExplainError::CloneInstance {
+        Some(trace) if !obs.resources[trace.rsc].orphan => Ok((transition, trace)),
+        _ => match collective(obs, rsc) {
+            Some((kind, members)) => Err(ExplainError::Collective {
                 rsc: rsc.to_string(),
-            })
-        }
-        _ => Err(ExplainError::UnknownResource {
-            rsc: rsc.to_string(),
-        }),
+                kind,
+                members: members
+                    .iter()
+                    .map(|&ri| obs.resources[ri].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+            None => Err(ExplainError::UnknownResource {
+                rsc: rsc.to_string(),
+            }),
+        },
     }
+}
+
+/// `explain` for `rsc` or, when it names a group, clone or bundle, for each of its primitives
+/// in turn (a clone: each instance; a bundle: each replica's parts, then its inner instances).
+pub fn explain_all(
+    cib: &Cib,
+    now: i64,
+    rsc: &str,
+) -> Result<Vec<(Transition, Trace)>, ExplainError> {
+    let members = match explain(cib, now, rsc) {
+        Ok(one) => return Ok(vec![one]),
+        Err(ExplainError::Collective { .. }) => {
+            let obs = crate::observed::observe(cib, now);
+            let (kind, members) = collective(&obs, rsc).ok_or(ExplainError::UnknownResource {
+                rsc: rsc.to_string(),
+            })?;
+            if members.is_empty() {
+                return Err(ExplainError::Empty {
+                    rsc: rsc.to_string(),
+                    kind,
+                });
+            }
+            members
+                .into_iter()
+                .map(|ri| obs.resources[ri].id.clone())
+                .collect::<Vec<_>>()
+        }
+        Err(e) => return Err(e),
+    };
+    members.iter().map(|id| explain(cib, now, id)).collect()
 }
 
 fn op_text(op: StepOp) -> String {
@@ -82,12 +157,62 @@ fn op_text(op: StepOp) -> String {
 /// The explanation as text: the resource and what the transition does with it, then per node
 /// its total, the filter's verdict and every score change, then the notes.
 pub fn render(t: &Transition, trace: &Trace) -> String {
+    render_with(t, trace, true)
+}
+
+/// `render` for each explanation of `explain_all`, separated by a blank line; a clone's own
+/// scores are shown with its first instance only.
+pub fn render_all(explained: &[(Transition, Trace)]) -> String {
+    let mut shown = Vec::new();
+    let texts: Vec<String> = explained
+        .iter()
+        .map(|(t, trace)| {
+            let first = trace.clone.is_none_or(|ci| !shown.contains(&ci));
+            shown.extend(trace.clone);
+            render_with(t, trace, first)
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// `render`, with or without the scores of the clone the resource is an instance of.
+fn render_with(t: &Transition, trace: &Trace, clone_scores: bool) -> String {
     let obs = &t.observed;
     let r = &obs.resources[trace.rsc];
     let mut out = String::new();
     let _ = write!(out, "{} ({})", r.id, r.agent());
     if let Some(gi) = trace.group {
         let _ = write!(out, " in group {}", obs.groups[gi].id);
+    }
+    // (a bundle's containers are the instances of a clone of the bundle's id)
+    let replica = crate::bundles::replica_of(obs, trace.rsc);
+    let inner_of = trace
+        .clone
+        .and_then(|ci| crate::bundles::bundle_of_child(obs, ci));
+    match (replica, inner_of, trace.clone) {
+        (_, Some(bi), Some(ci)) => {
+            let _ = write!(
+                out,
+                ", an instance of {} inside bundle {}",
+                obs.groups[ci].id, obs.bundles[bi].id
+            );
+        }
+        (Some((bi, n)), _, _) => {
+            let b = &obs.bundles[bi];
+            let p = &b.replicas[n];
+            let part = if p.container == trace.rsc {
+                "container"
+            } else if p.ip == Some(trace.rsc) {
+                "IP address"
+            } else {
+                "connection"
+            };
+            let _ = write!(out, ", the {part} of replica {n} of bundle {}", b.id);
+        }
+        (None, _, Some(ci)) => {
+            let _ = write!(out, ", an instance of {}", obs.groups[ci].id);
+        }
+        _ => {}
     }
     let lines = graph::summary_lines(obs, &t.plan, &t.reconciliation, &t.graph);
     let action = lines.iter().find(|l| l.rsc == r.id);
@@ -118,6 +243,46 @@ pub fn render(t: &Transition, trace: &Trace) -> String {
             "Placed with its group {} member by member, each colocated with the member before it.",
             obs.groups[gi].id
         );
+    }
+    if let Some(ci) = trace.clone {
+        let c = &obs.groups[ci];
+        if let Some(spec) = &c.clone {
+            let promoted = spec.promotable.as_ref().map(|p| {
+                format!(
+                    ", promotable: promoted-max={}, promoted-node-max={}",
+                    p.promoted_max, p.promoted_node_max
+                )
+            });
+            let what = match obs.bundles.iter().any(|b| b.containers == ci) {
+                true => "bundle",
+                false => "clone",
+            };
+            let _ = writeln!(
+                out,
+                "Placed by {what} {} with its other instances (clone-max={}, clone-node-max={}{}{}).",
+                c.id,
+                spec.max,
+                spec.node_max,
+                if spec.interleave { ", interleave" } else { "" },
+                promoted.unwrap_or_default(),
+            );
+        }
+        if clone_scores && !trace.clone_steps.is_empty() {
+            let _ = writeln!(out, "\n{}'s own scores (its instances' limits):", c.id);
+            let own = fold(&trace.clone_steps);
+            let w = trace
+                .clone_steps
+                .iter()
+                .map(|s| op_text(s.op).len())
+                .max()
+                .unwrap_or(0);
+            for (&ni, &v) in &own {
+                let _ = writeln!(out, "  {}: {}", obs.nodes[ni].uname, score_text(v));
+                for s in trace.clone_steps.iter().filter(|s| s.node == ni) {
+                    let _ = writeln!(out, "    {:<w$}  {}", op_text(s.op), s.why);
+                }
+            }
+        }
     }
     let totals = fold(&trace.steps);
     let mut order: Vec<usize> = trace.ranking.clone();

@@ -33,7 +33,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ExplainArgs {
-    /// The primitive to explain.
+    /// The resource to explain: a primitive (a clone instance such as `rsc:0`, a group member,
+    /// a bundle's container, IP, connection or inner instance), or a group, clone or bundle
+    /// (each of its resources in turn).
     resource: String,
     /// CIB XML file to read.
     #[arg(short = 'x', long = "xml-file")]
@@ -54,9 +56,9 @@ fn explain(args: ExplainArgs) -> Result<(), String> {
         (None, Some(e)) => e,
         (None, None) => wall_clock(),
     };
-    let (transition, trace) =
-        pengine::explain::explain(&cib, now, &args.resource).map_err(|e| e.to_string())?;
-    print!("{}", pengine::explain::render(&transition, &trace));
+    let explained =
+        pengine::explain::explain_all(&cib, now, &args.resource).map_err(|e| e.to_string())?;
+    print!("{}", pengine::explain::render_all(&explained));
     Ok(())
 }
 

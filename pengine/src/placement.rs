@@ -113,6 +113,11 @@ pub struct Trace {
     pub notes: Vec<String>,
     /// Where the resource is assigned (None: stopped).
     pub assigned: Option<usize>,
+    /// The clone it is an instance of (or a member of an instance of), placed with it.
+    pub clone: Option<usize>,
+    /// The clone's own score changes, in order (`pcmk__clone_allocate`'s lines for the clone):
+    /// its locations, a migration-threshold reached by an instance, what is colocated with it.
+    pub clone_steps: Vec<Step>,
 }
 
 /// Records a step when a trace is being recorded.
@@ -588,6 +593,8 @@ struct Ctx<'a> {
     explain: Option<usize>,
     recording: Option<Vec<Step>>,
     trace: Option<Trace>,
+    /// While a clone places the instance explained: its score changes (`placement/clones.rs`).
+    instance_recording: Option<Vec<Step>>,
 }
 
 /// Positions of the items per key, in item order.
@@ -1382,6 +1389,8 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
             ranking: candidates.iter().map(|c| c.0).collect(),
             notes,
             assigned,
+            clone: None,
+            clone_steps: Vec::new(),
         });
     }
 }
@@ -1799,6 +1808,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
         explain,
         recording: None,
         trace: None,
+        instance_recording: None,
     };
     let order = unit_order(&mut ctx);
     // Remote connections are assigned first; the remote nodes they make are online for the

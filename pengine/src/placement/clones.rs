@@ -9,7 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{Ctx, ScoreNote, add_score, node_available, same_attribute, target_stopped, unit_of};
+use super::members::record_changes;
+use super::{
+    Ctx, ScoreNote, Step, StepOp, Trace, add_score, node_available, record, same_attribute,
+    score_text, target_stopped, unit_of,
+};
 use crate::cib::INFINITY;
 
 /// The nodes where the primary of a colocation is placed (every instance's, for a clone).
@@ -136,6 +140,41 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         if let Some(p) = spec.promotable.as_ref() {
             super::promotable::set_roles(ctx, gi, p, &[]);
         }
+        if let Some(t) = ctx.explain.filter(|t| obs.groups[gi].members.contains(t)) {
+            let mut clone_steps = Some(Vec::new());
+            let bundle = &obs.bundles[bi].id;
+            record_changes(
+                &mut clone_steps,
+                &BTreeMap::new(),
+                &ctx.desired.group_scores[gi],
+                &|| {
+                    format!(
+                        "bundle {bundle}: its inner clone may run on the bundle's guest nodes only"
+                    )
+                },
+            );
+            let mut steps = Some(Vec::new());
+            let n = obs.groups[gi]
+                .members
+                .iter()
+                .position(|&m| m == t)
+                .unwrap_or(0);
+            record_changes(
+                &mut steps,
+                &BTreeMap::new(),
+                &ctx.desired.scores[t],
+                &|| format!("bundle {bundle}: instance {n} runs on replica {n}'s guest node only"),
+            );
+            let notes = role_notes(ctx, t);
+            ctx.trace = Some(instance_trace(
+                ctx,
+                gi,
+                t,
+                steps.unwrap_or_default(),
+                clone_steps,
+                notes,
+            ));
+        }
         return;
     }
     // Each instance's resources; `members[k]` the one that speaks for instance `k` (its first).
@@ -144,6 +183,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     let clone_id = obs.groups[gi].id.clone();
     let mut clone_scores = own_scores(ctx, gi);
     let location_scores = inherited_scores(ctx, gi);
+    // Explaining one of its instances (or a member of one): the instance, the resource, and
+    // the clone's own score changes; `traced_first` when the resource speaks for its instance
+    // (its changes are recorded in `ctx.instance_recording` as the instance is placed).
+    let traced = ctx
+        .explain
+        .and_then(|t| units.iter().position(|u| u.contains(&t)).map(|k| (k, t)));
+    let traced_first = traced.filter(|&(k, t)| units[k][0] == t).map(|(k, _)| k);
+    let mut clone_steps: Option<Vec<Step>> = traced.map(|_| Vec::new());
+    if clone_steps.is_some() {
+        record_own_scores(ctx, gi, &clone_scores, &mut clone_steps);
+    }
     // A bundle's own scores are never more than that (and exclusive discovery's bans:
     // `apply_exclusive_discovery`); only what it shows, its containers carry the rest.
     if let Some(b) = obs.bundles.iter().find(|b| b.containers == gi) {
@@ -159,6 +209,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         ctx.desired.bundle_own_scores.insert(gi, own);
     }
     super::members::add_clone_dependents(ctx, gi, &mut clone_scores);
+    record_changes(&mut clone_steps, &location_scores, &clone_scores, &|| {
+        format!(
+            "what is colocated with {clone_id}, scaled by the colocation's score (never below 0)"
+        )
+    });
     ctx.desired.group_scores[gi] = clone_scores.clone();
     // (a bundle never has a guest node among its allowed nodes: they are made while bundles
     // are unpacked, not to be probed)
@@ -228,20 +283,33 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     // rolled back when, once the clone's limits apply, it leaves no node (the last one
     // applied; None when another colocation came after it).
     let mut revert_to: Vec<Option<BTreeMap<usize, i64>>> = Vec::with_capacity(members.len());
-    let mut base: Vec<BTreeMap<usize, i64>> = members
-        .iter()
-        .map(|&ri| super::base_scores(ctx, ri))
-        .collect();
+    let outer_recording = ctx.recording.take();
+    let mut base: Vec<BTreeMap<usize, i64>> = Vec::with_capacity(members.len());
+    for (k, &ri) in members.iter().enumerate() {
+        ctx.recording = (traced_first == Some(k)).then(Vec::new);
+        base.push(super::base_scores(ctx, ri));
+        if let Some(steps) = ctx.recording.take() {
+            ctx.instance_recording = Some(steps);
+        }
+    }
     let mut priorities = vec![0i64; members.len()];
     let mut promotion_added = vec![BTreeMap::new(); members.len()];
     if spec.promotable.is_some() {
+        let before = traced_first.and_then(|k| base.get(k).cloned());
         (priorities, promotion_added) = super::promotable::add_promotion_scores(ctx, gi, &mut base);
         priorities.resize(members.len(), 0);
         promotion_added.resize(members.len(), BTreeMap::new());
+        if let (Some(before), Some(after)) = (before, traced_first.and_then(|k| base.get(k))) {
+            record_changes(&mut ctx.instance_recording, &before, after, &|| {
+                "its promotion score here (a promotable clone's instances take it while placed)"
+                    .into()
+            });
+        }
     }
-    for (unit, s) in units.iter().zip(base) {
+    for (k, (unit, s)) in units.iter().zip(base).enumerate() {
         let ri = unit[0];
         let mut s = s;
+        let tracing = traced_first == Some(k);
         // What `pcmk__clone_allocate` shows for the instance: before the clone's colocations.
         ctx.desired.member_scores[ri] = s.clone();
         // (a colocated group's locations count in full for its first member only: the later
@@ -254,7 +322,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         // no available node.
         let mut merging = true;
         for &m in &unit[1..] {
+            ctx.recording = (traced.map(|t| t.1) == Some(m)).then(Vec::new);
             let ms = super::base_scores_as(ctx, m, !collocated);
+            if let Some(steps) = ctx.recording.take() {
+                ctx.instance_recording = Some(steps);
+            }
             ctx.desired.member_scores[m] = ms.clone();
             if !merging {
                 continue;
@@ -267,14 +339,41 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 .iter()
                 .any(|(&ni, &v)| v >= 0 && node_available(obs, ni))
             {
+                if tracing {
+                    record_changes(&mut ctx.instance_recording, &s, &work, &|| {
+                        format!(
+                            "{}'s scores (an instance group sums its members')",
+                            obs.resources[m].id
+                        )
+                    });
+                }
                 s = work;
             } else {
                 merging = false;
             }
         }
+        ctx.recording = None;
         let mut revert: Option<BTreeMap<usize, i64>> = None;
         for (ci, placed) in &colocations {
             let c = &cib.colocations[*ci];
+            let before = tracing.then(|| s.clone());
+            let why = || -> String {
+                let on: Vec<&str> = placed
+                    .iter()
+                    .map(|&p| obs.nodes[p].uname.as_str())
+                    .collect();
+                format!(
+                    "colocation {} with {} ({}, placed on: {})",
+                    c.id,
+                    c.with_rsc,
+                    score_text(c.score),
+                    if on.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        on.join(", ")
+                    }
+                )
+            };
             revert = None;
             // With one role of a promotable clone: the instances taking that role.
             if let Some((pg, role)) = super::promotable::primary_role_filter(ctx, c) {
@@ -296,6 +395,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         revert = Some(s.clone());
                     }
                     s = work;
+                }
+                if let Some(before) = &before {
+                    record_changes(&mut ctx.instance_recording, before, &s, &|| {
+                        format!(
+                            "colocation {} with the {:?} role of {} ({})",
+                            c.id,
+                            role,
+                            c.with_rsc,
+                            score_text(c.score)
+                        )
+                    });
                 }
                 ctx.desired.trace[ri].push(ScoreNote {
                     node: usize::MAX,
@@ -319,6 +429,9 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         s.insert(ni, add_score(cur, c.score));
                     }
                 }
+            }
+            if let Some(before) = &before {
+                record_changes(&mut ctx.instance_recording, before, &s, &why);
             }
             ctx.desired.trace[ri].push(ScoreNote {
                 node: placed.first().copied().unwrap_or(usize::MAX),
@@ -361,6 +474,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         })
     };
     let here: Vec<Option<usize>> = (0..members.len()).map(allowed_here).collect();
+    ctx.recording = outer_recording;
     let mut colocated: Vec<i64> = vec![0; members.len()];
     for k in 0..members.len() {
         if let Some(ni) = here[k] {
@@ -423,6 +537,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         let ri = members[k];
         let r = &obs.resources[ri];
         let unit = &units[k];
+        let tracing = traced_first == Some(k);
         // Each attempt passes the clone's colocations on to the instance once more (a failed
         // pre-assignment leaves them passed twice, as in Pacemaker).
         appended[k] += 1;
@@ -453,14 +568,34 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             if let Some(b) = ban {
                 bans[k].push((ni, b));
                 let cur = scores[k].get(&ni).copied().unwrap_or(0);
-                scores[k].insert(
-                    ni,
-                    if b <= -INFINITY {
-                        -INFINITY
-                    } else {
-                        cur.min(b)
-                    },
-                );
+                let limited = if b <= -INFINITY {
+                    -INFINITY
+                } else {
+                    cur.min(b)
+                };
+                scores[k].insert(ni, limited);
+                if tracing && limited != cur {
+                    record(
+                        &mut ctx.instance_recording,
+                        ni,
+                        StepOp::Set(limited),
+                        || match parent {
+                            _ if !node_available(obs, ni) => {
+                                "the clone's limits: the node cannot run resources".into()
+                            }
+                            _ if r.orphan => "the clone's limits: an orphaned instance".into(),
+                            None => format!("the clone's limits: {clone_id} has no score here"),
+                            Some(w) if w < 0 => format!(
+                                "the clone's limits: {clone_id}'s own score here is {}",
+                                score_text(w)
+                            ),
+                            Some(_) => format!(
+                                "the clone's limits: clone-node-max={} instances placed here already",
+                                spec.node_max
+                            ),
+                        },
+                    );
+                }
             }
         }
         // A Promoted-role (or finite negative) colocation with a promotable clone's role that
@@ -482,6 +617,11 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     );
                 }
                 if usable(&before) {
+                    if tracing {
+                        record_changes(&mut ctx.instance_recording, &scores[k], &before, &|| {
+                            "its colocation with a promotable clone's role is rolled back: it left no node".into()
+                        });
+                    }
                     scores[k] = before;
                 }
             }
@@ -520,6 +660,7 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                 .iter()
                 .map(|n| n.0)
                 .find(|n| placed.contains(&Some(*n)));
+            let before = tracing.then(|| scores[k].clone());
             // The paired instance of a clone of groups counts as its last member for a
             // mandatory colocation, as its first for an optional one (`colocate_with_group`);
             // a member not placed takes the score off every node (none for a negative one).
@@ -547,6 +688,21 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     _ => {}
                 }
             }
+            if let Some(before) = before {
+                record_changes(&mut ctx.instance_recording, &before, &scores[k], &|| {
+                    let paired = match pair {
+                        Some(p) => {
+                            format!("the instance of {} on {}", c.with_rsc, obs.nodes[p].uname)
+                        }
+                        None => format!("no instance of {} placed", c.with_rsc),
+                    };
+                    format!(
+                        "colocation {} ({}), interleaved: with {paired}",
+                        c.id,
+                        score_text(c.score)
+                    )
+                });
+            }
             ctx.desired.trace[ri].push(ScoreNote {
                 node: pair.unwrap_or(usize::MAX),
                 delta: c.score,
@@ -554,11 +710,31 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             });
         }
         // What is colocated with the clone, as the instance takes it while placed.
+        let before = tracing.then(|| scores[k].clone());
         for _ in 0..appended[k] {
             super::members::add_parent_dependents(ctx, gi, all_coloc, &mut scores[k]);
         }
+        if let Some(before) = before {
+            record_changes(&mut ctx.instance_recording, &before, &scores[k], &|| {
+                format!(
+                    "what is colocated with {clone_id}, scaled ({}; passed on {} time(s))",
+                    if all_coloc {
+                        "all of it: not every node gets an instance"
+                    } else {
+                        "only negative colocations: every node gets an instance"
+                    },
+                    appended[k]
+                )
+            });
+        }
         if crate::bundles::is_replica_container(obs, ri) {
+            let before = tracing.then(|| scores[k].clone());
             super::members::add_instance_dependents(ctx, ri, &mut scores[k]);
+            if let Some(before) = before {
+                record_changes(&mut ctx.instance_recording, &before, &scores[k], &|| {
+                    "what is colocated with the bundle, scaled, as its container takes it".into()
+                });
+            }
         }
         // (an unmanaged instance stays where it is, whatever its next role: Pacemaker sets
         // that to its current role)
@@ -570,6 +746,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             // (banned from every node once its colocations are applied; a group instance's
             // member is, the instance group itself keeps its scores)
             for (&ni, v) in scores[k].iter_mut() {
+                if tracing && *v != -INFINITY {
+                    record(
+                        &mut ctx.instance_recording,
+                        ni,
+                        StepOp::Set(-INFINITY),
+                        || "it is to be stopped (target-role)".into(),
+                    );
+                }
                 *v = -INFINITY;
                 if !group_instances {
                     bans[k].push((ni, -INFINITY));
@@ -645,6 +829,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
             if !group_instances && r.managed && elsewhere {
                 ctx.desired.abandoned_scores.push((ri, scores[k].clone()));
             }
+            if tracing {
+                record_changes(&mut ctx.instance_recording, &scores[k], &backup, &|| {
+                    format!(
+                        "kept on {} first, where it is active, it would go elsewhere: this attempt is undone",
+                        prefer.map_or("its node", |p| obs.nodes[p].uname.as_str())
+                    )
+                });
+            }
             scores[k] = backup;
         }
         if let Some(ni) = chosen {
@@ -706,6 +898,14 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
         decided[k] = true;
         if allocated >= spec.max {
             for (&ni, v) in scores[k].iter_mut() {
+                if traced_first == Some(k) && *v != -INFINITY {
+                    record(
+                        &mut ctx.instance_recording,
+                        ni,
+                        StepOp::Set(-INFINITY),
+                        || format!("clone-max={} instances are placed already", spec.max),
+                    );
+                }
                 *v = -INFINITY;
                 bans[k].push((ni, -INFINITY));
             }
@@ -772,9 +972,19 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     ctx.desired.instance_scores.insert(ri, own);
                 }
             } else {
+                let tracing = traced.is_some_and(|t| t.1 == ri);
                 let own = banned(ctx.desired.member_scores[ri].clone());
+                if tracing {
+                    record_changes(
+                        &mut ctx.instance_recording,
+                        &ctx.desired.member_scores[ri],
+                        &own,
+                        &|| "the clone's limits for its instance".into(),
+                    );
+                }
                 ctx.desired.instance_scores.insert(ri, own.clone());
                 let mut fin = own;
+                let before = tracing.then(|| fin.clone());
                 for (&ni, v) in fin.iter_mut() {
                     if placed != Some(ni) {
                         *v = -INFINITY;
@@ -813,6 +1023,17 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                         *v = -INFINITY;
                     }
                 }
+                if let Some(before) = before {
+                    record_changes(&mut ctx.instance_recording, &before, &fin, &|| {
+                        match placed {
+                            Some(p) => format!(
+                                "an instance group's member runs only where the one before it does ({}), taking the scores of the members after it (and, last, what is colocated with the clone)",
+                                obs.nodes[p].uname
+                            ),
+                            None => "an instance group's member runs only where the one before it does: nowhere".into(),
+                        }
+                    });
+                }
                 ctx.desired.scores[ri] = fin;
             }
             ctx.desired.assigned[ri] = placed;
@@ -821,6 +1042,136 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
     }
     if let Some(p) = spec.promotable.as_ref() {
         super::promotable::set_roles(ctx, gi, p, &order);
+    }
+    if let Some((k, t)) = traced {
+        let steps = ctx.instance_recording.take().unwrap_or_default();
+        let mut notes = vec![format!(
+            "instances are placed in turn (active ones on their node first, then by priority and score): this one {} of {}",
+            order.iter().position(|&o| o == k).map_or(0, |p| p + 1),
+            order.len()
+        )];
+        notes.extend(role_notes(ctx, t));
+        ctx.trace = Some(instance_trace(ctx, gi, t, steps, clone_steps, notes));
+    }
+}
+
+/// Clone `gi`'s own scores (`own_scores`, `scores`) as steps: the symmetric default, its
+/// locations, the bans of a migration-threshold an instance reached.
+fn record_own_scores(
+    ctx: &Ctx,
+    gi: usize,
+    scores: &BTreeMap<usize, i64>,
+    steps: &mut Option<Vec<Step>>,
+) {
+    let obs = ctx.obs;
+    let id = obs.groups[gi].id.as_str();
+    let start: BTreeMap<usize, i64> = if obs.symmetric {
+        (0..obs.nodes.len())
+            .filter(|&ni| !crate::observed::is_orphan_node(&obs.nodes[ni]))
+            .map(|ni| (ni, obs.nodes[ni].weight))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    record_changes(steps, &BTreeMap::new(), &start, &|| {
+        "symmetric-cluster: every node starts at its node score (0 unless configured)".into()
+    });
+    let locations = super::members::location_scores(ctx, gi);
+    record_changes(steps, &start, &locations, &|| {
+        let ids: Vec<&str> = ctx
+            .cib
+            .locations
+            .iter()
+            .filter(|l| l.rsc == id)
+            .map(|l| l.id.as_str())
+            .collect();
+        format!("location constraints on {id}: {}", ids.join(", "))
+    });
+    record_changes(steps, &locations, scores, &|| {
+        "an instance reached migration-threshold here: the whole clone is banned".into()
+    });
+}
+
+/// The next role chosen for promotable instance `ri`, with its promotion scores.
+fn role_notes(ctx: &Ctx, ri: usize) -> Vec<String> {
+    let obs = ctx.obs;
+    let Some(role) = ctx.desired.next_roles.get(ri).copied().flatten() else {
+        return Vec::new();
+    };
+    let scores: Vec<String> = ctx
+        .desired
+        .promotion_scores
+        .iter()
+        .filter(|&&(m, _, _)| m == ri)
+        .map(|&(_, node, score)| {
+            format!(
+                "{} on {}",
+                score_text(score),
+                node.map_or("none", |ni| obs.nodes[ni].uname.as_str())
+            )
+        })
+        .collect();
+    vec![format!(
+        "role {role:?}: promotion score {} (instances with the highest are promoted, up to promoted-max)",
+        if scores.is_empty() {
+            "none".to_string()
+        } else {
+            scores.join(", ")
+        }
+    )]
+}
+
+/// The trace of clone `gi`'s instance (or instance member) `ri`, placed as its scores say:
+/// each node filtered or ranked by its final score.
+fn instance_trace(
+    ctx: &Ctx,
+    gi: usize,
+    ri: usize,
+    steps: Vec<Step>,
+    clone_steps: Option<Vec<Step>>,
+    notes: Vec<String>,
+) -> Trace {
+    let obs = ctx.obs;
+    let scores = &ctx.desired.scores[ri];
+    let filtered: Vec<(usize, Option<String>)> = (0..obs.nodes.len())
+        .map(|ni| {
+            let why = match scores.get(&ni) {
+                None => Some("no score here (not allowed by any location)".to_string()),
+                Some(&s) => match super::unavailable_reason(obs, ni) {
+                    Some(r) => Some(format!("node is {r}")),
+                    None if s < 0 => Some(format!("score {} is negative", score_text(s))),
+                    None => None,
+                },
+            };
+            (ni, why)
+        })
+        .collect();
+    let mut ranking: Vec<usize> = filtered
+        .iter()
+        .filter(|(_, why)| why.is_none())
+        .map(|&(ni, _)| ni)
+        .collect();
+    // (by score then name, the node chosen first: the clone's order of instances, its
+    // pre-assignment to their nodes and `assign_best_node`'s tie-breaks chose it)
+    let chosen = ctx.desired.assigned[ri];
+    ranking.sort_by(|&a, &b| {
+        (Some(b) == chosen)
+            .cmp(&(Some(a) == chosen))
+            .then_with(|| scores.get(&b).cmp(&scores.get(&a)))
+            .then_with(|| obs.nodes[a].uname.cmp(&obs.nodes[b].uname))
+    });
+    Trace {
+        rsc: ri,
+        group: obs.resources[ri]
+            .group
+            .filter(|&g| crate::clone_groups::is_instance(obs, g)),
+        steps,
+        filtered,
+        ranking,
+        notes,
+        assigned: ctx.desired.assigned[ri],
+        clone: Some(gi),
+        clone_steps: clone_steps.unwrap_or_default(),
     }
 }
 

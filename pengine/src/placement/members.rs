@@ -541,7 +541,7 @@ fn note_colocation(ctx: &mut Ctx, ri: usize, c: &Coloc, node: usize) {
     });
 }
 
-fn record_changes(
+pub(super) fn record_changes(
     steps: &mut Option<Vec<Step>>,
     before: &BTreeMap<usize, i64>,
     after: &BTreeMap<usize, i64>,
@@ -1098,6 +1098,8 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
                 ranking,
                 notes,
                 assigned: choice,
+                clone: None,
+                clone_steps: Vec::new(),
             });
         }
     }
