@@ -945,6 +945,18 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
     // What runs on a guest node restarts with its container (the reason Pacemaker gives
     // first).
+    // (but a guest's connection unassigned has a start unrunnable from its creation, and
+    // `apply_container_ordering` orders that start before what runs there after the
+    // container's: the newer ordering is met first, "due to unrunnable CONNECTION start")
+    for (_, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+        let connection = desired.assigned[ri]
+            .and_then(|ni| obs.nodes[ni].remote.as_ref())
+            .and_then(|rn| rn.connection)
+            .filter(|&c| desired.assigned[c].is_none());
+        if let Some(c) = connection {
+            rels.push((End::Start(c), End::Start(ri), Mode::Implies));
+        }
+    }
     for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
         rels.push((End::Start(k), End::Start(ri), Mode::Implies));
     }
