@@ -658,6 +658,9 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
         .collect();
     let groups: Vec<Option<usize>> = g.actions.iter().map(|a| a.group).collect();
     let instance_to_clone_stopped = |f: usize, t: usize| clone_stopped[t] && groups[f] != groups[t];
+    // (Pacemaker blocks the colocation dependents of the starts and promotes unrunnable when
+    // created before it updates any action for its orderings: `pcmk__apply_orderings`)
+    block_colocation_dependents(obs, &mut g);
     loop {
         let mut changed = false;
         for &(f, t) in &g.edges {
@@ -1057,9 +1060,22 @@ fn block_colocation_dependents(obs: &Observed, g: &mut TransitionGraph) -> bool 
         let Some((parts, _)) = colocation_resources(obs, primary) else {
             continue;
         };
-        let Some((dep_parts, dep_group)) = colocation_resources(obs, dependent) else {
+        let Some((mut dep_parts, dep_group)) = colocation_resources(obs, dependent) else {
             continue;
         };
+        // (`mark_action_blocked` recurses into a bundle's children: per replica its IP,
+        // container and connection, then its inner clone and that clone's instances)
+        let mut dep_groups = vec![dep_group];
+        if let Some(b) = obs.bundles.iter().find(|b| b.id == *dependent) {
+            for r in &b.replicas {
+                dep_parts.extend(r.ip);
+                dep_parts.extend(r.remote);
+            }
+            if let Some(ci) = b.child {
+                dep_groups.push(Some(ci));
+                dep_parts.extend(obs.groups[ci].members.iter().copied());
+            }
+        }
         for task in ["start", "promote"] {
             if task == "promote" && *primary_role != Some(crate::observed::Role::Promoted) {
                 continue;
@@ -1088,7 +1104,7 @@ fn block_colocation_dependents(obs: &Observed, g: &mut TransitionGraph) -> bool 
                 let a = &g.actions[i];
                 let ours = match a.rsc {
                     Some(ri) => dep_parts.contains(&ri),
-                    None => a.group.is_some() && a.group == dep_group,
+                    None => a.group.is_some() && dep_groups.contains(&a.group),
                 };
                 if ours && a.runnable && a.task == blocked_task {
                     g.actions[i].runnable = false;

@@ -104,7 +104,8 @@ fn clone_pseudo(plan: &Plan, gi: usize, kind: &Kind) -> Option<usize> {
 }
 
 /// Switches instance `ri`'s recurring monitors on node `ni` to role `to` after `after` (its
-/// promote or demote): the other role's active monitors are cancelled, `to`'s are started.
+/// promote or demote): the other role's active monitors are cancelled, `to`'s are started
+/// (unless `restarting`: the start's own monitors are already there).
 fn monitors_for_role(
     obs: &Observed,
     plan: &mut Plan,
@@ -112,6 +113,7 @@ fn monitors_for_role(
     ni: usize,
     to: Role,
     after: usize,
+    restarting: bool,
 ) {
     let from = if to == Role::Promoted {
         Role::Unpromoted
@@ -152,6 +154,9 @@ fn monitors_for_role(
             });
             plan.edge_rel(cancel, after, Rel::Plain);
         }
+    }
+    if restarting {
+        return;
     }
     let starts_here = plan
         .starts(ri)
@@ -283,8 +288,12 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     for &s in &stops_here {
                         plan.edge_rel(d, s, Rel::Plain);
                     }
-                    if stops_here.is_empty() && next == Role::Unpromoted {
-                        monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d);
+                    // (`recurring_op_for_active` cancels them while the start is optional when
+                    // created: no stop, or a restart in place that only an ordering requires)
+                    let restart_in_place = target == Some(c) && !r.failed;
+                    if (stops_here.is_empty() || restart_in_place) && next == Role::Unpromoted {
+                        let restarting = !stops_here.is_empty();
+                        monitors_for_role(obs, plan, ri, c, Role::Unpromoted, d, restarting);
                     }
                     // (the monitors of a role other than Promoted follow the demote, wherever
                     // they are, those only drawn too)
@@ -354,7 +363,7 @@ pub fn add_role_actions(obs: &Observed, desired: &Desired, plan: &mut Plan) {
                     if let Some(d) = demote {
                         plan.edge_rel(d, p, Rel::Plain);
                     }
-                    monitors_for_role(obs, plan, ri, t, Role::Promoted, p);
+                    monitors_for_role(obs, plan, ri, t, Role::Promoted, p, false);
                     if !blocked {
                         promotes.push(p);
                     }

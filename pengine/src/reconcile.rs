@@ -936,6 +936,57 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
     // What runs on a guest node restarts with its container (the reason Pacemaker gives
     // first).
+    // `pcmk__block_colocation_dependents` runs before any ordering is met: a bundle colocated
+    // (INFINITY) with a resource none of whose parts was assigned (their starts unrunnable
+    // when created) has its inner instances' starts blocked first (`mark_action_blocked`
+    // recurses into the bundle's inner clone), "due to colocation with PRIMARY".
+    for (dependent, primary, dependent_role, _) in &obs.mandatory_colocations {
+        if *dependent_role == Some(Role::Promoted) {
+            continue;
+        }
+        let Some(inner) = obs
+            .bundles
+            .iter()
+            .find(|b| &b.id == dependent)
+            .and_then(|b| b.child)
+        else {
+            continue;
+        };
+        let parts = match (obs.group_index(primary), obs.rsc_index(primary)) {
+            (Some(g), _) => obs.groups[g].members.clone(),
+            (None, Some(r)) => vec![r],
+            _ => continue,
+        };
+        let Some(&cause) = parts.first() else {
+            continue;
+        };
+        if parts.iter().any(|&p| desired.assigned[p].is_some()) {
+            continue;
+        }
+        let desc = format!("colocation with {}", obs.resources[cause].id);
+        for &m in &obs.groups[inner].members {
+            let s = &mut st[m];
+            if s.exists && s.runnable && !s.unmanaged {
+                s.runnable = false;
+                s.reason.get_or_insert(desc.clone());
+                if !obs.resources[m].running_on.is_empty() {
+                    s.required = true;
+                }
+            }
+        }
+    }
+    // (but a guest's connection unassigned has a start unrunnable from its creation, and
+    // `apply_container_ordering` orders that start before what runs there after the
+    // container's: the newer ordering is met first, "due to unrunnable CONNECTION start")
+    for (_, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+        let connection = desired.assigned[ri]
+            .and_then(|ni| obs.nodes[ni].remote.as_ref())
+            .and_then(|rn| rn.connection)
+            .filter(|&c| desired.assigned[c].is_none());
+        if let Some(c) = connection {
+            rels.push((End::Start(c), End::Start(ri), Mode::Implies));
+        }
+    }
     for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
         rels.push((End::Start(k), End::Start(ri), Mode::Implies));
     }

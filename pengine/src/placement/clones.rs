@@ -1176,8 +1176,11 @@ fn instance_trace(
 }
 
 /// A bundle's inner clone (`pcmk__bundle_allocate`): instance N may only run on replica N's
-/// guest node (INFINITY there, -INFINITY elsewhere), and runs there when that node is up; the
-/// clone itself is allowed on the bundle's guest nodes only.
+/// guest node (INFINITY there, -INFINITY elsewhere), and is assigned there even when that node
+/// cannot run resources (its connection stopping or not yet started: `pcmk__finalize_assignment`
+/// lets the graph assume a guest node's connection will come up; the instance's start then
+/// waits, unrunnable, for the connection's); the clone itself is allowed on the bundle's guest
+/// nodes only.
 fn assign_bundle_child(ctx: &mut Ctx, gi: usize, bi: usize) {
     let obs = ctx.obs;
     let members = obs.groups[gi].members.clone();
@@ -1203,7 +1206,7 @@ fn assign_bundle_child(ctx: &mut Ctx, gi: usize, bi: usize) {
             if !r.managed {
                 r.running_on.contains(&g)
             } else {
-                node_available(obs, g) && !target_stopped(obs, ri) && !r.orphan
+                !target_stopped(obs, ri) && !r.orphan
             }
         });
         if let Some(ni) = placed {
