@@ -847,7 +847,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
                 continue;
             }
             for (ni, n) in obs.nodes.iter().enumerate() {
-                if n.online && crate::observed::node_failcount(&n.attrs, &r.id).0 != 0 {
+                if n.online
+                    && crate::observed::node_failcount(&n.attrs, &r.id, r.legacy_fail_counts).0 != 0
+                {
                     orphan_clears
                         .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
                 }

@@ -98,7 +98,7 @@ fn fence_param(name: &str) -> bool {
 }
 
 /// Compares two dotted version strings numerically (missing parts count as 0).
-fn version_less(a: &str, b: &str) -> bool {
+pub(crate) fn version_less(a: &str, b: &str) -> bool {
     let parts = |s: &str| -> Vec<u64> {
         s.split('.')
             .map(|p| p.trim().parse::<u64>().unwrap_or(0))

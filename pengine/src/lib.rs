@@ -163,7 +163,7 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
     let show_date = input.show_date;
     let when = input.inject_time.unwrap_or(now);
     let injected =
-        (!input.injections.is_empty()).then(|| simulate::inject(cib, input.injections, when));
+        (!input.injections.is_empty()).then(|| simulate::inject(cib, input.injections, when, now));
     let planned = injected.as_ref().map(|i| &i.cib).unwrap_or(cib);
     let t = schedule(planned, now);
     // The status before the injections, and before the scheduler's ticket effects.
@@ -212,6 +212,10 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
     if let Some(i) = injected.as_ref().filter(|i| !i.lines.is_empty()) {
         out.push_str("Performing Requested Modifications:\n");
         out.push_str(&i.lines);
+        // crm_simulate reads the modified CIB again, saying the date again (pcmk__simulate).
+        if let Some(d) = show_date {
+            out.push_str(&format!("Using the original execution date of: {d}\n"));
+        }
         out.push('\n');
     }
     out.push_str("Transition Summary:\n");

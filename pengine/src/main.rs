@@ -252,7 +252,7 @@ fn run(args: SimulateArgs) -> Result<(), String> {
     let planned = if injections.is_empty() {
         std::borrow::Cow::Borrowed(&cib)
     } else {
-        std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when).cib)
+        std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when, now).cib)
     };
     if let (Some(path), Some(input_xml)) = (&args.save_output, &input_xml) {
         let out = result.as_ref().unwrap_or(planned.as_ref());

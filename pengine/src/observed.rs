@@ -217,6 +217,8 @@ pub struct Resource {
     pub param_sets: Vec<NvSet>,
     /// The CIB's feature set (for digests of entries that record none).
     pub feature_set: String,
+    /// The CIB counts failures per resource, not per operation (see `legacy_fail_counts`).
+    pub legacy_fail_counts: bool,
     /// Nodes where a start-like entry's digest changed so that the resource restarts there
     /// ("resource definition change").
     pub definition_restart: Vec<usize>,
@@ -670,6 +672,7 @@ pub(crate) fn make_resource(
             .feature_set
             .clone()
             .unwrap_or_else(|| FEATURE_SET.to_string()),
+        legacy_fail_counts: legacy_fail_counts(cib.feature_set.as_deref()),
         role: Role::Stopped,
         managed: true,
         target_role,
@@ -1361,6 +1364,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                                 op_defaults: orphan_op_defaults.clone(),
                                 op_default_sets: cib.op_defaults.clone(),
                                 evaluated_at: now,
+                                legacy_fail_counts: legacy_fail_counts(cib.feature_set.as_deref()),
                                 ..Default::default()
                             });
                             if let Some(c) = &lr.container {
@@ -1556,22 +1560,21 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     }
     crate::container::require_stops(&mut obs);
     // Fail counts.
+    let legacy = legacy_fail_counts(cib.feature_set.as_deref());
     for (ni, node) in obs.nodes.iter().enumerate() {
         for (k, v) in &node.attrs {
-            let Some(rest) = k.strip_prefix("fail-count-") else {
+            let Some(rid) = failure_attr_rsc(k, "fail-count-", legacy) else {
                 continue;
             };
-            let rid = rest.split('#').next().unwrap_or(rest);
             for ri in crate::clones::named_by_history(&obs, rid) {
                 let count = parse_score(v).unwrap_or(0);
                 *obs.resources[ri].fail_count.entry(ni).or_insert(0) += count;
             }
         }
         for (k, v) in &node.attrs {
-            let Some(rest) = k.strip_prefix("last-failure-") else {
+            let Some(rid) = failure_attr_rsc(k, "last-failure-", legacy) else {
                 continue;
             };
-            let rid = rest.split('#').next().unwrap_or(rest);
             for ri in crate::clones::named_by_history(&obs, rid) {
                 let t: i64 = v.trim().parse().unwrap_or(0);
                 let e = obs.resources[ri].last_failure.entry(ni).or_insert(0);
@@ -1748,21 +1751,38 @@ fn node_health(options: &BTreeMap<String, String>, attrs: &BTreeMap<String, Stri
 }
 
 /// A resource's fail count on a node and the time of its last failure, from node attributes.
-pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str) -> (i64, i64) {
+pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str, legacy: bool) -> (i64, i64) {
     let mut count = 0i64;
     let mut last = 0i64;
     for (k, v) in attrs {
-        if let Some(rest) = k.strip_prefix("fail-count-") {
-            if rest.split('#').next() == Some(rsc) {
-                count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
-            }
-        } else if let Some(rest) = k.strip_prefix("last-failure-") {
-            if rest.split('#').next() == Some(rsc) {
-                last = last.max(v.trim().parse().unwrap_or(0));
-            }
+        if failure_attr_rsc(k, "fail-count-", legacy) == Some(rsc) {
+            count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
+        } else if failure_attr_rsc(k, "last-failure-", legacy) == Some(rsc) {
+            last = last.max(v.trim().parse().unwrap_or(0));
         }
     }
     (count, last)
+}
+
+/// Whether a CIB of this feature set counts failures per resource (`fail-count-RSC`) rather
+/// than per operation (`fail-count-RSC#OP_INTERVAL`): before 3.0.13, or none recorded
+/// (Pacemaker's `generate_fail_regexes`).
+pub fn legacy_fail_counts(feature_set: Option<&str>) -> bool {
+    feature_set.is_none_or(|v| crate::digest::version_less(v, "3.0.13"))
+}
+
+/// The resource a fail-count or last-failure node attribute names (`prefix` is `fail-count-`
+/// or `last-failure-`), when Pacemaker's `generate_fail_regex` counts it: `PREFIX-RSC#TASK_N`
+/// per operation, or only `PREFIX-RSC` in a `legacy` CIB (see `legacy_fail_counts`).
+pub fn failure_attr_rsc<'a>(key: &'a str, prefix: &str, legacy: bool) -> Option<&'a str> {
+    let rest = key.strip_prefix(prefix)?;
+    if legacy {
+        return (!rest.contains('#')).then_some(rest);
+    }
+    let (rsc, op) = rest.split_once('#')?;
+    let (task, interval) = op.rsplit_once('_')?;
+    (!task.is_empty() && !interval.is_empty() && interval.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(rsc)
 }
 
 /// What a resource's history asks of its node, for the caller, which holds the node list.
@@ -1826,7 +1846,7 @@ fn unpack_lrm_resource(
             }
         }
         if expired {
-            let (count, last) = node_failcount(&nodes[ni].attrs, &rsc.id);
+            let (count, last) = node_failcount(&nodes[ni].attrs, &rsc.id, rsc.legacy_fail_counts);
             // Fail counts of failures whose on-fail is block never expire.
             let block_failure = sorted.iter().any(|o| {
                 let t = target_rc(o);
@@ -2355,16 +2375,17 @@ pub(crate) fn definition_changed(
         }
     }
     // (an anonymous clone instance's fail count is its primitive's, under any instance name)
+    let legacy = rsc.legacy_fail_counts;
     let count = match &rsc.clone_base {
         Some(base) => node
             .attrs
             .iter()
             .filter_map(|(k, v)| {
-                let rid = k.strip_prefix("fail-count-")?.split('#').next()?;
+                let rid = failure_attr_rsc(k, "fail-count-", legacy)?;
                 (crate::clones::strip_instance(rid) == base).then(|| parse_score(v).unwrap_or(0))
             })
             .fold(0, crate::placement::add_score),
-        None => node_failcount(&node.attrs, &rsc.id).0,
+        None => node_failcount(&node.attrs, &rsc.id, legacy).0,
     };
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
         rsc.clear_failcount_changed.push(ni);

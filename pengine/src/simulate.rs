@@ -488,8 +488,14 @@ fn record_result(lrm: &mut LrmResource, res: &OpResult, injected: bool) {
 
 /// Applies injections as crm_simulate does (quorum, then nodes up, down and failed, then
 /// operation results, each kind in the order given); `when` is the time written into injected
-/// results and fail counts (crm_simulate uses the wall clock).
-pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
+/// results and fail counts (crm_simulate uses the wall clock), `now` the time the CIB is read at.
+pub fn inject(cib: &Cib, injections: &[Injection], when: i64, now: i64) -> Injected {
+    // The resources an operation injection may name: those of the CIB as read before any
+    // injection (crm_simulate looks them up in the working set it printed the status from).
+    let before = injections
+        .iter()
+        .any(|i| matches!(i, Injection::Op(_)))
+        .then(|| crate::observed::observe(cib, now));
     let mut next = cib.clone();
     let mut lines = String::new();
     let mut errors = Vec::new();
@@ -553,7 +559,10 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
                     spec.node,
                     spec.rc
                 );
-                let Some((class, provider, kind)) = configured_agent(&next, &spec.rsc) else {
+                let Some((class, provider, kind)) = before
+                    .as_ref()
+                    .and_then(|obs| injected_agent(obs, &spec.rsc))
+                else {
                     errors.push(format!("Invalid resource name: {}", spec.rsc));
                     continue;
                 };
@@ -579,11 +588,15 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64) -> Injected {
     }
 }
 
-/// Class, provider and type of a configured primitive (group members included).
-fn configured_agent(cib: &Cib, id: &str) -> Option<(String, Option<String>, String)> {
-    cib.primitives()
-        .find(|p| p.id == id)
-        .map(|p| (p.class.clone(), p.provider.clone(), p.kind.clone()))
+/// Class, provider and type of the resource an operation injection names, found as Pacemaker's
+/// `pe_find_resource` finds it (with `pe_find_renamed`): a primitive, clone instance (`rsc:N`),
+/// orphan or implicit resource by its id, or an anonymous instance by the history name it was
+/// mapped from (`clone_name`). A cloned primitive's bare id names nothing else.
+fn injected_agent(obs: &Observed, id: &str) -> Option<(String, Option<String>, String)> {
+    obs.resources
+        .iter()
+        .find(|r| r.id == id || r.clone_name.as_deref() == Some(id))
+        .map(|r| (r.class.clone(), r.provider.clone(), r.kind.clone()))
 }
 
 /// Fires the transition (`graph::fire`) with the results `outcome_of` gives and records them
@@ -1018,6 +1031,7 @@ mod tests {
                 t(TicketChange::Revoke, "B"),
                 t(TicketChange::Grant, "A"),
             ],
+            1000,
             1000,
         );
         assert_eq!(
