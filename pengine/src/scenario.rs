@@ -541,7 +541,7 @@ pub enum ScenarioError {
 mod tests {
     use super::*;
 
-    const CIB: &str = r#"<cib have-quorum="1" dc-uuid="1"><configuration>
+    const CIB: &str = r#"<cib crm_feature_set="3.16.1" have-quorum="1" dc-uuid="1"><configuration>
       <crm_config><cluster_property_set id="o">
         <nvpair id="o1" name="stonith-enabled" value="false"/>
       </cluster_property_set></crm_config>
