@@ -226,13 +226,13 @@ const CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uuid="n1"
   </status>
 </cib>"#;
 
-#[test]
-fn explanation_names_each_contribution_and_the_choice() {
-    let cib = pengine::parse_cib(CIB).expect("valid CIB");
-    let (t, trace) = pengine::explain::explain(&cib, 0, "vm").expect("vm is configured");
+/// The explanation's folded total per node name (-INFINITY where no step touched the node).
+fn totals_by_node<'a>(
+    t: &'a pengine::Transition,
+    trace: &pengine::placement::Trace,
+) -> BTreeMap<&'a str, i64> {
     let totals = pengine::explain::fold(&trace.steps);
-    let by_name: BTreeMap<&str, i64> = t
-        .observed
+    t.observed
         .nodes
         .iter()
         .enumerate()
@@ -242,7 +242,14 @@ fn explanation_names_each_contribution_and_the_choice() {
                 totals.get(&ni).copied().unwrap_or(-INFINITY),
             )
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn explanation_names_each_contribution_and_the_choice() {
+    let cib = pengine::parse_cib(CIB).expect("valid CIB");
+    let (t, trace) = pengine::explain::explain(&cib, 0, "vm").expect("vm is configured");
+    let by_name = totals_by_node(&t, &trace);
     let want: BTreeMap<&str, i64> = [
         ("node1", 100),
         ("node2", 50),
@@ -368,19 +375,7 @@ fn clone_instances_and_collectives_are_explained() {
     }
     // crm_simulate 2.1.5 on this CIB: a:1 -INFINITY on node1 and node2, 0 on node3.
     let (t, trace) = &all[1];
-    let totals = pengine::explain::fold(&trace.steps);
-    let by_name: Vec<(&str, i64)> = t
-        .observed
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(ni, n)| {
-            (
-                n.uname.as_str(),
-                totals.get(&ni).copied().unwrap_or(-INFINITY),
-            )
-        })
-        .collect();
+    let by_name: Vec<(&str, i64)> = totals_by_node(t, trace).into_iter().collect();
     assert_eq!(
         by_name,
         [("node1", -INFINITY), ("node2", -INFINITY), ("node3", 0)]
