@@ -539,6 +539,13 @@ pub fn order_actions(
                 if kind == Kind::GroupStart && !bundle_start_printed(obs, plan, b) {
                     continue;
                 }
+                // (the inner clone's running makes the bundle's printed only when it can run:
+                // `pe_order_implies_then_printed` needs a runnable first)
+                if kind == Kind::GroupRunning
+                    && inner(plan, &kind).is_some_and(|i| !plan.actions[i].runnable)
+                {
+                    continue;
+                }
                 if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
                     let mut a = crate::actions::act(kind, None, None);
                     a.group = Some(b.containers);
