@@ -539,6 +539,13 @@ pub fn order_actions(
                 if kind == Kind::GroupStart && !bundle_start_printed(obs, plan, b) {
                     continue;
                 }
+                // (the inner clone's running makes the bundle's printed only when it can run:
+                // `pe_order_implies_then_printed` needs a runnable first)
+                if kind == Kind::GroupRunning
+                    && inner(plan, &kind).is_some_and(|i| !plan.actions[i].runnable)
+                {
+                    continue;
+                }
                 if let (Some(i), None) = (inner(plan, &kind), own(plan, &kind)) {
                     let mut a = crate::actions::act(kind, None, None);
                     a.group = Some(b.containers);
@@ -663,11 +670,25 @@ pub fn order_actions(
 /// Pacemaker also meets that ordering again when the bundle's start is the then of an ordering
 /// whose first is another collective resource's action (remapped, as to its running: the
 /// bundle's start changed, so its afters are processed again; bundle-order-stop-clone).
+/// That counts only when the remap happens where `pcmk__apply_orderings` reaches the bundle's
+/// start itself (newest-created actions first, after its instances'), so only for a first
+/// configured before the bundle: a first configured after it is processed earlier, and its
+/// start's change reprocesses (and remaps) the bundle's start before its instances' starts are
+/// required (bundle-order-partial-stop).
 fn bundle_start_printed(obs: &Observed, plan: &crate::actions::Plan, b: &Bundle) -> bool {
-    let collective =
-        |id: &str| obs.groups.iter().any(|g| g.id == id) || obs.bundles.iter().any(|o| o.id == id);
+    // A collective's position in configuration order (a bundle by its containers' clone).
+    let position = |id: &str| {
+        obs.bundles
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| o.containers)
+            .or_else(|| obs.groups.iter().position(|g| g.id == id))
+    };
     let remapped_first = obs.orders.iter().any(|o| {
-        o.then == b.id && o.then_action == "start" && o.first != b.id && collective(&o.first)
+        o.then == b.id
+            && o.then_action == "start"
+            && o.first != b.id
+            && position(&o.first).is_some_and(|p| p < b.containers)
     });
     remapped_first
         || b.replicas.iter().any(|r| {

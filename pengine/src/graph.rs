@@ -1883,7 +1883,8 @@ pub fn render_scores(obs: &Observed, desired: &crate::placement::Desired) -> Str
         let scores = connections.get(&ri).unwrap_or(scores);
         // Only the nodes it has a score on: Pacemaker lists the resource's allowed nodes.
         // (a resource banned because it is to be stopped knows every node, -INFINITY)
-        let banned = crate::placement::stop_banned(obs, ri) && !inner.contains(&ri);
+        let banned = (crate::placement::stop_banned(obs, ri) || desired.unpaired.contains(&ri))
+            && !inner.contains(&ri);
         // (the guest nodes its allowed nodes hold since it was unpacked, banned by now)
         let copies = crate::bundles::guest_node_copies(obs, ri);
         let guests = guest_nodes

@@ -75,6 +75,10 @@ pub struct Desired {
     pub location_guests: Vec<BTreeSet<usize>>,
     /// Per group (or clone): the same for the location constraints on it (or its clone).
     pub group_location_guests: Vec<BTreeSet<usize>>,
+    /// Clone or bundle instances (primitives) left unassigned because no instance of a clone
+    /// or bundle they are mandatorily colocated with could be paired with them ("Cannot
+    /// pair"): stopped, so banned from every node of the cluster, guest nodes included.
+    pub unpaired: BTreeSet<usize>,
 }
 
 /// One change to a node's score while a resource is placed (recorded only when explaining).
@@ -1779,6 +1783,7 @@ pub fn place_traced(cib: &Cib, obs: &Observed, explain: Option<usize>) -> (Desir
                     located_guests(cib, obs, &location_ids(obs, ri), Some(rsc), &guests)
                 })
                 .collect(),
+            unpaired: BTreeSet::new(),
             group_location_guests: (0..obs.groups.len())
                 .map(|gi| {
                     let mut ids = vec![obs.groups[gi].id.as_str()];

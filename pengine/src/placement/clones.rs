@@ -688,6 +688,15 @@ pub(super) fn assign_clone(ctx: &mut Ctx, gi: usize) {
                     _ => {}
                 }
             }
+            // A primitive instance that cannot be paired with a mandatory colocation's clone
+            // or bundle is assigned nowhere and so stopped: `pcmk__primitive_assign` then bans
+            // it from every node of the cluster, adding those it had no score for.
+            if pair.is_none() && c.score >= INFINITY && !group_instances {
+                for ni in 0..obs.nodes.len() {
+                    scores[k].insert(ni, -INFINITY);
+                }
+                ctx.desired.unpaired.insert(ri);
+            }
             if let Some(before) = before {
                 record_changes(&mut ctx.instance_recording, &before, &scores[k], &|| {
                     let paired = match pair {
