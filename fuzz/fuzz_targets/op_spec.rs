@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(cib) = pengine::parse_cib(CIB) {
-        let injected = inject(&cib, &injections, 1_700_000_000);
+        let injected = inject(&cib, &injections, 1_700_000_000, 1_700_000_000);
         let _ = pengine::schedule(&injected.cib, 1_700_000_000);
     }
 });
