@@ -146,6 +146,11 @@ pub fn explain_all(
     members.iter().map(|id| explain(cib, now, id)).collect()
 }
 
+/// The width of the widest step operation, to align the reasons after it.
+fn op_width(steps: &[Step]) -> usize {
+    steps.iter().map(|s| op_text(s.op).len()).max().unwrap_or(0)
+}
+
 fn op_text(op: StepOp) -> String {
     match op {
         StepOp::Set(v) => format!("= {}", score_text(v)),
@@ -270,12 +275,7 @@ fn render_with(t: &Transition, trace: &Trace, clone_scores: bool) -> String {
         if clone_scores && !trace.clone_steps.is_empty() {
             let _ = writeln!(out, "\n{}'s own scores (its instances' limits):", c.id);
             let own = fold(&trace.clone_steps);
-            let w = trace
-                .clone_steps
-                .iter()
-                .map(|s| op_text(s.op).len())
-                .max()
-                .unwrap_or(0);
+            let w = op_width(&trace.clone_steps);
             for (&ni, &v) in &own {
                 let _ = writeln!(out, "  {}: {}", obs.nodes[ni].uname, score_text(v));
                 for s in trace.clone_steps.iter().filter(|s| s.node == ni) {
@@ -287,12 +287,7 @@ fn render_with(t: &Transition, trace: &Trace, clone_scores: bool) -> String {
     let totals = fold(&trace.steps);
     let mut order: Vec<usize> = trace.ranking.clone();
     order.extend((0..obs.nodes.len()).filter(|ni| !trace.ranking.contains(ni)));
-    let width = trace
-        .steps
-        .iter()
-        .map(|s| op_text(s.op).len())
-        .max()
-        .unwrap_or(0);
+    let width = op_width(&trace.steps);
     for ni in order {
         let total = totals.get(&ni).copied().unwrap_or(-INFINITY);
         let _ = write!(out, "\n{}: {}", obs.nodes[ni].uname, score_text(total));

@@ -1245,10 +1245,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
     for ni in 0..nn {
         let Some(&s) = scores.get(&ni) else {
             if recording {
-                filtered.push((
-                    ni,
-                    Some("no score here (not allowed by any location)".into()),
-                ));
+                filtered.push((ni, filter_reason(obs, &scores, ni)));
             }
             continue;
         };
@@ -1264,13 +1261,7 @@ fn assign_unit(ctx: &mut Ctx, u: Unit) {
         }
         if strategy && !fits_need(ctx, &need, ni) {
             if recording {
-                filtered.push((
-                    ni,
-                    Some(format!(
-                        "utilization: not enough free capacity (placement-strategy={})",
-                        obs.placement_strategy
-                    )),
-                ));
+                filtered.push((ni, Some(capacity_reason(&obs.placement_strategy))));
             }
             continue;
         }
@@ -1412,6 +1403,25 @@ fn same_attribute(obs: &Observed, attr: Option<&str>, a: usize, b: usize) -> boo
                     .is_some_and(|v| obs.nodes[b].attrs.get(name) == Some(v))
         }
     }
+}
+
+/// Why the placement filters drop node `ni` for a resource with these `scores`, as the
+/// explanation says it (None: it stays a candidate): no score there, the node cannot host
+/// resources, or the score is negative.
+pub fn filter_reason(obs: &Observed, scores: &BTreeMap<usize, i64>, ni: usize) -> Option<String> {
+    let Some(&s) = scores.get(&ni) else {
+        return Some("no score here (not allowed by any location)".into());
+    };
+    match unavailable_reason(obs, ni) {
+        Some(r) => Some(format!("node is {r}")),
+        None if s < 0 => Some(format!("score {} is negative", score_text(s))),
+        None => None,
+    }
+}
+
+/// The explanation's reason for a node without room for the resource's utilization.
+pub fn capacity_reason(placement_strategy: &str) -> String {
+    format!("utilization: not enough free capacity (placement-strategy={placement_strategy})")
 }
 
 /// Why a node cannot host resources at all (None: it can).

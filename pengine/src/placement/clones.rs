@@ -1143,17 +1143,7 @@ fn instance_trace(
     let obs = ctx.obs;
     let scores = &ctx.desired.scores[ri];
     let filtered: Vec<(usize, Option<String>)> = (0..obs.nodes.len())
-        .map(|ni| {
-            let why = match scores.get(&ni) {
-                None => Some("no score here (not allowed by any location)".to_string()),
-                Some(&s) => match super::unavailable_reason(obs, ni) {
-                    Some(r) => Some(format!("node is {r}")),
-                    None if s < 0 => Some(format!("score {} is negative", score_text(s))),
-                    None => None,
-                },
-            };
-            (ni, why)
-        })
+        .map(|ni| (ni, super::filter_reason(obs, scores, ni)))
         .collect();
     let mut ranking: Vec<usize> = filtered
         .iter()

@@ -1075,17 +1075,11 @@ pub(super) fn assign_group(ctx: &mut Ctx, gi: usize, recording: bool) {
         if let Some(steps) = steps {
             let filtered = (0..obs.nodes.len())
                 .map(|ni| {
-                    let why = match scores.get(&ni) {
-                        None => Some("no score here (not allowed by any location)".to_string()),
-                        Some(&s) => match super::unavailable_reason(obs, ni) {
-                            Some(reason) => Some(format!("node is {reason}")),
-                            None if s < 0 => Some(format!("score {} is negative", score_text(s))),
-                            None if banned.contains(&ni) => Some(format!(
-                                "utilization: not enough free capacity (placement-strategy={strategy})"
-                            )),
-                            None => None,
-                        },
-                    };
+                    let why = super::filter_reason(obs, &scores, ni).or_else(|| {
+                        banned
+                            .contains(&ni)
+                            .then(|| super::capacity_reason(strategy))
+                    });
                     (ni, why)
                 })
                 .collect();
