@@ -934,8 +934,6 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
     // (first, then, mode): an asymmetrical mandatory ordering (symmetrical=false)
     // neither requires its then nor touches a then already started where it stays.
     let mut rels: Vec<(End, End, Mode)> = Vec::new();
-    // What runs on a guest node restarts with its container (the reason Pacemaker gives
-    // first).
     // `pcmk__block_colocation_dependents` runs before any ordering is met: a bundle colocated
     // (INFINITY) with a resource none of whose parts was assigned (their starts unrunnable
     // when created) has its inner instances' starts blocked first (`mark_action_blocked`
@@ -975,10 +973,12 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             }
         }
     }
-    // (but a guest's connection unassigned has a start unrunnable from its creation, and
-    // `apply_container_ordering` orders that start before what runs there after the
-    // container's: the newer ordering is met first, "due to unrunnable CONNECTION start")
-    for (_, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+    // What runs on a guest node restarts with its container (the reason Pacemaker gives
+    // first). But a guest's connection left unassigned has a start unrunnable from its
+    // creation, and `apply_container_ordering` orders that start before what runs there after
+    // the container's: the newer ordering is met first, "due to unrunnable CONNECTION start".
+    let guest_restarts = crate::guest::implied_restarts(obs, &desired.assigned);
+    for &(_, ri) in &guest_restarts {
         let connection = desired.assigned[ri]
             .and_then(|ni| obs.nodes[ni].remote.as_ref())
             .and_then(|rn| rn.connection)
@@ -987,7 +987,7 @@ pub fn propagate_orderings(obs: &Observed, desired: &Desired, rec: &mut Reconcil
             rels.push((End::Start(c), End::Start(ri), Mode::Implies));
         }
     }
-    for (k, ri) in crate::guest::implied_restarts(obs, &desired.assigned) {
+    for &(k, ri) in &guest_restarts {
         rels.push((End::Start(k), End::Start(ri), Mode::Implies));
     }
     for g in
