@@ -313,7 +313,23 @@ pub trait Hypervisor: Send + Sync {
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError>;
     /// Whether an emulator process for the domain exists here, without asking the daemon.
     fn emulator_processes(&self, name: &str) -> ProcessCheck;
+    /// Ends the domain's emulator process without the daemon (a stop while it does not answer):
+    /// only a process proven to be this domain's of this daemon (`qemukill.rs`), within
+    /// `timeout_ms`. `Ok` says what was done once the process is gone; `Err` why not. The default
+    /// refuses: only a hypervisor that knows where its daemon records its processes may kill.
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        let _ = timeout_ms;
+        Err(KillRefused(format!(
+            "{} cannot end domain {name}'s process without its daemon",
+            self.uri()
+        )))
+    }
 }
+
+/// Why [`Hypervisor::kill_emulator`] did not end a process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KillRefused(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,7 @@ pub mod migrate;
 pub mod migration;
 pub mod params;
 pub mod procscan;
+pub mod qemukill;
 pub mod scripts;
 pub mod unreachable;
 pub mod urisafe;

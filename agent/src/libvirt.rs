@@ -12,8 +12,8 @@ use virt::domain::{Domain, DomainPausedReason, DomainState as VirState};
 use virt::error::{ErrorDomain, ErrorNumber};
 
 use crate::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, MigrateRequest,
-    Op, PauseReason, ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, KillRefused,
+    MigrateRequest, Op, PauseReason, ProcessCheck, ShutdownModes,
 };
 
 /// libvirt's `VIR_MIGRATE_LIVE` and `VIR_MIGRATE_PEER2PEER`.
@@ -388,6 +388,16 @@ impl Hypervisor for Libvirt {
             Ok(pids) => ProcessCheck::Present(pids),
             Err(e) => ProcessCheck::Unknown(format!("/proc unreadable: {e}")),
         }
+    }
+
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        let run_dir = crate::qemukill::run_dir(self.uri.as_deref()).ok_or_else(|| {
+            KillRefused(format!(
+                "{} is not a local system QEMU daemon whose run directory is known",
+                self.uri()
+            ))
+        })?;
+        crate::qemukill::kill(&run_dir, name, timeout_ms).map_err(KillRefused)
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, MigrateRequest,
-    Op, ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, KillRefused,
+    MigrateRequest, Op, ProcessCheck, ShutdownModes,
 };
 
 /// The daemon's health on one node.
@@ -686,6 +686,24 @@ impl Hypervisor for MemHypervisor {
             Some(d) if d.process => ProcessCheck::Present(vec![4242]),
             _ => ProcessCheck::Absent,
         }
+    }
+
+    /// The process ends at once; the daemon, when asked again, shows the domain stopped.
+    fn kill_emulator(&self, name: &str, _timeout_ms: u64) -> Result<String, KillRefused> {
+        let now = self.world.clock.now_ms();
+        let mut w = self.world.lock();
+        tick(&mut w, now);
+        let node = w.nodes.entry(self.node.clone()).or_default();
+        node.calls.push(format!("kill emulator {name}"));
+        let Some(d) = node.domains.get_mut(name).filter(|d| d.process) else {
+            return Ok(format!("no process of domain {name} was left"));
+        };
+        d.process = false;
+        d.state = DomainState::ShutOff;
+        if !d.persistent {
+            node.domains.remove(name);
+        }
+        Ok("process 4242 ended after SIGTERM".to_owned())
     }
 }
 
