@@ -26,7 +26,11 @@
 //! Graceful shutdown (with `shutdown_mode`) until half the budget (at most 30 s) is left, then
 //! destroy, then confirm. `force_stop`, and any state a guest cannot shut down from (paused,
 //! crashed, migrating), destroy at once. Success whenever the domain is provably not running here,
-//! including libvirtd down or hung with no QEMU process for the domain in `/proc`.
+//! including libvirtd down or hung with no QEMU process for the domain in `/proc`. libvirt calls
+//! end a third of the budget (at most 10 s) before the deadline; when libvirtd does not answer and
+//! the domain's QEMU still runs, that time ends the process directly (`qemukill.rs`: a forced stop
+//! at once, otherwise once the graceful phase is over), then the stop succeeds once no QEMU
+//! process names the domain. A failed stop would get the node fenced, with every other guest.
 
 use ocf_metadata::{CheckLevel, OcfExitCode};
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use highlander_agent::clock::Clock;
 use highlander_agent::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobOperation, MigrateRequest, Op,
-    ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobOperation, KillRefused,
+    MigrateRequest, Op, ProcessCheck, ShutdownModes,
 };
 use highlander_agent::mem::{Daemon, Fault, MemDomain, MemHypervisor, MemWorld};
 
@@ -361,6 +361,11 @@ impl Hypervisor for SimHv {
 
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         self.inner.emulator_processes(name)
+    }
+
+    /// As the real agent's: the node's own process table, whatever its daemon does.
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        self.inner.kill_emulator(name, timeout_ms)
     }
 }
 
