@@ -249,13 +249,17 @@ pub const VIRTUAL_DOMAIN: AgentSpec = AgentSpec {
     longdesc: "Highlander's VirtualDomain manages one libvirt domain as a cluster resource. It is a \
                drop-in for ocf:heartbeat:VirtualDomain (same parameters and defaults). migrate_to \
                performs the whole live migration with a deadline and answers from where the domain \
-               really runs, so a repeated or interrupted migration never costs a reboot. \
-               Its migrate_to is atomic and truthful: when it answers, the domain runs on exactly \
-               one node, the target on success and the source on failure. Highlander's planner \
-               (pengine) therefore plans this agent with migration-model=atomic by default: an \
-               interrupted migration is finished or reversed live instead of stopping both copies. \
-               Set the resource meta-attribute migration-model=two-phase for Pacemaker's own model. \
-               Pacemaker's scheduler itself does not read this.",
+               really runs. Its migrate_to is atomic and truthful: when it answers, the domain runs \
+               on exactly one node, the target on success and the source on failure; the agent \
+               itself never restarts the guest to get there. Whether an interrupted migration costs \
+               a reboot is the scheduler's choice: Pacemaker's own scheduler (pacemaker-schedulerd) \
+               recovers it by stopping the domain wherever it may run and starting it again, a \
+               reboot of the guest. Only a scheduler that plans with pengine's atomic migration \
+               model (Highlander's pengine, and Highlander's scheduler daemon highlander-schedulerd \
+               built on it) finishes or reverses it live instead. pengine plans this agent with \
+               migration-model=atomic by default; set the resource meta-attribute \
+               migration-model=two-phase for Pacemaker's own model. pacemaker-schedulerd does not \
+               read this attribute.",
     parameters: &PARAMETERS,
     actions: &ACTIONS,
     special: Some(MIGRATION_SPECIAL),
