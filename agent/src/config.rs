@@ -21,13 +21,11 @@ const MAX_XML_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parameters accepted by name that this version cannot honour: any non-default value is refused
 /// with `OCF_ERR_CONFIGURED`, naming them.
-pub const UNIMPLEMENTED: [&str; 7] = [
+pub const UNIMPLEMENTED: [&str; 5] = [
     "snapshot",
     "backingfile",
     "stateless",
     "copyindirs",
-    "save_config_on_stop",
-    "sync_config_on_stop",
     "start_resources",
 ];
 
@@ -308,6 +306,8 @@ pub struct Config {
     pub monitor_scripts: Vec<String>,
     pub migration: MigrationParams,
     pub utilization: UtilizationParams,
+    /// `save_config_on_stop`, `sync_config_on_stop` (which implies saving).
+    pub save_config: crate::saveconf::SaveConfig,
     /// Parameters given that the agent does not know (warned about, as heartbeat ignores them).
     pub unknown: Vec<String>,
 }
@@ -465,6 +465,14 @@ impl Config {
                 .collect(),
             migration,
             utilization,
+            save_config: match (
+                resolved.flag("save_config_on_stop"),
+                resolved.flag("sync_config_on_stop"),
+            ) {
+                (_, true) => crate::saveconf::SaveConfig::SaveAndSync,
+                (true, false) => crate::saveconf::SaveConfig::Save,
+                (false, false) => crate::saveconf::SaveConfig::Off,
+            },
             unknown: resolved.unknown.clone(),
             raw,
         })

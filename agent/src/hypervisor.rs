@@ -230,6 +230,7 @@ pub enum Op {
     AbortJob,
     JobInfo,
     Resume,
+    Xml,
 }
 
 impl fmt::Display for Op {
@@ -245,6 +246,7 @@ impl fmt::Display for Op {
             Self::AbortJob => "abort job",
             Self::JobInfo => "job info",
             Self::Resume => "resume",
+            Self::Xml => "domain XML",
         })
     }
 }
@@ -311,6 +313,16 @@ pub trait Hypervisor: Send + Sync {
     fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError>;
     /// The domain's current job, if any.
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError>;
+    /// The domain's persistent XML with its secrets (`virsh dumpxml --inactive --security-info`):
+    /// what `save_config_on_stop` writes back to `config`. The default: not supported.
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let _ = timeout_ms;
+        Err(HvError::Failed {
+            op: Op::Xml,
+            name: name.to_owned(),
+            message: format!("{} cannot give a domain's XML", self.uri()),
+        })
+    }
     /// Whether an emulator process for the domain exists here, without asking the daemon.
     fn emulator_processes(&self, name: &str) -> ProcessCheck;
     /// Ends the domain's emulator process without the daemon (a stop while it does not answer):

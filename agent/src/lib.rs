@@ -22,6 +22,7 @@ pub mod migration;
 pub mod params;
 pub mod procscan;
 pub mod qemukill;
+pub mod saveconf;
 pub mod scripts;
 pub mod unreachable;
 pub mod urisafe;
@@ -343,6 +344,7 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     if outcome.code == OcfExitCode::Success && raw.action == Action::Monitor {
         if let Some(xml) = &xml {
             update_utilization(cfg, xml, deps, deadline);
+            saveconf::save(&ctx, &name, &cfg.config_path, cfg.save_config, deadline);
         }
     }
     outcome
@@ -460,7 +462,7 @@ impl StopHypervisor {
 /// `hypervisor` URI that validation refuses.
 fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -> Outcome {
     let log = deps.log;
-    let (plan, hypervisor) = match Config::validate(raw.clone()) {
+    let (plan, hypervisor, save_config) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
                 force: c.force_stop || salvage.faulted,
@@ -468,6 +470,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
                 budget_ms: raw.budget_ms,
             },
             StopHypervisor::Connect(c.hypervisor_uri.clone()),
+            c.save_config,
         ),
         Err(e) => {
             log.warn(&format!("{e}; stopping anyway, with destroy"));
@@ -478,15 +481,20 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
                     budget_ms: raw.budget_ms,
                 },
                 StopHypervisor::from_raw(&raw),
+                saveconf::SaveConfig::Off,
             )
         }
     };
     let hypervisor = salvage.hypervisor.unwrap_or(hypervisor);
     let mut names = Vec::new();
     let config_path = raw.config_path().map(PathBuf::from).or(salvage.config_path);
+    let mut save_to = None;
     match config_path {
         Some(path) => match config::load_domain(&path) {
-            Ok(d) => names.push(d.name),
+            Ok(d) => {
+                names.push(d.name);
+                save_to = Some(path);
+            }
             Err(e) => log.warn(&e.to_string()),
         },
         None => log.warn("config is not set"),
@@ -518,6 +526,10 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
         clock: deps.clock,
         log,
     };
+    // heartbeat's point: before a graceful stop (a forced one does not wait for it).
+    if let (Some(path), false) = (&save_to, plan.force) {
+        saveconf::save(&ctx, &names[0], path, save_config, deadline);
+    }
     let outcome = actions::stop(&ctx, &names, &plan, deadline);
     if outcome.code == OcfExitCode::Success {
         utilization::forget(&raw.rsctmp, &raw.instance);
@@ -593,6 +605,7 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
             Err(e) => return Outcome::fail(OcfExitCode::ErrConfigured, e.to_string()),
         };
         let remote = (deps.connect)(Some(&req.target_uri));
+        saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
         migrate::migrate_to(
             &ctx,
             remote.as_ref(),
@@ -606,7 +619,11 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         let remote = migration::remote_uri(&cfg.migration, cfg.hypervisor_uri.as_deref(), &source)
             .ok()
             .map(|uri| (deps.connect)(Some(&uri)));
-        migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline)
+        let outcome = migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline);
+        if outcome.code == OcfExitCode::Success {
+            saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
+        }
+        outcome
     };
     journal(
         "answer",

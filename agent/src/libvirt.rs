@@ -376,6 +376,16 @@ impl Hypervisor for Libvirt {
         })
     }
 
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let (name, uri) = (name.to_owned(), self.uri());
+        let flags = virt::sys::VIR_DOMAIN_XML_INACTIVE | virt::sys::VIR_DOMAIN_XML_SECURE;
+        self.call(Op::Xml, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Xml, &name, &uri)?;
+            dom.xml_desc(flags)
+                .map_err(|e| classify(Op::Xml, &name, &uri, e))
+        })
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         if !self.has_qemu_processes() {
             return ProcessCheck::Unknown(format!(

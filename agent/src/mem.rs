@@ -678,6 +678,13 @@ impl Hypervisor for MemHypervisor {
         self.finish(gate, Op::JobInfo, timeout_ms, job)
     }
 
+    /// The XML the domain was created from (its changes while running, if a test made any).
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let gate = self.gate(Op::Xml, name, timeout_ms)?;
+        let xml = self.with_domain(Op::Xml, name, |d, _| Ok(d.xml.clone()))?;
+        self.finish(gate, Op::Xml, timeout_ms, xml)
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         let now = self.world.clock.now_ms();
         let mut w = self.world.lock();

@@ -167,8 +167,12 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "save_config_on_stop",
         "Save running VM's config back to its config file",
-        "On stop and migration, write the domain's inactive XML back to config. Not implemented \
-         yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Changes to a running domain's configuration are otherwise lost on stop. When true, the \
+         domain's persistent XML (with its secrets, as dumpxml --inactive --security-info) is \
+         written back to config whenever it differs from the file: before a graceful stop, before \
+         migrate_to, after migrate_from and after a monitor that finds the domain running. The \
+         file is replaced atomically (temporary file, fsync, rename); a failure is only logged. \
+         Make sure config is the same on every node, or use sync_config_on_stop.",
     )
     .kind(B)
     .default("false")
@@ -176,8 +180,9 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "sync_config_on_stop",
         "Save running VM's config back to its config file and sync it",
-        "Implies save_config_on_stop, then synchronises config to the other nodes with csync2. Not \
-         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Implies save_config_on_stop; after config was rewritten, runs csync2 -x on it to copy it \
+         to the other nodes (csync2 must be set up for that). csync2 is killed at the action's \
+         deadline; a failure is only logged.",
     )
     .kind(B)
     .default("false")

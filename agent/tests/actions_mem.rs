@@ -226,8 +226,8 @@ fn unimplemented_parameters_are_refused_by_name() {
         assert_eq!(out.code, ErrConfigured, "{action}");
         assert!(out.reason.unwrap().contains("snapshot"), "{action}");
     }
-    let out = n.run("start", &[("OCF_RESKEY_save_config_on_stop", "true")]);
-    assert!(out.reason.unwrap().contains("save_config_on_stop"));
+    let out = n.run("start", &[("OCF_RESKEY_start_resources", "true")]);
+    assert!(out.reason.unwrap().contains("start_resources"));
     // Defaults of the same parameters are fine.
     assert_eq!(
         n.code("start", &[("OCF_RESKEY_stateless", "false")]),
@@ -237,6 +237,51 @@ fn unimplemented_parameters_are_refused_by_name() {
     assert_eq!(n.code("stop", &p), Success);
     assert_eq!(n.state("vm1"), None);
     assert!(n.world.calls(NODE).iter().any(|c| c == "destroy vm1"));
+}
+
+/// `save_config_on_stop`: the running domain's XML replaces `config` when it differs, before a
+/// graceful stop and after a monitor that finds it running; never for a forced stop; a csync2 that
+/// cannot run (`sync_config_on_stop`) is a warning only.
+#[test]
+fn save_config_on_stop_writes_the_running_xml_back() {
+    let n = Node::new();
+    let save = [("OCF_RESKEY_save_config_on_stop", "true")];
+    assert_eq!(n.code("start", &save), Success);
+    let changed = xml("vm1").replace("secret-marker-42", "changed-while-running");
+    n.world
+        .update_domain(NODE, "vm1", |d| d.xml = changed.clone());
+    assert_eq!(n.code("monitor", &save), Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed);
+    let changed_again = changed.replace("changed-while-running", "changed-again");
+    n.world
+        .update_domain(NODE, "vm1", |d| d.xml = changed_again.clone());
+    let (out, logs) = n.run_logged("stop", &save);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    assert!(
+        logs.iter().any(|l| l.contains("saved domain vm1")),
+        "{logs:?}"
+    );
+    // Forced: no save.
+    assert_eq!(n.code("start", &save), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm1"));
+    let forced = [save[0], ("OCF_RESKEY_force_stop", "true")];
+    assert_eq!(n.code("stop", &forced), Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    // XML naming another domain is never written.
+    assert_eq!(n.code("start", &save), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm2"));
+    let (out, logs) = n.run_logged("stop", &save);
+    assert_eq!(out.code, Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    assert!(logs.iter().any(|l| l.contains("not vm1")), "{logs:?}");
+    // sync_config_on_stop implies saving; csync2 missing from PATH: a warning, the stop succeeds.
+    assert_eq!(n.code("start", &[]), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm1"));
+    let (out, logs) = n.run_logged("stop", &[("OCF_RESKEY_sync_config_on_stop", "true")]);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), xml("vm1"));
+    assert!(logs.iter().any(|l| l.contains("csync2")), "{logs:?}");
 }
 
 #[test]

@@ -359,6 +359,12 @@ impl Hypervisor for SimHv {
         self.finish(g, Op::JobInfo, timeout_ms, r)
     }
 
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let g = self.gate(Op::Xml, timeout_ms)?;
+        let r = self.inner.saved_xml(name, timeout_ms);
+        self.finish(g, Op::Xml, timeout_ms, r)
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         self.inner.emulator_processes(name)
     }
