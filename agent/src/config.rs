@@ -21,13 +21,7 @@ const MAX_XML_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parameters accepted by name that this version cannot honour: any non-default value is refused
 /// with `OCF_ERR_CONFIGURED`, naming them.
-pub const UNIMPLEMENTED: [&str; 5] = [
-    "snapshot",
-    "backingfile",
-    "stateless",
-    "copyindirs",
-    "start_resources",
-];
+pub const UNIMPLEMENTED: [&str; 4] = ["snapshot", "backingfile", "stateless", "copyindirs"];
 
 /// A configuration problem; [`ConfigError::code`] is the OCF answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -308,6 +302,8 @@ pub struct Config {
     pub utilization: UtilizationParams,
     /// `save_config_on_stop`, `sync_config_on_stop` (which implies saving).
     pub save_config: crate::saveconf::SaveConfig,
+    /// `start_resources`: the pools and networks the domain uses are started first.
+    pub start_resources: bool,
     /// Parameters given that the agent does not know (warned about, as heartbeat ignores them).
     pub unknown: Vec<String>,
 }
@@ -473,6 +469,7 @@ impl Config {
                 (true, false) => crate::saveconf::SaveConfig::Save,
                 (false, false) => crate::saveconf::SaveConfig::Off,
             },
+            start_resources: resolved.flag("start_resources"),
             unknown: resolved.unknown.clone(),
             raw,
         })
@@ -561,15 +558,15 @@ mod tests {
         let e = Config::validate(raw(&[
             ("OCF_RESKEY_config", "/x.xml"),
             ("OCF_RESKEY_snapshot", "/var/snap"),
-            ("OCF_RESKEY_start_resources", "yes"),
-            ("OCF_RESKEY_stateless", "false"),
+            ("OCF_RESKEY_stateless", "yes"),
+            ("OCF_RESKEY_backingfile", ""),
         ]))
         .unwrap_err();
         assert_eq!(
             e,
-            ConfigError::Unimplemented(vec!["snapshot".into(), "start_resources".into()])
+            ConfigError::Unimplemented(vec!["snapshot".into(), "stateless".into()])
         );
-        assert!(e.to_string().contains("snapshot, start_resources"));
+        assert!(e.to_string().contains("snapshot, stateless"));
         for (k, v, needle) in [
             ("OCF_RESKEY_shutdown_mode", "acpi,reboot", "reboot"),
             ("OCF_RESKEY_migration_user", "Root", "migration_user"),

@@ -231,6 +231,8 @@ pub enum Op {
     JobInfo,
     Resume,
     Xml,
+    Pool,
+    Network,
 }
 
 impl fmt::Display for Op {
@@ -247,6 +249,8 @@ impl fmt::Display for Op {
             Self::JobInfo => "job info",
             Self::Resume => "resume",
             Self::Xml => "domain XML",
+            Self::Pool => "storage pool",
+            Self::Network => "virtual network",
         })
     }
 }
@@ -323,6 +327,18 @@ pub trait Hypervisor: Send + Sync {
             message: format!("{} cannot give a domain's XML", self.uri()),
         })
     }
+    /// `start_resources`: starts the storage pool when inactive, else refreshes it (heartbeat's
+    /// `pool-start` / `pool-refresh`); `Ok(true)` when it was started. Default: not supported.
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Pool, pool, &self.uri()))
+    }
+    /// `start_resources`: starts the virtual network when inactive; `Ok(true)` when it was
+    /// started. Default: not supported.
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Network, network, &self.uri()))
+    }
     /// Whether an emulator process for the domain exists here, without asking the daemon.
     fn emulator_processes(&self, name: &str) -> ProcessCheck;
     /// Ends the domain's emulator process without the daemon (a stop while it does not answer):
@@ -335,6 +351,14 @@ pub trait Hypervisor: Send + Sync {
             "{} cannot end domain {name}'s process without its daemon",
             self.uri()
         )))
+    }
+}
+
+fn unsupported(op: Op, name: &str, uri: &str) -> HvError {
+    HvError::Failed {
+        op,
+        name: name.to_owned(),
+        message: format!("not supported by {uri}"),
     }
 }
 

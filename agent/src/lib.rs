@@ -24,6 +24,7 @@ pub mod procscan;
 pub mod qemukill;
 pub mod saveconf;
 pub mod scripts;
+pub mod startres;
 pub mod unreachable;
 pub mod urisafe;
 pub mod utilization;
@@ -274,6 +275,12 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     if let Err(e) = lock::write_record(&raw.rsctmp, &raw.instance, &dom.name) {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
+    }
+    if cfg.start_resources {
+        if let Err(reason) = startres::start_all(&ctx, hv.as_ref(), &dom.xml, deadline) {
+            deps.log.error(&reason);
+            return Outcome::fail(OcfExitCode::ErrGeneric, reason);
+        }
     }
     let outcome = actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline);
     if outcome.code == OcfExitCode::Success {
@@ -605,6 +612,12 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
             Err(e) => return Outcome::fail(OcfExitCode::ErrConfigured, e.to_string()),
         };
         let remote = (deps.connect)(Some(&req.target_uri));
+        if cfg.start_resources {
+            if let Err(reason) = startres::start_all(&ctx, remote.as_ref(), &dom.xml, deadline) {
+                log.error(&reason);
+                return Outcome::fail(OcfExitCode::ErrGeneric, reason);
+            }
+        }
         saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
         migrate::migrate_to(
             &ctx,

@@ -386,6 +386,35 @@ impl Hypervisor for Libvirt {
         })
     }
 
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let (pool, uri) = (pool.to_owned(), self.uri());
+        self.call(Op::Pool, timeout_ms, move |conn| {
+            let err = |e| classify(Op::Pool, &pool, &uri, e);
+            let p = conn.lookup_storage_pool_by_name(&pool).map_err(err)?;
+            if p.is_active().map_err(err)? {
+                p.refresh(0).map_err(err)?;
+                Ok(false)
+            } else {
+                p.create(0).map_err(err)?;
+                Ok(true)
+            }
+        })
+    }
+
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let (network, uri) = (network.to_owned(), self.uri());
+        self.call(Op::Network, timeout_ms, move |conn| {
+            let err = |e| classify(Op::Network, &network, &uri, e);
+            let n = conn.lookup_network_by_name(&network).map_err(err)?;
+            if n.is_active().map_err(err)? {
+                Ok(false)
+            } else {
+                n.create().map_err(err)?;
+                Ok(true)
+            }
+        })
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         if !self.has_qemu_processes() {
             return ProcessCheck::Unknown(format!(

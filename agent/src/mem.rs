@@ -96,6 +96,8 @@ impl MemDomain {
 struct Node {
     daemon: Daemon,
     domains: BTreeMap<String, MemDomain>,
+    /// Storage pools ("pool:NAME") and virtual networks ("network:NAME"): active or not.
+    resources: BTreeMap<String, bool>,
     faults: Vec<(Op, Fault)>,
     calls: Vec<String>,
 }
@@ -197,6 +199,20 @@ impl MemWorld {
     /// used its whole timeout. 0 (the default): calls answer at once, whatever their timeout.
     pub fn set_call_ms(&self, ms: u64) {
         self.lock().call_ms = ms;
+    }
+
+    /// Defines a storage pool (`kind` "pool") or virtual network ("network") on `node`.
+    pub fn put_resource(&self, node: &str, kind: &str, name: &str, active: bool) {
+        let mut w = self.lock();
+        let n = w.nodes.entry(node.to_owned()).or_default();
+        n.resources.insert(format!("{kind}:{name}"), active);
+    }
+
+    /// Whether a pool or network is active; `None` when not defined.
+    pub fn resource_active(&self, node: &str, kind: &str, name: &str) -> Option<bool> {
+        let w = self.lock();
+        let n = w.nodes.get(node)?;
+        n.resources.get(&format!("{kind}:{name}")).copied()
     }
 
     pub fn put_domain(&self, node: &str, name: &str, domain: MemDomain) {
@@ -422,6 +438,34 @@ impl MemHypervisor {
                 name: name.to_owned(),
             }),
         }
+    }
+}
+
+impl MemHypervisor {
+    /// Starts a defined pool or network; `Ok(true)` when it was inactive.
+    fn ensure_resource(
+        &self,
+        op: Op,
+        kind: &str,
+        name: &str,
+        timeout_ms: u64,
+    ) -> Result<bool, HvError> {
+        let gate = self.gate(op, name, timeout_ms)?;
+        let started = {
+            let mut w = self.world.lock();
+            let node = w.nodes.entry(self.node.clone()).or_default();
+            match node.resources.get_mut(&format!("{kind}:{name}")) {
+                Some(active) => !std::mem::replace(active, true),
+                None => {
+                    return Err(HvError::Failed {
+                        op,
+                        name: name.to_owned(),
+                        message: format!("no {kind} named {name:?}"),
+                    });
+                }
+            }
+        };
+        self.finish(gate, op, timeout_ms, started)
     }
 }
 
@@ -676,6 +720,14 @@ impl Hypervisor for MemHypervisor {
         let gate = self.gate(Op::JobInfo, name, timeout_ms)?;
         let job = self.with_domain(Op::JobInfo, name, |d, _| Ok(d.job.clone()))?;
         self.finish(gate, Op::JobInfo, timeout_ms, job)
+    }
+
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.ensure_resource(Op::Pool, "pool", pool, timeout_ms)
+    }
+
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.ensure_resource(Op::Network, "network", network, timeout_ms)
     }
 
     /// The XML the domain was created from (its changes while running, if a test made any).

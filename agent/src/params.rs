@@ -225,8 +225,10 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "start_resources",
         "Ensure the needed virtual storage pools and networks are started",
-        "Before start and migration, start the storage pools and networks the domain XML refers to. \
-         Not implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Before start (on this node) and before a live migration (on the target), start every \
+         storage pool and virtual network the domain XML names (pool='...' and network='...' \
+         attributes) that is not running; a running pool is refreshed. One that cannot be started \
+         fails the action.",
     )
     .kind(B)
     .default("false")

@@ -226,8 +226,8 @@ fn unimplemented_parameters_are_refused_by_name() {
         assert_eq!(out.code, ErrConfigured, "{action}");
         assert!(out.reason.unwrap().contains("snapshot"), "{action}");
     }
-    let out = n.run("start", &[("OCF_RESKEY_start_resources", "true")]);
-    assert!(out.reason.unwrap().contains("start_resources"));
+    let out = n.run("start", &[("OCF_RESKEY_stateless", "true")]);
+    assert!(out.reason.unwrap().contains("stateless"));
     // Defaults of the same parameters are fine.
     assert_eq!(
         n.code("start", &[("OCF_RESKEY_stateless", "false")]),
@@ -282,6 +282,41 @@ fn save_config_on_stop_writes_the_running_xml_back() {
     assert_eq!(out.code, Success, "{logs:?}");
     assert_eq!(std::fs::read_to_string(n.config()).unwrap(), xml("vm1"));
     assert!(logs.iter().any(|l| l.contains("csync2")), "{logs:?}");
+}
+
+/// `start_resources`: the pools and networks the XML names are started before the domain; one
+/// that cannot be started fails the start, naming it, and the domain is not created.
+#[test]
+fn start_resources_starts_pools_and_networks_first() {
+    let n = Node::new();
+    let with = xml("vm1").replace(
+        "</domain>",
+        "<devices><disk type='volume'><source pool='p1' volume='v'/></disk>\
+         <interface type='network'><source network='n1'/></interface></devices></domain>",
+    );
+    std::fs::write(n.config(), &with).unwrap();
+    n.world.put_resource(NODE, "pool", "p1", false);
+    n.world.put_resource(NODE, "network", "n1", false);
+    let on = [("OCF_RESKEY_start_resources", "true")];
+    assert_eq!(n.code("start", &on), Success);
+    assert_eq!(n.world.resource_active(NODE, "pool", "p1"), Some(true));
+    assert_eq!(n.world.resource_active(NODE, "network", "n1"), Some(true));
+    let calls = n.world.calls(NODE);
+    let pool_at = calls.iter().position(|c| c == "storage pool p1").unwrap();
+    let create_at = calls.iter().position(|c| c == "create vm1").unwrap();
+    assert!(pool_at < create_at, "{calls:?}");
+    assert_eq!(n.code("stop", &on), Success);
+    // A network that does not exist: 1 naming it, nothing created.
+    std::fs::write(n.config(), with.replace("'n1'", "'n2'")).unwrap();
+    let out = n.run("start", &on);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("virtual network n2"));
+    assert_eq!(n.state("vm1"), None);
+    // Off (the default): nothing is asked.
+    n.world.put_resource(NODE, "pool", "p1", false);
+    std::fs::write(n.config(), &with).unwrap();
+    assert_eq!(n.code("start", &[]), Success);
+    assert_eq!(n.world.resource_active(NODE, "pool", "p1"), Some(false));
 }
 
 #[test]
