@@ -21,7 +21,7 @@ const MAX_XML_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parameters accepted by name that this version cannot honour: any non-default value is refused
 /// with `OCF_ERR_CONFIGURED`, naming them.
-pub const UNIMPLEMENTED: [&str; 4] = ["snapshot", "backingfile", "stateless", "copyindirs"];
+pub const UNIMPLEMENTED: [&str; 3] = ["backingfile", "stateless", "copyindirs"];
 
 /// A configuration problem; [`ConfigError::code`] is the OCF answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -304,6 +304,8 @@ pub struct Config {
     pub save_config: crate::saveconf::SaveConfig,
     /// `start_resources`: the pools and networks the domain uses are started first.
     pub start_resources: bool,
+    /// `snapshot`: the directory for the domain's saved memory state (absolute).
+    pub snapshot: Option<PathBuf>,
     /// Parameters given that the agent does not know (warned about, as heartbeat ignores them).
     pub unknown: Vec<String>,
 }
@@ -448,7 +450,25 @@ impl Config {
             unset_host_memory: resolved.flag("unset_utilization_host_memory"),
             unset_hv_memory: resolved.flag("unset_utilization_hv_memory"),
         };
+        let snapshot = opt("snapshot").map(PathBuf::from);
+        if let Some(dir) = &snapshot {
+            let why = if !dir.is_absolute() {
+                Some("must be an absolute path")
+            } else if resolved.flag("force_stop") {
+                Some("cannot be used together with force_stop")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(ConfigError::BadValue {
+                    name: "snapshot",
+                    value: dir.display().to_string(),
+                    why,
+                });
+            }
+        }
         Ok(Config {
+            snapshot,
             config_path: PathBuf::from(config),
             hypervisor_uri,
             force_stop: resolved.flag("force_stop"),
@@ -557,16 +577,16 @@ mod tests {
         assert!(e.to_string().contains("config"), "{e}");
         let e = Config::validate(raw(&[
             ("OCF_RESKEY_config", "/x.xml"),
-            ("OCF_RESKEY_snapshot", "/var/snap"),
+            ("OCF_RESKEY_copyindirs", "/etc/x"),
             ("OCF_RESKEY_stateless", "yes"),
             ("OCF_RESKEY_backingfile", ""),
         ]))
         .unwrap_err();
         assert_eq!(
             e,
-            ConfigError::Unimplemented(vec!["snapshot".into(), "stateless".into()])
+            ConfigError::Unimplemented(vec!["stateless".into(), "copyindirs".into()])
         );
-        assert!(e.to_string().contains("snapshot, stateless"));
+        assert!(e.to_string().contains("stateless, copyindirs"));
         for (k, v, needle) in [
             ("OCF_RESKEY_shutdown_mode", "acpi,reboot", "reboot"),
             ("OCF_RESKEY_migration_user", "Root", "migration_user"),

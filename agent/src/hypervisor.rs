@@ -233,6 +233,8 @@ pub enum Op {
     Xml,
     Pool,
     Network,
+    Save,
+    Restore,
 }
 
 impl fmt::Display for Op {
@@ -251,6 +253,8 @@ impl fmt::Display for Op {
             Self::Xml => "domain XML",
             Self::Pool => "storage pool",
             Self::Network => "virtual network",
+            Self::Save => "save",
+            Self::Restore => "restore",
         })
     }
 }
@@ -338,6 +342,18 @@ pub trait Hypervisor: Send + Sync {
     fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
         let _ = timeout_ms;
         Err(unsupported(Op::Network, network, &self.uri()))
+    }
+    /// `snapshot`: saves the running domain's memory state to `path` and stops it
+    /// (`virDomainSave`). Default: not supported.
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let _ = (path, timeout_ms);
+        Err(unsupported(Op::Save, name, &self.uri()))
+    }
+    /// `snapshot`: starts a domain from a state file `save_state` wrote (`virDomainRestore`).
+    /// Default: not supported.
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Restore, path, &self.uri()))
     }
     /// Whether an emulator process for the domain exists here, without asking the daemon.
     fn emulator_processes(&self, name: &str) -> ProcessCheck;

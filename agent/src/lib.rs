@@ -24,6 +24,7 @@ pub mod procscan;
 pub mod qemukill;
 pub mod saveconf;
 pub mod scripts;
+pub mod snapshot;
 pub mod startres;
 pub mod unreachable;
 pub mod urisafe;
@@ -276,6 +277,12 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
     }
+    if let Some(dir) = &cfg.snapshot {
+        if let Err(reason) = snapshot::restore(&ctx, &dom.name, dir, deadline) {
+            deps.log.error(&reason);
+            return Outcome::fail(OcfExitCode::ErrGeneric, reason);
+        }
+    }
     if cfg.start_resources {
         if let Err(reason) = startres::start_all(&ctx, hv.as_ref(), &dom.xml, deadline) {
             deps.log.error(&reason);
@@ -469,7 +476,7 @@ impl StopHypervisor {
 /// `hypervisor` URI that validation refuses.
 fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -> Outcome {
     let log = deps.log;
-    let (plan, hypervisor, save_config) = match Config::validate(raw.clone()) {
+    let (plan, hypervisor, save_config, snapshot_dir) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
                 force: c.force_stop || salvage.faulted,
@@ -478,6 +485,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
             },
             StopHypervisor::Connect(c.hypervisor_uri.clone()),
             c.save_config,
+            c.snapshot,
         ),
         Err(e) => {
             log.warn(&format!("{e}; stopping anyway, with destroy"));
@@ -489,6 +497,7 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
                 },
                 StopHypervisor::from_raw(&raw),
                 saveconf::SaveConfig::Off,
+                None,
             )
         }
     };
@@ -536,6 +545,10 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
     // heartbeat's point: before a graceful stop (a forced one does not wait for it).
     if let (Some(path), false) = (&save_to, plan.force) {
         saveconf::save(&ctx, &names[0], path, save_config, deadline);
+        if let Some(dir) = &snapshot_dir {
+            let graceful = (plan.budget_ms / 2).min(actions::DESTROY_RESERVE_CAP_MS);
+            snapshot::save(&ctx, &names[0], dir, deadline.minus(graceful));
+        }
     }
     let outcome = actions::stop(&ctx, &names, &plan, deadline);
     if outcome.code == OcfExitCode::Success {
@@ -635,6 +648,10 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         let outcome = migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline);
         if outcome.code == OcfExitCode::Success {
             saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
+            if let Some(dir) = &cfg.snapshot {
+                let why = format!("domain {} now runs here", dom.name);
+                snapshot::discard_stale(&ctx, &dom.name, dir, &why);
+            }
         }
         outcome
     };

@@ -386,6 +386,22 @@ impl Hypervisor for Libvirt {
         })
     }
 
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (name, uri, path) = (name.to_owned(), self.uri(), path.to_owned());
+        self.call(Op::Save, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Save, &name, &uri)?;
+            save_raw(&dom, &path).map_err(|e| classify(Op::Save, &name, &uri, e))
+        })
+    }
+
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (uri, path) = (self.uri(), path.to_owned());
+        self.call(Op::Restore, timeout_ms, move |conn| {
+            conn.restore_domain(&path)
+                .map_err(|e| classify(Op::Restore, &path, &uri, e))
+        })
+    }
+
     fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
         let (pool, uri) = (pool.to_owned(), self.uri());
         self.call(Op::Pool, timeout_ms, move |conn| {
@@ -456,6 +472,23 @@ impl Hypervisor for Libvirt {
 pub fn exit_process(code: u8) -> ! {
     // SAFETY: `_exit` takes a plain int, touches no memory of this process and never returns.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// `virDomainSave`, which the `virt` crate does not wrap.
+#[allow(unsafe_code)]
+fn save_raw(dom: &Domain, path: &str) -> Result<(), virt::error::Error> {
+    let Ok(c_path) = std::ffi::CString::new(path) else {
+        return Err(virt::error::Error::last_error());
+    };
+    // SAFETY: `dom` owns a valid virDomainPtr and `c_path` a NUL-terminated string, both alive for
+    // the whole call, which only borrows them; failure comes back as the return value and
+    // libvirt's thread-local last error.
+    let rc = unsafe { virt::sys::virDomainSave(dom.as_ptr(), c_path.as_ptr()) };
+    if rc < 0 {
+        Err(virt::error::Error::last_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// `virDomainAbortJob`, which the `virt` crate does not wrap.

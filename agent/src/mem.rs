@@ -722,6 +722,52 @@ impl Hypervisor for MemHypervisor {
         self.finish(gate, Op::JobInfo, timeout_ms, job)
     }
 
+    /// Writes the domain's XML to `path` (the "memory state") and removes the domain.
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let gate = self.gate(Op::Save, name, timeout_ms)?;
+        let xml = self.with_domain(Op::Save, name, |d, _| {
+            if !d.state.is_active() {
+                return Err(HvError::NotRunning {
+                    op: Op::Save,
+                    name: name.to_owned(),
+                });
+            }
+            d.state = DomainState::ShutOff;
+            d.process = false;
+            Ok(d.xml.clone())
+        })?;
+        std::fs::write(path, format!("mem-state\n{xml}")).map_err(|e| HvError::Failed {
+            op: Op::Save,
+            name: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        self.finish(gate, Op::Save, timeout_ms, ())
+    }
+
+    /// Reads a file `save_state` wrote and runs the domain again.
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let gate = self.gate(Op::Restore, path, timeout_ms)?;
+        let failed = |message: String| HvError::Failed {
+            op: Op::Restore,
+            name: path.to_owned(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+        let xml = text
+            .strip_prefix("mem-state\n")
+            .ok_or_else(|| failed("not a saved state".into()))?;
+        let name = crate::config::domain_name_from_xml(xml).map_err(|e| failed(e.to_string()))?;
+        {
+            let mut w = self.world.lock();
+            let node = w.nodes.entry(self.node.clone()).or_default();
+            if node.domains.get(&name).is_some_and(|d| d.state.is_active()) {
+                return Err(failed(format!("domain {name} is already active")));
+            }
+            node.domains.insert(name, MemDomain::running(xml));
+        }
+        self.finish(gate, Op::Restore, timeout_ms, ())
+    }
+
     fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
         self.ensure_resource(Op::Pool, "pool", pool, timeout_ms)
     }

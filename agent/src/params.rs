@@ -190,7 +190,13 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "snapshot",
         "Restore state on start/stop",
-        "Directory where stop saves the domain's memory state and start restores it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
+        "Absolute path of a directory for the domain's memory state. A graceful stop of a running \
+         domain saves its RAM state to <name>.state there (written as <name>.state.partial and \
+         renamed once complete), which stops it; the next start restores the domain from that \
+         file instead of booting it and removes the file once the restore succeeded. A failed \
+         save falls back to a normal shutdown; a failed restore fails the start and keeps the \
+         file. A file found while the domain runs, or after it migrated here, is stale and \
+         removed. Keep the directory on storage all nodes share. Incompatible with force_stop.",
     )
     .default(""),
     ParameterSpec::new(

@@ -220,11 +220,11 @@ fn action_names() {
 #[test]
 fn unimplemented_parameters_are_refused_by_name() {
     let n = Node::new();
-    let p = [("OCF_RESKEY_snapshot", "/var/lib/snap")];
+    let p = [("OCF_RESKEY_backingfile", "/var/lib/base.qcow2")];
     for action in ["start", "validate-all", "monitor"] {
         let out = n.run(action, &p);
         assert_eq!(out.code, ErrConfigured, "{action}");
-        assert!(out.reason.unwrap().contains("snapshot"), "{action}");
+        assert!(out.reason.unwrap().contains("backingfile"), "{action}");
     }
     let out = n.run("start", &[("OCF_RESKEY_stateless", "true")]);
     assert!(out.reason.unwrap().contains("stateless"));
@@ -317,6 +317,59 @@ fn start_resources_starts_pools_and_networks_first() {
     std::fs::write(n.config(), &with).unwrap();
     assert_eq!(n.code("start", &[]), Success);
     assert_eq!(n.world.resource_active(NODE, "pool", "p1"), Some(false));
+}
+
+/// `snapshot`: stop saves the memory state (no shutdown), start restores it and only then removes
+/// the file; a restore that fails keeps the file and fails the start; a file found while the
+/// domain runs is stale and removed; with force_stop, or a relative path: 6.
+#[test]
+fn snapshot_saves_on_stop_and_restores_on_start() {
+    let n = Node::new();
+    let snap = n.dir.path().join("snap");
+    std::fs::create_dir_all(&snap).unwrap();
+    let dir = snap.display().to_string();
+    let on = [("OCF_RESKEY_snapshot", dir.as_str())];
+    let file = snap.join("vm1.state");
+    assert_eq!(n.code("start", &on), Success);
+    let (out, logs) = n.run_logged("stop", &on);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert!(file.is_file(), "{logs:?}");
+    assert!(!snap.join("vm1.state.partial").exists());
+    let calls = n.world.calls(NODE);
+    assert!(calls.iter().any(|c| c == "save vm1"), "{calls:?}");
+    assert!(
+        !calls.iter().any(|c| c.starts_with("shutdown")),
+        "{calls:?}"
+    );
+    assert_eq!(n.state("vm1"), None);
+    let (out, logs) = n.run_logged("start", &on);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert!(logs.iter().any(|l| l.contains("restored from")), "{logs:?}");
+    assert!(!file.exists(), "removed after the restore");
+    assert_eq!(n.state("vm1"), Some(DomainState::Running));
+    let creates = n.world.calls(NODE);
+    let creates = creates.iter().filter(|c| *c == "create vm1").count();
+    assert_eq!(creates, 1, "only the first start created it");
+    // A file that cannot be restored: 1, kept.
+    assert_eq!(n.code("stop", &on), Success);
+    std::fs::write(&file, "garbage").unwrap();
+    let out = n.run("start", &on);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("failed to restore"));
+    assert!(file.is_file());
+    // Running already (started without snapshot): the file is stale and goes.
+    assert_eq!(n.code("start", &[]), Success);
+    let (out, logs) = n.run_logged("start", &on);
+    assert_eq!(out.code, Success);
+    assert!(!file.exists(), "{logs:?}");
+    // Refused combinations.
+    let forced = [on[0], ("OCF_RESKEY_force_stop", "true")];
+    assert_eq!(n.code("validate-all", &forced), ErrConfigured);
+    let relative = [("OCF_RESKEY_snapshot", "snap")];
+    assert_eq!(n.code("validate-all", &relative), ErrConfigured);
+    // A stop with the refused combination still stops (by destroy, nothing saved).
+    assert_eq!(n.code("stop", &forced), Success);
+    assert!(!file.exists());
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! heartbeat's parameters that change what start and stop do, on a real private libvirtd with a
 //! tiny QEMU guest: `save_config_on_stop` writes the running domain's XML back to `config`
 //! (changes made while it ran survive a stop and the next start), `start_resources` starts the
-//! storage pool the domain's disk comes from before creating it.
+//! storage pool the domain's disk comes from before creating it, `snapshot` saves the guest's
+//! memory on stop and restores it on start.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -209,5 +210,67 @@ fn start_resources_starts_the_domains_storage_pool_first() {
         "{}",
         run.describe()
     );
+    assert_eq!(daemon().domstate(&g.name).expect("domstate"), None);
+}
+
+#[test]
+fn snapshot_saves_the_guest_on_stop_and_restores_it_on_start() {
+    if !real_infra_or_skip(
+        "snapshot_saves_the_guest_on_stop_and_restores_it_on_start",
+        &[],
+    ) {
+        return;
+    }
+    let mut g = Guest::new("snapshot");
+    let snap = g.dir.join("snap");
+    std::fs::create_dir_all(&snap).expect("snapshot dir");
+    g.resource = g
+        .resource
+        .clone()
+        .param("snapshot", snap.to_str().expect("utf-8"));
+    let file = snap.join(format!("{}.state", g.name));
+    g.expect("start", 0);
+    let first_qemu = daemon().qemu_pid(&g.name).expect("QEMU pid");
+    // A mark that only the restored memory state (not a fresh boot from config) carries: the
+    // live description, which the save image's XML keeps.
+    daemon()
+        .virsh_ok(&[
+            "desc",
+            &g.name,
+            "--live",
+            "--new-desc",
+            "from-the-saved-state",
+        ])
+        .expect("virsh desc");
+    let stop = g.expect("stop", 0);
+    assert!(
+        stop.finished.stderr.contains("state saved to"),
+        "{}",
+        stop.describe()
+    );
+    assert!(file.is_file(), "{}", stop.describe());
+    assert_eq!(daemon().domstate(&g.name).expect("domstate"), None);
+    assert!(!test_cts::process::alive(first_qemu));
+    let start = g.expect("start", 0);
+    assert!(
+        start.finished.stderr.contains("restored from"),
+        "{}",
+        start.describe()
+    );
+    assert!(!file.exists(), "the file goes once the restore succeeded");
+    assert_eq!(
+        daemon().domstate(&g.name).expect("domstate"),
+        Some(DomState::Running)
+    );
+    let desc = daemon().virsh_ok(&["desc", &g.name]).expect("virsh desc");
+    assert_eq!(desc.trim(), "from-the-saved-state");
+    g.expect("monitor", 0);
+    // A file that is not a save image: the start fails and keeps it.
+    g.resource = g.resource.clone().param("force_stop", "false");
+    g.expect("stop", 0);
+    std::fs::write(&file, "not a save image").expect("write");
+    let run = g.resource.run("start").expect("start runs");
+    assert_eq!(run.code(), Some(1), "{}", run.describe());
+    assert!(file.is_file());
     assert_eq!(daemon().domstate(&g.name).expect("domstate"), None);
 }
