@@ -21,7 +21,7 @@ const MAX_XML_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parameters accepted by name that this version cannot honour: any non-default value is refused
 /// with `OCF_ERR_CONFIGURED`, naming them.
-pub const UNIMPLEMENTED: [&str; 3] = ["backingfile", "stateless", "copyindirs"];
+pub const UNIMPLEMENTED: [&str; 1] = ["copyindirs"];
 
 /// A configuration problem; [`ConfigError::code`] is the OCF answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -306,6 +306,10 @@ pub struct Config {
     pub start_resources: bool,
     /// `snapshot`: the directory for the domain's saved memory state (absolute).
     pub snapshot: Option<PathBuf>,
+    /// `backingfile`: the image the domain's qcow2 overlay is based on (absolute).
+    pub backingfile: Option<PathBuf>,
+    /// `stateless`: a new overlay on every start (needs `backingfile`).
+    pub stateless: bool,
     /// Parameters given that the agent does not know (warned about, as heartbeat ignores them).
     pub unknown: Vec<String>,
 }
@@ -467,8 +471,29 @@ impl Config {
                 });
             }
         }
+        let backingfile = opt("backingfile").map(PathBuf::from);
+        let stateless = resolved.flag("stateless");
+        match &backingfile {
+            Some(b) if !b.is_absolute() => {
+                return Err(ConfigError::BadValue {
+                    name: "backingfile",
+                    value: b.display().to_string(),
+                    why: "must be an absolute path",
+                });
+            }
+            None if stateless => {
+                return Err(ConfigError::BadValue {
+                    name: "stateless",
+                    value: "true".into(),
+                    why: "stateless functionality can't be achieved without a backing file",
+                });
+            }
+            _ => {}
+        }
         Ok(Config {
             snapshot,
+            backingfile,
+            stateless,
             config_path: PathBuf::from(config),
             hypervisor_uri,
             force_stop: resolved.flag("force_stop"),
@@ -578,15 +603,21 @@ mod tests {
         let e = Config::validate(raw(&[
             ("OCF_RESKEY_config", "/x.xml"),
             ("OCF_RESKEY_copyindirs", "/etc/x"),
-            ("OCF_RESKEY_stateless", "yes"),
+            ("OCF_RESKEY_stateless", "no"),
             ("OCF_RESKEY_backingfile", ""),
         ]))
         .unwrap_err();
-        assert_eq!(
-            e,
-            ConfigError::Unimplemented(vec!["stateless".into(), "copyindirs".into()])
-        );
-        assert!(e.to_string().contains("stateless, copyindirs"));
+        assert_eq!(e, ConfigError::Unimplemented(vec!["copyindirs".into()]));
+        assert!(e.to_string().contains("copyindirs"));
+        for (k, v, needle) in [
+            ("OCF_RESKEY_stateless", "yes", "without a backing file"),
+            ("OCF_RESKEY_backingfile", "base.img", "absolute"),
+            ("OCF_RESKEY_snapshot", "snap", "absolute"),
+        ] {
+            let e = Config::validate(raw(&[("OCF_RESKEY_config", "/x.xml"), (k, v)])).unwrap_err();
+            assert_eq!(e.code(), OcfExitCode::ErrConfigured);
+            assert!(e.to_string().contains(needle), "{e}");
+        }
         for (k, v, needle) in [
             ("OCF_RESKEY_shutdown_mode", "acpi,reboot", "reboot"),
             ("OCF_RESKEY_migration_user", "Root", "migration_user"),

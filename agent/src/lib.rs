@@ -10,6 +10,7 @@
 
 pub mod actions;
 pub mod clock;
+pub mod command;
 pub mod config;
 pub mod hypervisor;
 pub mod journal;
@@ -19,6 +20,7 @@ pub mod log;
 pub mod mem;
 pub mod migrate;
 pub mod migration;
+pub mod overlay;
 pub mod params;
 pub mod procscan;
 pub mod qemukill;
@@ -277,23 +279,48 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
     }
-    if let Some(dir) = &cfg.snapshot {
-        if let Err(reason) = snapshot::restore(&ctx, &dom.name, dir, deadline) {
-            deps.log.error(&reason);
-            return Outcome::fail(OcfExitCode::ErrGeneric, reason);
-        }
-    }
-    if cfg.start_resources {
-        if let Err(reason) = startres::start_all(&ctx, hv.as_ref(), &dom.xml, deadline) {
-            deps.log.error(&reason);
-            return Outcome::fail(OcfExitCode::ErrGeneric, reason);
-        }
+    if let Err(reason) = before_start(cfg, &ctx, &dom, deadline) {
+        deps.log.error(&reason);
+        return Outcome::fail(OcfExitCode::ErrGeneric, reason);
     }
     let outcome = actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline);
     if outcome.code == OcfExitCode::Success {
         update_utilization(cfg, &dom.xml, deps, deadline);
     }
     outcome
+}
+
+/// What a start does before creating the domain, in heartbeat's order: restore from `snapshot`
+/// (then nothing else), `start_resources`, the `backingfile` overlay (only while the domain is not
+/// active here: a disk in use is never replaced).
+fn before_start(
+    cfg: &Config,
+    ctx: &actions::Ctx,
+    dom: &config::DomainDef,
+    deadline: Deadline,
+) -> Result<(), String> {
+    if let Some(dir) = &cfg.snapshot {
+        if snapshot::restore(ctx, &dom.name, dir, deadline)? == snapshot::Restore::Restored {
+            return Ok(());
+        }
+    }
+    if cfg.start_resources {
+        startres::start_all(ctx, ctx.hv, &dom.xml, deadline)?;
+    }
+    if let Some(backing) = &cfg.backingfile {
+        let budget = deadline.remaining_ms(ctx.clock) / 4;
+        match ctx.hv.state(&dom.name, budget) {
+            Ok(s) if s.is_active() => {
+                ctx.log.info(&format!(
+                    "domain {} is already {s}: its overlay is left as it is",
+                    dom.name
+                ));
+            }
+            Ok(_) => overlay::prepare(ctx, backing, cfg.stateless, &cfg.config_path, deadline)?,
+            Err(e) => return Err(format!("cannot prepare the overlay: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the utilization attributes in line with the domain XML (`utilization.rs`): no CIB call

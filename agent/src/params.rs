@@ -202,14 +202,20 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "backingfile",
         "Backing file for a copy-on-write overlay",
-        "qcow2 backing file: start creates an overlay next to config and boots from it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
+        "Absolute path of the image the domain runs on in copy-on-write mode; it never changes. \
+         A start creates the qcow2 overlay <dir of config>/<file name of config up to its first \
+         dot>.qcow2 on it (qemu-img create with the backing file's format) when that file is \
+         missing or empty, or on every start with stateless; the domain XML must use the overlay \
+         as its disk. Never while the domain runs here, never on migrate_from: for live \
+         migration the overlay must be on storage both nodes share.",
     )
     .default(""),
     ParameterSpec::new(
         "stateless",
         "Re-create the overlay on every start",
-        "With backingfile, throw the overlay away and create it anew on every start. Not \
-         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "With backingfile, the overlay is created anew on every start (written beside the old one \
+         and renamed over it), so the domain always starts from the backing file. Without \
+         backingfile: refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false"),

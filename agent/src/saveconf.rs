@@ -15,8 +15,6 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use crate::actions::Ctx;
 use crate::clock::Deadline;
@@ -131,50 +129,15 @@ pub fn write_atomic(path: &Path, contents: &str) -> std::io::Result<()> {
 
 /// `csync2 -x <config>`, no shell, killed at the deadline; a failure is a warning.
 fn sync(ctx: &Ctx, config: &Path, deadline: Deadline) {
-    let started = Command::new(CSYNC2)
-        .arg("-x")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let mut child = match started {
-        Ok(c) => c,
-        Err(e) => {
-            ctx.log.warn(&format!(
-                "sync_config_on_stop: cannot run {CSYNC2}: {e}; {} not synced",
-                config.display()
-            ));
-            return;
-        }
-    };
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => {
-                ctx.log
-                    .info(&format!("synced {} with {CSYNC2} -x", config.display()));
-                return;
-            }
-            Ok(Some(status)) => {
-                ctx.log.warn(&format!(
-                    "sync_config_on_stop: {CSYNC2} -x {} failed ({status})",
-                    config.display()
-                ));
-                return;
-            }
-            Ok(None) if !deadline.passed(ctx.clock) => {}
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                ctx.log.warn(&format!(
-                    "sync_config_on_stop: {CSYNC2} -x {} killed at the deadline",
-                    config.display()
-                ));
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-        ctx.clock.sleep_ms(10);
+    let args = ["-x".as_ref(), config.as_os_str()];
+    match crate::command::run(CSYNC2, &args, deadline, ctx.clock) {
+        Ok(_) => ctx
+            .log
+            .info(&format!("synced {} with {CSYNC2} -x", config.display())),
+        Err(why) => ctx.log.warn(&format!(
+            "sync_config_on_stop: {why}; {} not synced",
+            config.display()
+        )),
     }
 }
 

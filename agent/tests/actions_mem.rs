@@ -220,14 +220,15 @@ fn action_names() {
 #[test]
 fn unimplemented_parameters_are_refused_by_name() {
     let n = Node::new();
-    let p = [("OCF_RESKEY_backingfile", "/var/lib/base.qcow2")];
+    let p = [("OCF_RESKEY_copyindirs", "/srv/inject")];
     for action in ["start", "validate-all", "monitor"] {
         let out = n.run(action, &p);
         assert_eq!(out.code, ErrConfigured, "{action}");
-        assert!(out.reason.unwrap().contains("backingfile"), "{action}");
+        assert!(out.reason.unwrap().contains("copyindirs"), "{action}");
     }
     let out = n.run("start", &[("OCF_RESKEY_stateless", "true")]);
-    assert!(out.reason.unwrap().contains("stateless"));
+    assert_eq!(out.code, ErrConfigured);
+    assert!(out.reason.unwrap().contains("without a backing file"));
     // Defaults of the same parameters are fine.
     assert_eq!(
         n.code("start", &[("OCF_RESKEY_stateless", "false")]),

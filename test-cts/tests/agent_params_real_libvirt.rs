@@ -2,9 +2,10 @@
 //! tiny QEMU guest: `save_config_on_stop` writes the running domain's XML back to `config`
 //! (changes made while it ran survive a stop and the next start), `start_resources` starts the
 //! storage pool the domain's disk comes from before creating it, `snapshot` saves the guest's
-//! memory on stop and restores it on start.
+//! memory on stop and restores it on start, `backingfile`/`stateless` run the guest on a qcow2
+//! overlay (made with qemu-img, from qemu-utils) that is kept, or made afresh on every start.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -272,5 +273,109 @@ fn snapshot_saves_the_guest_on_stop_and_restores_it_on_start() {
     let run = g.resource.run("start").expect("start runs");
     assert_eq!(run.code(), Some(1), "{}", run.describe());
     assert!(file.is_file());
+    assert_eq!(daemon().domstate(&g.name).expect("domstate"), None);
+}
+
+/// The inode of a file: a new one means the file was replaced.
+fn inode(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .ino()
+}
+
+#[test]
+fn backingfile_runs_the_guest_on_an_overlay_kept_or_made_afresh() {
+    if !real_infra_or_skip(
+        "backingfile_runs_the_guest_on_an_overlay_kept_or_made_afresh",
+        &["qemu-img"],
+    ) {
+        return;
+    }
+    let mut g = Guest::new("overlay");
+    let backing = g.dir.join("base.raw");
+    let mut base = vec![0u8; 1 << 20];
+    base[..4].copy_from_slice(b"BASE");
+    std::fs::write(&backing, &base).expect("backing file");
+    let overlay = g.dir.join(format!("{}.qcow2", g.name));
+    let xml = tiny_guest_xml(&g.name, 32).replace(
+        "<serial type='pty'/>",
+        &format!(
+            "<disk type='file' device='disk'><driver name='qemu' type='qcow2'/>\
+             <source file='{}'/><target dev='hdb' bus='ide'/></disk>\n<serial type='pty'/>",
+            overlay.display()
+        ),
+    );
+    std::fs::write(&g.config, xml).expect("config");
+    g.resource = g
+        .resource
+        .clone()
+        .param("force_stop", "true")
+        .param("backingfile", backing.to_str().expect("utf-8"));
+    let run = g.expect("start", 0);
+    assert!(
+        run.finished.stderr.contains("created the overlay"),
+        "{}",
+        run.describe()
+    );
+    let info = std::process::Command::new("qemu-img")
+        .args(["info", "--output=json", "-U"])
+        .arg(&overlay)
+        .output()
+        .expect("qemu-img info");
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("json");
+    assert_eq!(info["format"], "qcow2", "{info}");
+    assert_eq!(
+        info["backing-filename"],
+        backing.to_str().expect("utf-8"),
+        "{info}"
+    );
+    assert_eq!(info["backing-filename-format"], "raw", "{info}");
+    assert_eq!(
+        daemon().domstate(&g.name).expect("domstate"),
+        Some(DomState::Running)
+    );
+    g.expect("stop", 0);
+    // Not stateless: the next start keeps the overlay.
+    let kept = inode(&overlay);
+    let run = g.expect("start", 0);
+    assert!(
+        run.finished.stderr.contains("existing overlay"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(inode(&overlay), kept);
+    g.expect("stop", 0);
+    // Stateless: a new overlay on every start, never while the domain runs.
+    g.resource = g.resource.clone().param("stateless", "true");
+    g.expect("start", 0);
+    let fresh = inode(&overlay);
+    assert_ne!(fresh, kept, "made afresh");
+    g.expect("start", 0);
+    assert_eq!(
+        inode(&overlay),
+        fresh,
+        "a running guest's disk is left alone"
+    );
+    g.expect("stop", 0);
+    assert_eq!(
+        std::fs::read(&backing).expect("backing"),
+        base,
+        "the backing file never changes"
+    );
+    let strays: Vec<_> = std::fs::read_dir(&g.dir)
+        .expect("scratch")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".new."))
+        .collect();
+    assert!(strays.is_empty(), "{strays:?}");
+    // No backing file: the start fails naming the overlay, nothing runs.
+    std::fs::remove_file(&backing).expect("rm");
+    let run = g.resource.run("start").expect("start runs");
+    assert_eq!(run.code(), Some(1), "{}", run.describe());
+    assert!(
+        run.finished.stderr.contains("cannot create the overlay"),
+        "{}",
+        run.describe()
+    );
     assert_eq!(daemon().domstate(&g.name).expect("domstate"), None);
 }
