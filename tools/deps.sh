@@ -20,6 +20,8 @@ PACKAGES=(
     hyperfine
     # /usr/bin/time: peak memory in bench/pengine.sh
     time
+    # the Debian package (tools/deb.sh) and its test: lintian, man pages, Debian's pcs and crmsh
+    dpkg-dev binutils lintian man-db pcs crmsh
 )
 
 missing=()
