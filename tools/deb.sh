@@ -95,6 +95,7 @@ Maintainer: Highlander developers <highlander@example.invalid>
 Installed-Size: $installed_kb
 Depends: $shlibs
 Recommends: pacemaker, resource-agents, libvirt-daemon-driver-qemu
+Suggests: qemu-utils, csync2
 Section: admin
 Priority: optional
 Homepage: https://example.invalid/highlander
