@@ -1,0 +1,128 @@
+//! `highlander-schedulerd`: run without a subcommand (as pacemakerd starts
+//! `/usr/lib/pacemaker/pacemaker-schedulerd`), it serves the `pengine` IPC service;
+//! `install`/`uninstall` put it in place of Pacemaker's scheduler and back; `counts` prints
+//! what it has done.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use highlander_schedulerd::daemon::{COUNTS_FILE, Config, Daemon};
+use highlander_schedulerd::guard::Mode;
+use highlander_schedulerd::log::Log;
+use highlander_schedulerd::{ffi, install, series, wire};
+
+/// The optional configuration file (`mode = guarded|shadow|trusted`).
+const CONFIG_FILE: &str = "/etc/highlander/schedulerd.conf";
+
+#[derive(Parser)]
+#[command(name = "highlander-schedulerd", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+    /// The libqb IPC service name.
+    #[arg(long, default_value = "pengine")]
+    name: String,
+    /// Where inputs are saved.
+    #[arg(long, default_value = series::STATE_DIR)]
+    state_dir: PathBuf,
+    /// Overrides the mode the CIB and the config file set.
+    #[arg(long)]
+    mode: Option<String>,
+    /// Pacemaker's simulator, which the guard runs.
+    #[arg(long, default_value = "/usr/sbin/crm_simulate")]
+    crm_simulate: PathBuf,
+    /// Log to stderr too.
+    #[arg(long)]
+    verbose: bool,
+    /// Log file (default: $PCMK_logfile, else /var/log/pacemaker/pacemaker.log).
+    #[arg(long)]
+    logfile: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Divert Pacemaker's scheduler (dpkg-divert), install this binary, restart the scheduler.
+    Install,
+    /// Remove this binary, restore Pacemaker's scheduler, restart it.
+    Uninstall,
+    /// Print the counts of the running daemon (transitions, plans, divergences, fallbacks).
+    Counts,
+}
+
+fn parse_mode(v: &str) -> Result<Mode, String> {
+    Mode::parse(v).ok_or_else(|| format!("mode '{v}': expected guarded, shadow or trusted"))
+}
+
+/// The mode in the config file, if it sets one.
+fn config_file_mode() -> Result<Option<Mode>, String> {
+    let Ok(text) = std::fs::read_to_string(CONFIG_FILE) else {
+        return Ok(None);
+    };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some((k, v)) = line.split_once('=') {
+            if k.trim() == "mode" {
+                return parse_mode(v).map(Some).map_err(|e| format!("{CONFIG_FILE}: {e}"));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `PCMK_ipc_buffer`, bounded as Pacemaker bounds it (default 128 KiB, at least 12336).
+fn buffer_size() -> u32 {
+    match std::env::var("PCMK_ipc_buffer").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(n) if n > 0 => n.clamp(12_336, u64::from(u32::MAX)) as u32,
+        _ => wire::DEFAULT_BUFFER_SIZE,
+    }
+}
+
+fn serve(cli: Cli) -> Result<(), String> {
+    let forced_mode = cli.mode.as_deref().map(parse_mode).transpose()?;
+    let default_mode = config_file_mode()?.unwrap_or_default();
+    let log = Log::new(cli.logfile.clone().or_else(Log::pacemaker_log_file), cli.verbose);
+    std::fs::create_dir_all(&cli.state_dir)
+        .map_err(|e| format!("{}: {e}", cli.state_dir.display()))?;
+    let cfg = Config {
+        state_dir: cli.state_dir,
+        default_mode,
+        forced_mode,
+        crm_simulate: cli.crm_simulate,
+        buffer_size: buffer_size(),
+        cluster_uid: ffi::user_ids("hacluster").map(|(uid, _)| uid),
+    };
+    log.notice(&format!(
+        "Starting highlander-schedulerd (IPC service '{}', mode {})",
+        cli.name,
+        forced_mode.unwrap_or(default_mode).as_str()
+    ));
+    let daemon = Daemon::new(cfg.clone(), log.clone());
+    ffi::serve(&cli.name, cfg.buffer_size, Box::new(daemon)).map_err(|e| e.to_string())?;
+    log.notice("Shutting down highlander-schedulerd");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve(cli),
+        Some(Cmd::Install) => std::env::current_exe()
+            .map_err(|e| e.to_string())
+            .and_then(|exe| install::install(&exe).map_err(|e| e.to_string()))
+            .map(|done| done.iter().for_each(|l| println!("{l}"))),
+        Some(Cmd::Uninstall) => install::uninstall()
+            .map_err(|e| e.to_string())
+            .map(|done| done.iter().for_each(|l| println!("{l}"))),
+        Some(Cmd::Counts) => std::fs::read_to_string(cli.state_dir.join(COUNTS_FILE))
+            .map_err(|e| format!("{}: {e} (has the daemon planned a transition yet?)", COUNTS_FILE))
+            .map(|t| print!("{t}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("highlander-schedulerd: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The daemon's only door into pengine: a CIB's text in, the transition graph (Pacemaker's
+//! XML), the summary lines and the warning flags out. Every call into the `pengine` crate is
+//! here, so that a change of its API touches this module alone.
+
+use pengine::cib::{NvSet, Primitive, ResourceDef};
+
+/// Which migration model the plan uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Models {
+    /// Each resource's own (`migration-model` meta attribute, else its agent's default).
+    AsConfigured,
+    /// Every resource `two-phase`: Pacemaker's own model, what the guard compares with.
+    AllTwoPhase,
+}
+
+/// pengine's answer for one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// `<transition_graph transition_id="0" ...>` as Pacemaker writes it.
+    pub graph_xml: String,
+    /// The "Transition Summary" lines (`* Start rsc ( node )`), without the `* `.
+    pub summary: Vec<String>,
+    /// Resources whose open migration the atomic model is resolving, described.
+    pub atomic_notes: Vec<String>,
+}
+
+/// pengine could not plan this input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("pengine cannot read the CIB: {0}")]
+    Cib(String),
+    #[error("pengine does not support: {0}")]
+    Unsupported(String),
+}
+
+/// A CIB pengine has read.
+#[derive(Debug, Clone)]
+pub struct Input {
+    cib: pengine::Cib,
+}
+
+impl Input {
+    /// A cluster option (`crm_config`), rules not evaluated.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.cib.options.get(name).map(String::as_str)
+    }
+
+    /// The input's `execution-date`, if it has one.
+    pub fn execution_date(&self) -> Option<i64> {
+        self.cib.execution_date
+    }
+
+    /// What pengine noticed about the configuration (Pacemaker would log warnings).
+    pub fn warnings(&self) -> Vec<String> {
+        self.cib
+            .diagnostics
+            .iter()
+            .map(|d| format!("<{} id=\"{}\">: {}", d.element, d.id, d.message))
+            .collect()
+    }
+}
+
+/// Reads the CIB `cib_xml`.
+pub fn read(cib_xml: &str) -> Result<Input, PlanError> {
+    let cib = pengine::parse_cib(cib_xml).map_err(|e| PlanError::Cib(e.to_string()))?;
+    if !cib.unsupported.is_empty() {
+        return Err(PlanError::Unsupported(cib.unsupported.join(", ")));
+    }
+    Ok(Input { cib })
+}
+
+/// Plans `input` at `now` (seconds since the epoch).
+pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
+    let forced;
+    let cib = match models {
+        Models::AsConfigured => &input.cib,
+        Models::AllTwoPhase => {
+            let mut c = input.cib.clone();
+            force_two_phase(&mut c.resources);
+            forced = c;
+            &forced
+        }
+    };
+    let t = pengine::schedule(cib, now);
+    let graph_xml = pengine::graph::render_graph_xml(&t.observed, &t.graph);
+    let summary = pengine::graph::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph)
+        .into_iter()
+        .map(|l| {
+            let mut s = format!("{} {} ( {} )", l.verb, l.rsc, l.details);
+            if !l.reason.is_empty() {
+                s.push(' ');
+                s.push_str(&l.reason);
+            }
+            s
+        })
+        .collect();
+    let atomic_notes = t
+        .atomic
+        .entries
+        .iter()
+        .map(|e| {
+            let id = &t.observed.resources[e.rsc].id;
+            format!("{id}: {:?}, decision {:?}", e.location, e.decision)
+        })
+        .collect();
+    Plan {
+        graph_xml,
+        summary,
+        atomic_notes,
+    }
+}
+
+/// The name of the meta-attribute set the guard puts first in every primitive.
+const GUARD_SET: &str = "highlander-guard-two-phase";
+
+fn force_two_phase(resources: &mut [ResourceDef]) {
+    for r in resources {
+        match r {
+            ResourceDef::Primitive(p) => force_primitive(p),
+            ResourceDef::Group(g) => g.members.iter_mut().for_each(force_primitive),
+            ResourceDef::Clone(c) => {
+                force_primitive(&mut c.child);
+                if let Some(g) = &mut c.group {
+                    g.members.iter_mut().for_each(force_primitive);
+                }
+            }
+            // Bundles hold containers and remote connections: never live-migrated VMs.
+            ResourceDef::Bundle(_) => {}
+        }
+    }
+}
+
+fn force_primitive(p: &mut Primitive) {
+    let top = p.meta.iter().map(|s| s.score).max().unwrap_or(0);
+    p.meta.insert(
+        0,
+        NvSet {
+            id: GUARD_SET.to_string(),
+            score: top.saturating_add(1).max(1_000_000),
+            rules: Vec::new(),
+            pairs: vec![(
+                pengine::atomic::MIGRATION_MODEL_META.to_string(),
+                pengine::atomic::MigrationModel::TwoPhase.as_str().to_string(),
+            )],
+        },
+    );
+}
+
+/// Puts `id` in the graph's `transition_id` (pengine always writes 0; Pacemaker counts its
+/// transitions from 0 for the life of the daemon, and the controller keys its actions on it).
+pub fn with_transition_id(graph_xml: &str, id: u64) -> String {
+    graph_xml.replacen(
+        " transition_id=\"0\"",
+        &format!(" transition_id=\"{id}\""),
+        1,
+    )
+}
