@@ -115,7 +115,10 @@ impl Daemon {
             Err(e) => {
                 self.counts.refused += 1;
                 self.log.warn(&format!("Refusing IPC message: {e}"));
-                return self.ack(frame.id, frame.flags, message::EX_PROTOCOL).into_iter().collect();
+                return self
+                    .ack(frame.id, frame.flags, message::EX_PROTOCOL)
+                    .into_iter()
+                    .collect();
             }
         };
         let mut out: Vec<Outgoing> = Vec::new();
@@ -139,7 +142,10 @@ impl Daemon {
             }
             other => {
                 self.counts.refused += 1;
-                self.log.warn(&format!("Unknown IPC request type '{}'", other.unwrap_or("")));
+                self.log.warn(&format!(
+                    "Unknown IPC request type '{}'",
+                    other.unwrap_or("")
+                ));
                 out.extend(self.ack(frame.id, frame.flags, message::EX_INVALID_PARAM));
             }
         }
@@ -152,9 +158,14 @@ impl Daemon {
             return None;
         }
         let xml = message::ack_xml("handle_pecalc_request", status);
-        wire::encode(id, flags | wire::FLAG_SERVER_FREE, &xml, self.cfg.buffer_size)
-            .ok()
-            .map(Outgoing::Response)
+        wire::encode(
+            id,
+            flags | wire::FLAG_SERVER_FREE,
+            &xml,
+            self.cfg.buffer_size,
+        )
+        .ok()
+        .map(Outgoing::Response)
     }
 
     /// Plans one input and returns the reply event.
@@ -163,14 +174,21 @@ impl Daemon {
         let cib = req.data.clone().unwrap_or_default();
         let cib = message::with_execution_date(&cib, now);
         let mut hasher = DefaultHasher::new();
-        cib.split_once(" execution-date=").map_or(&*cib, |(a, _)| a).hash(&mut hasher);
+        cib.split_once(" execution-date=")
+            .map_or(&*cib, |(a, _)| a)
+            .hash(&mut hasher);
         req.data.hash(&mut hasher);
         let digest = hasher.finish();
         let repoke = self.last_digest == Some(digest);
         self.last_digest = Some(digest);
 
         let input = plan::read(&cib);
-        let option = |name: &str| input.as_ref().ok().and_then(|i| i.option(name).map(str::to_string));
+        let option = |name: &str| {
+            input
+                .as_ref()
+                .ok()
+                .and_then(|i| i.option(name).map(str::to_string))
+        };
         let mode = self.mode(option(MODE_OPTION).as_deref());
         let series = match &input {
             Err(_) => Series::Error,
@@ -208,7 +226,9 @@ impl Daemon {
         match wire::encode(id, flags, &reply, self.cfg.buffer_size) {
             Ok(bytes) => Some(Outgoing::Event(bytes)),
             Err(e) => {
-                self.log.error(&format!("Cannot send transition {transition}: {e}; set PCMK_ipc_buffer higher"));
+                self.log.error(&format!(
+                    "Cannot send transition {transition}: {e}; set PCMK_ipc_buffer higher"
+                ));
                 None
             }
         }
@@ -222,7 +242,10 @@ impl Daemon {
         match from_cib.map(|v| (v, Mode::parse(v))) {
             Some((_, Some(m))) => m,
             Some((v, None)) => {
-                self.log.warn(&format!("{MODE_OPTION}='{v}' is not guarded, shadow or trusted; using {}", self.cfg.default_mode.as_str()));
+                self.log.warn(&format!(
+                    "{MODE_OPTION}='{v}' is not guarded, shadow or trusted; using {}",
+                    self.cfg.default_mode.as_str()
+                ));
                 self.cfg.default_mode
             }
             None => self.cfg.default_mode,
@@ -230,34 +253,52 @@ impl Daemon {
     }
 
     /// Saves the input as Pacemaker does; its path (None when the series saves nothing).
-    fn save_input(&mut self, series: Series, wrap: i64, repoke: bool, cib: &str) -> Option<PathBuf> {
+    fn save_input(
+        &mut self,
+        series: Series,
+        wrap: i64,
+        repoke: bool,
+        cib: &str,
+    ) -> Option<PathBuf> {
         if wrap == 0 {
             self.last_input = None;
             return None;
         }
         if repoke && self.last_input.is_some() {
-            self.log.info("Input has not changed since last time, not saving to disk");
+            self.log
+                .info("Input has not changed since last time, not saving to disk");
             return self.last_input.clone();
         }
         let dir = &self.cfg.state_dir;
         let seq = series::read_sequence(dir, series);
         let path = series::file_name(dir, series.name(), seq);
         if let Err(e) = series::write_bz2(&path, cib) {
-            self.log.error(&format!("Cannot save {}: {e}", path.display()));
+            self.log
+                .error(&format!("Cannot save {}: {e}", path.display()));
         }
         if let Err(e) = series::write_sequence(dir, series, seq.wrapping_add(1), wrap) {
-            self.log.error(&format!("Cannot write the {} sequence: {e}", series.name()));
+            self.log
+                .error(&format!("Cannot write the {} sequence: {e}", series.name()));
         }
         self.last_input = Some(path.clone());
         Some(path)
     }
 
     /// Chooses the graph for this input according to `mode`.
-    fn answer(&mut self, mode: Mode, input: Result<plan::Input, plan::PlanError>, path: &Path, now: i64) -> Answer {
+    fn answer(
+        &mut self,
+        mode: Mode,
+        input: Result<plan::Input, plan::PlanError>,
+        path: &Path,
+        now: i64,
+    ) -> Answer {
         let input = match input {
             Ok(i) => i,
             Err(e) => {
-                self.log.warn(&format!("pengine cannot plan {}: {e}; using Pacemaker's scheduler", path.display()));
+                self.log.warn(&format!(
+                    "pengine cannot plan {}: {e}; using Pacemaker's scheduler",
+                    path.display()
+                ));
                 return self.pacemaker_answer(path, "pacemaker (pengine cannot read the input)");
             }
         };
@@ -265,23 +306,38 @@ impl Daemon {
         let ours = plan::plan(&input, now, Models::AsConfigured);
         if mode == Mode::Trusted {
             self.counts.highlander_plans += 1;
-            return Answer { graph: ours.graph_xml, source: "highlander (trusted)", summary: ours.summary, errors: false };
+            return Answer {
+                graph: ours.graph_xml,
+                source: "highlander (trusted)",
+                summary: ours.summary,
+                errors: false,
+            };
         }
-        let pacemaker = match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
-            Ok(g) => g,
-            Err(e) => {
-                // Without the guard's answer there is nothing to fall back to: Highlander's plan.
-                self.log.error(&format!("Guard unavailable ({e}); using Highlander's plan"));
-                self.counts.highlander_plans += 1;
-                return Answer { graph: ours.graph_xml, source: "highlander (guard unavailable)", summary: ours.summary, errors: false };
-            }
-        };
+        let pacemaker =
+            match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
+                Ok(g) => g,
+                Err(e) => {
+                    // Without the guard's answer there is nothing to fall back to: Highlander's plan.
+                    self.log
+                        .error(&format!("Guard unavailable ({e}); using Highlander's plan"));
+                    self.counts.highlander_plans += 1;
+                    return Answer {
+                        graph: ours.graph_xml,
+                        source: "highlander (guard unavailable)",
+                        summary: ours.summary,
+                        errors: false,
+                    };
+                }
+            };
         let two_phase = plan::plan(&input, now, Models::AllTwoPhase);
         let diverged = guard::compare(&pacemaker, &two_phase.graph_xml).err();
         let differs = guard::compare(&pacemaker, &ours.graph_xml).is_err();
         if differs {
             self.counts.highlander_differs += 1;
-            self.log.notice(&format!("Highlander's plan differs from Pacemaker's: {}", ours.summary.join("; ")));
+            self.log.notice(&format!(
+                "Highlander's plan differs from Pacemaker's: {}",
+                ours.summary.join("; ")
+            ));
             for n in &ours.atomic_notes {
                 self.log.notice(&format!("Atomic migration model: {n}"));
             }
@@ -289,23 +345,48 @@ impl Daemon {
         if let Some(why) = diverged {
             self.counts.divergences += 1;
             let kept = self.keep_divergence(path);
-            self.log.warn(&format!("pengine's two-phase plan diverges from Pacemaker's for {}: {why}", kept.display()));
+            self.log.warn(&format!(
+                "pengine's two-phase plan diverges from Pacemaker's for {}: {why}",
+                kept.display()
+            ));
         } else if mode == Mode::Guarded {
             self.counts.highlander_plans += 1;
-            return Answer { graph: ours.graph_xml, source: "highlander (guarded)", summary: ours.summary, errors: false };
+            return Answer {
+                graph: ours.graph_xml,
+                source: "highlander (guarded)",
+                summary: ours.summary,
+                errors: false,
+            };
         }
         self.counts.fallbacks += 1;
-        let source = if mode == Mode::Shadow { "pacemaker (shadow)" } else { "pacemaker (divergence)" };
-        Answer { graph: pacemaker, source, summary: two_phase.summary, errors: false }
+        let source = if mode == Mode::Shadow {
+            "pacemaker (shadow)"
+        } else {
+            "pacemaker (divergence)"
+        };
+        Answer {
+            graph: pacemaker,
+            source,
+            summary: two_phase.summary,
+            errors: false,
+        }
     }
 
     /// Pacemaker's graph alone (pengine could not read the input).
     fn pacemaker_answer(&mut self, path: &Path, source: &'static str) -> Answer {
         self.counts.fallbacks += 1;
         match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
-            Ok(graph) => Answer { graph, source, summary: Vec::new(), errors: false },
+            Ok(graph) => Answer {
+                graph,
+                source,
+                summary: Vec::new(),
+                errors: false,
+            },
             Err(e) => {
-                self.log.error(&format!("Neither pengine nor Pacemaker's scheduler can plan {}: {e}", path.display()));
+                self.log.error(&format!(
+                    "Neither pengine nor Pacemaker's scheduler can plan {}: {e}",
+                    path.display()
+                ));
                 Answer {
                     graph: "<transition_graph cluster-delay=\"0\" transition_id=\"0\"/>".into(),
                     source: "none (error)",
@@ -325,7 +406,8 @@ impl Daemon {
         }
         let kept = series::file_name(dir, "pe-diverge", n);
         if let Err(e) = std::fs::copy(path, &kept) {
-            self.log.error(&format!("Cannot keep {}: {e}", kept.display()));
+            self.log
+                .error(&format!("Cannot keep {}: {e}", kept.display()));
         }
         kept
     }
@@ -341,7 +423,11 @@ impl Daemon {
         }
         .replace("{t}", &transition.to_string());
         match saved {
-            Some(p) => self.log.notice(&format!("{what}, saving inputs in {}; graph: {}", p.display(), a.source)),
+            Some(p) => self.log.notice(&format!(
+                "{what}, saving inputs in {}; graph: {}",
+                p.display(),
+                a.source
+            )),
             None => self.log.notice(&format!("{what}; graph: {}", a.source)),
         }
     }
@@ -356,7 +442,9 @@ impl Service for Daemon {
     fn accept(&mut self, uid: u32, _gid: u32) -> bool {
         let ok = uid == 0 || Some(uid) == self.cfg.cluster_uid;
         if !ok {
-            self.log.warn(&format!("Refusing IPC connection from uid {uid}: only root and the cluster user may connect"));
+            self.log.warn(&format!(
+                "Refusing IPC connection from uid {uid}: only root and the cluster user may connect"
+            ));
         }
         ok
     }
@@ -366,6 +454,8 @@ impl Service for Daemon {
     }
 
     fn send_failed(&mut self, what: &str, rc: isize) {
-        self.log.warn(&format!("Could not send the {what} to the client (rc {rc})"));
+        self.log.warn(&format!(
+            "Could not send the {what} to the client (rc {rc})"
+        ));
     }
 }

@@ -204,8 +204,7 @@ unsafe extern "C" {
     fn qb_ipcs_enforce_buffer_size(s: *mut QbIpcsService, max_buf_size: u32);
     fn qb_ipcs_run(s: *mut QbIpcsService) -> i32;
     fn qb_ipcs_destroy(s: *mut QbIpcsService);
-    fn qb_ipcs_response_send(c: *mut QbIpcsConnection, data: *const c_void, size: usize)
-    -> isize;
+    fn qb_ipcs_response_send(c: *mut QbIpcsConnection, data: *const c_void, size: usize) -> isize;
     fn qb_ipcs_event_send(c: *mut QbIpcsConnection, data: *const c_void, size: usize) -> isize;
     fn qb_ipcs_connection_auth_set(c: *mut QbIpcsConnection, uid: u32, gid: u32, mode: u32);
 
@@ -251,12 +250,24 @@ extern "C" fn job_add(prio: c_int, data: *mut c_void, f: JobFn) -> i32 {
     unsafe { qb_loop_job_add(current_loop(), prio, data, f) }
 }
 
-extern "C" fn dispatch_add(prio: c_int, fd: i32, evts: i32, data: *mut c_void, f: DispatchFn) -> i32 {
+extern "C" fn dispatch_add(
+    prio: c_int,
+    fd: i32,
+    evts: i32,
+    data: *mut c_void,
+    f: DispatchFn,
+) -> i32 {
     // SAFETY: as in job_add; fd, data and f come from libqb and are passed back unchanged.
     unsafe { qb_loop_poll_add(current_loop(), prio, fd, evts, data, f) }
 }
 
-extern "C" fn dispatch_mod(prio: c_int, fd: i32, evts: i32, data: *mut c_void, f: DispatchFn) -> i32 {
+extern "C" fn dispatch_mod(
+    prio: c_int,
+    fd: i32,
+    evts: i32,
+    data: *mut c_void,
+    f: DispatchFn,
+) -> i32 {
     // SAFETY: as in dispatch_add.
     unsafe { qb_loop_poll_mod(current_loop(), prio, fd, evts, data, f) }
 }
@@ -321,7 +332,9 @@ fn send(c: *mut QbIpcsConnection, o: &Outgoing) {
         // is a complete message, header first, and libqb copies it before returning.
         rc = unsafe {
             match o {
-                Outgoing::Response(_) => qb_ipcs_response_send(c, bytes.as_ptr().cast(), bytes.len()),
+                Outgoing::Response(_) => {
+                    qb_ipcs_response_send(c, bytes.as_ptr().cast(), bytes.len())
+                }
                 Outgoing::Event(_) => qb_ipcs_event_send(c, bytes.as_ptr().cast(), bytes.len()),
             }
         };
@@ -373,7 +386,12 @@ pub fn serve(name: &str, buffer_size: u32, service: Box<dyn Service>) -> Result<
     result
 }
 
-fn run_server(l: *mut QbLoop, cname: &CStr, name: &str, buffer_size: u32) -> Result<(), ServeError> {
+fn run_server(
+    l: *mut QbLoop,
+    cname: &CStr,
+    name: &str,
+    buffer_size: u32,
+) -> Result<(), ServeError> {
     let mut handlers = ServiceHandlers {
         connection_accept: Some(on_accept),
         connection_created: None,
@@ -398,7 +416,14 @@ fn run_server(l: *mut QbLoop, cname: &CStr, name: &str, buffer_size: u32) -> Res
         qb_ipcs_enforce_buffer_size(s, buffer_size);
         qb_ipcs_poll_handlers_set(s, &mut poll);
         for sig in [libc::SIGTERM, libc::SIGINT] {
-            qb_loop_signal_add(l, QB_LOOP_HIGH, sig, ptr::null_mut(), on_signal, ptr::null_mut());
+            qb_loop_signal_add(
+                l,
+                QB_LOOP_HIGH,
+                sig,
+                ptr::null_mut(),
+                on_signal,
+                ptr::null_mut(),
+            );
         }
         qb_ipcs_run(s)
     };

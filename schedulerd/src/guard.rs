@@ -43,15 +43,26 @@ impl Mode {
 #[derive(Debug, thiserror::Error)]
 pub enum OracleError {
     #[error("cannot run {program}: {error}")]
-    Spawn { program: String, error: std::io::Error },
+    Spawn {
+        program: String,
+        error: std::io::Error,
+    },
     #[error("{program} failed ({status}): {stderr}")]
-    Failed { program: String, status: String, stderr: String },
+    Failed {
+        program: String,
+        status: String,
+        stderr: String,
+    },
     #[error("cannot read the graph {program} wrote: {0}", program = "crm_simulate")]
     Read(std::io::Error),
 }
 
 /// Pacemaker's transition graph for the saved input `input` (`crm_simulate -x input -G out -Q`).
-pub fn pacemaker_graph(crm_simulate: &Path, input: &Path, scratch: &Path) -> Result<String, OracleError> {
+pub fn pacemaker_graph(
+    crm_simulate: &Path,
+    input: &Path,
+    scratch: &Path,
+) -> Result<String, OracleError> {
     let out = scratch.join("pacemaker-graph.xml");
     let _ = std::fs::remove_file(&out);
     let program = crm_simulate.display().to_string();
@@ -64,7 +75,10 @@ pub fn pacemaker_graph(crm_simulate: &Path, input: &Path, scratch: &Path) -> Res
         .env("PCMK_logfile", "/dev/null")
         .env("PCMK_debug", "no")
         .output()
-        .map_err(|error| OracleError::Spawn { program: program.clone(), error })?;
+        .map_err(|error| OracleError::Spawn {
+            program: program.clone(),
+            error,
+        })?;
     if !result.status.success() {
         return Err(OracleError::Failed {
             program,
@@ -80,13 +94,22 @@ pub fn compare(pacemaker: &str, ours: &str) -> Result<(), String> {
     let want = canonical_graph(pacemaker).map_err(|e| format!("Pacemaker's graph: {e}"))?;
     let got = canonical_graph(ours).map_err(|e| format!("pengine's graph: {e}"))?;
     if want.root != got.root {
-        return Err(format!("graph attributes differ: Pacemaker {}, pengine {}", want.root, got.root));
+        return Err(format!(
+            "graph attributes differ: Pacemaker {}, pengine {}",
+            want.root, got.root
+        ));
     }
     let (missing, extra) = multiset_difference(want.synapses, got.synapses);
     if missing.is_empty() && extra.is_empty() {
         return Ok(());
     }
-    let clip = |v: &[String]| v.iter().take(3).map(|s| s.chars().take(240).collect::<String>()).collect::<Vec<_>>().join(" | ");
+    let clip = |v: &[String]| {
+        v.iter()
+            .take(3)
+            .map(|s| s.chars().take(240).collect::<String>())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
     Err(format!(
         "{} synapse(s) only Pacemaker's: {}; {} only pengine's: {}",
         missing.len(),
@@ -327,7 +350,6 @@ fn canonical_graph(xml: &str) -> Result<CanonicalGraph, String> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,7 +358,9 @@ mod tests {
 
     #[test]
     fn ids_and_transition_ids_do_not_count() {
-        let other = G.replace("transition_id=\"0\"", "transition_id=\"9\"").replace("id=\"3\"", "id=\"5\"");
+        let other = G
+            .replace("transition_id=\"0\"", "transition_id=\"9\"")
+            .replace("id=\"3\"", "id=\"5\"");
         assert_eq!(compare(G, &other), Ok(()));
     }
 

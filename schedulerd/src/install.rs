@@ -98,7 +98,9 @@ fn restart() -> Vec<String> {
                 .status()
                 .is_ok_and(|s| s.success());
             if ok {
-                done.push(format!("stopped scheduler pid {pid}; pacemakerd restarts it"));
+                done.push(format!(
+                    "stopped scheduler pid {pid}; pacemakerd restarts it"
+                ));
             }
         }
     }

@@ -48,6 +48,8 @@ enum Cmd {
     Uninstall,
     /// Print the counts of the running daemon (transitions, plans, divergences, fallbacks).
     Counts,
+    /// Connect to the running daemon and send it a `hello` (exit 0 when it acks).
+    Ping,
 }
 
 fn parse_mode(v: &str) -> Result<Mode, String> {
@@ -63,7 +65,9 @@ fn config_file_mode() -> Result<Option<Mode>, String> {
         let line = line.split('#').next().unwrap_or("").trim();
         if let Some((k, v)) = line.split_once('=') {
             if k.trim() == "mode" {
-                return parse_mode(v).map(Some).map_err(|e| format!("{CONFIG_FILE}: {e}"));
+                return parse_mode(v)
+                    .map(Some)
+                    .map_err(|e| format!("{CONFIG_FILE}: {e}"));
             }
         }
     }
@@ -72,7 +76,10 @@ fn config_file_mode() -> Result<Option<Mode>, String> {
 
 /// `PCMK_ipc_buffer`, bounded as Pacemaker bounds it (default 128 KiB, at least 12336).
 fn buffer_size() -> u32 {
-    match std::env::var("PCMK_ipc_buffer").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+    match std::env::var("PCMK_ipc_buffer")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
         Some(n) if n > 0 => n.clamp(12_336, u64::from(u32::MAX)) as u32,
         _ => wire::DEFAULT_BUFFER_SIZE,
     }
@@ -81,7 +88,10 @@ fn buffer_size() -> u32 {
 fn serve(cli: Cli) -> Result<(), String> {
     let forced_mode = cli.mode.as_deref().map(parse_mode).transpose()?;
     let default_mode = config_file_mode()?.unwrap_or_default();
-    let log = Log::new(cli.logfile.clone().or_else(Log::pacemaker_log_file), cli.verbose);
+    let log = Log::new(
+        cli.logfile.clone().or_else(Log::pacemaker_log_file),
+        cli.verbose,
+    );
     std::fs::create_dir_all(&cli.state_dir)
         .map_err(|e| format!("{}: {e}", cli.state_dir.display()))?;
     let cfg = Config {
@@ -103,6 +113,32 @@ fn serve(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// Sends a `hello` to the service `name` and waits for its ack.
+fn ping(name: &str) -> Result<(), String> {
+    let client =
+        ffi::Client::connect(name, wire::DEFAULT_BUFFER_SIZE as usize).map_err(|errno| {
+            format!(
+                "cannot connect to '{name}': {}",
+                std::io::Error::from_raw_os_error(errno)
+            )
+        })?;
+    let hello = "<create_request_adv t=\"crmd\" subt=\"request\" reference=\"hello-0\" crm_task=\"hello\" crm_sys_to=\"pengine\" crm_sys_from=\"ping\"/>";
+    let msg = wire::encode(
+        1,
+        wire::FLAG_CLIENT_RESPONSE,
+        hello,
+        wire::DEFAULT_BUFFER_SIZE,
+    )
+    .map_err(|e| e.to_string())?;
+    client.send(&msg).map_err(|e| format!("send: errno {e}"))?;
+    let ack = client
+        .recv_response(wire::DEFAULT_BUFFER_SIZE as usize, 5000)
+        .map_err(|e| format!("no ack: errno {e}"))?;
+    let frame = wire::decode(&ack).map_err(|e| e.to_string())?;
+    println!("{}", frame.xml);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -114,8 +150,14 @@ fn main() -> ExitCode {
         Some(Cmd::Uninstall) => install::uninstall()
             .map_err(|e| e.to_string())
             .map(|done| done.iter().for_each(|l| println!("{l}"))),
+        Some(Cmd::Ping) => ping(&cli.name),
         Some(Cmd::Counts) => std::fs::read_to_string(cli.state_dir.join(COUNTS_FILE))
-            .map_err(|e| format!("{}: {e} (has the daemon planned a transition yet?)", COUNTS_FILE))
+            .map_err(|e| {
+                format!(
+                    "{}: {e} (has the daemon planned a transition yet?)",
+                    COUNTS_FILE
+                )
+            })
             .map(|t| print!("{t}")),
     };
     match result {

@@ -107,7 +107,9 @@ pub fn parse_request(xml: &str) -> Result<Request, MessageError> {
     }
 }
 
-fn attributes(e: &quick_xml::events::BytesStart<'_>) -> Result<Vec<(String, String)>, MessageError> {
+fn attributes(
+    e: &quick_xml::events::BytesStart<'_>,
+) -> Result<Vec<(String, String)>, MessageError> {
     let mut out = Vec::new();
     for a in e.attributes() {
         let a = a.map_err(xml_error)?;
@@ -138,7 +140,10 @@ pub fn escape(v: &str) -> String {
 
 /// The `<ack>` Pacemaker sends a client that asked for a response (`pcmk__ipc_create_ack`).
 pub fn ack_xml(function: &str, status: i32) -> String {
-    format!("<ack function=\"{}\" line=\"0\" status=\"{status}\"/>", escape(function))
+    format!(
+        "<ack function=\"{}\" line=\"0\" status=\"{status}\"/>",
+        escape(function)
+    )
 }
 
 /// What a `pe_calc` reply carries besides the graph.
@@ -216,11 +221,7 @@ pub fn with_execution_date(cib: &str, when: i64) -> String {
             let name_end = tag
                 .find(|c: char| c.is_whitespace() || c == '/')
                 .unwrap_or(tag.len());
-            format!(
-                "{}{attr}{when}\"{}",
-                &tag[..name_end],
-                &tag[name_end..]
-            )
+            format!("{}{attr}{when}\"{}", &tag[..name_end], &tag[name_end..])
         }
     };
     format!("{}{new_tag}{}", &cib[..open], &cib[close..])

@@ -140,7 +140,9 @@ fn force_primitive(p: &mut Primitive) {
             rules: Vec::new(),
             pairs: vec![(
                 pengine::atomic::MIGRATION_MODEL_META.to_string(),
-                pengine::atomic::MigrationModel::TwoPhase.as_str().to_string(),
+                pengine::atomic::MigrationModel::TwoPhase
+                    .as_str()
+                    .to_string(),
             )],
         },
     );

@@ -77,7 +77,10 @@ pub fn write_sequence(dir: &Path, series: Series, next: u32, wrap: i64) -> io::R
     } else {
         next
     };
-    fs::write(dir.join(format!("{}.last", series.name())), next.to_string())
+    fs::write(
+        dir.join(format!("{}.last", series.name())),
+        next.to_string(),
+    )
 }
 
 /// `<dir>/<series>-<seq>.bz2`.

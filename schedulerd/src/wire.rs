@@ -162,7 +162,10 @@ mod tests {
         let m = encode(7, FLAG_CLIENT_RESPONSE, "<a b=\"1\"/>", DEFAULT_BUFFER_SIZE).unwrap();
         assert_eq!(m.len(), HEADER_LEN + 11);
         let f = decode(&m).unwrap();
-        assert_eq!((f.id, f.flags, f.xml.as_str()), (7, FLAG_CLIENT_RESPONSE, "<a b=\"1\"/>"));
+        assert_eq!(
+            (f.id, f.flags, f.xml.as_str()),
+            (7, FLAG_CLIENT_RESPONSE, "<a b=\"1\"/>")
+        );
     }
 
     #[test]
