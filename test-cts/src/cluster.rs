@@ -135,17 +135,49 @@ impl VmAgent {
     }
 }
 
+/// Which scheduler daemon pacemakerd runs in every node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scheduler {
+    /// Pacemaker's own `pacemaker-schedulerd`.
+    #[default]
+    Pacemaker,
+    /// `highlander-schedulerd` (this binary), bound over Pacemaker's in each node's mount
+    /// namespace: no dpkg-divert, the host is untouched.
+    Highlander(PathBuf),
+}
+
+impl Scheduler {
+    /// A short name for reports.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Scheduler::Pacemaker => "pacemaker",
+            Scheduler::Highlander(_) => "highlander",
+        }
+    }
+}
+
 /// What cluster to build.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
     /// 2 or 3.
     pub nodes: usize,
     pub vm_agent: VmAgent,
+    pub scheduler: Scheduler,
 }
 
 impl ClusterSpec {
     pub fn new(nodes: usize, vm_agent: VmAgent) -> ClusterSpec {
-        ClusterSpec { nodes, vm_agent }
+        ClusterSpec {
+            nodes,
+            vm_agent,
+            scheduler: Scheduler::Pacemaker,
+        }
+    }
+
+    /// The same cluster with another scheduler.
+    pub fn with_scheduler(mut self, scheduler: Scheduler) -> ClusterSpec {
+        self.scheduler = scheduler;
+        self
     }
 }
 
@@ -277,6 +309,10 @@ impl Cluster {
                 .ok_or_else(|| ClusterError::Setup("no user hacluster".into()))?,
             haclient_gid: lookup_id("/etc/group", "haclient")
                 .ok_or_else(|| ClusterError::Setup("no group haclient".into()))?,
+            scheduler: match &spec.scheduler {
+                Scheduler::Pacemaker => None,
+                Scheduler::Highlander(bin) => Some(bin.clone()),
+            },
         };
         node::ip(&["netns", "add", &cluster.switch_netns])?;
         let sw = cluster.switch_netns.clone();
