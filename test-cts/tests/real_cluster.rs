@@ -9,12 +9,15 @@
 //! the nodes' logs under /tmp/hlc<pid>-<n>).
 //!
 //! The two interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
-//! mid-migrate_to) hold every agent to "running exactly once" and report whether the guest was
-//! rebooted. With either agent, Pacemaker 2.1.5's own scheduler answers a partial migration whose
-//! target is no longer preferred by stopping both sides and booting the guest again
-//! (`../shared/docs/pacemaker.md` 4.4): the agent reports truthfully, but the decision is the
-//! scheduler's. Avoiding that reboot is what pengine's `atomic` model does
-//! (`docs/atomic-migration.md`); real Pacemaker does not run it, so it is reported, not asserted.
+//! mid-migrate_to) run twice, under Pacemaker 2.1.5's own scheduler and under
+//! `highlander-schedulerd` (built from this workspace and bound over
+//! `/usr/lib/pacemaker/pacemaker-schedulerd` in each node's mount namespace), and print the
+//! outcomes side by side. Both must keep the guest running exactly once. Pacemaker's scheduler
+//! answers a partial migration whose target is no longer preferred by stopping both sides and
+//! booting the guest again (`../shared/docs/pacemaker.md` 4.4): that is printed, not asserted.
+//! Under Highlander's scheduler the atomic model (`docs/atomic-migration.md`) runs the real
+//! cluster, and the guest must end on the original QEMU or the one that received the live
+//! migration: a fresh boot fails the test.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
