@@ -414,7 +414,8 @@ impl Daemon {
 
     fn log_transition(&self, transition: u64, saved: Option<&Path>, series: Series, a: &Answer) {
         for line in &a.summary {
-            self.log.notice(&format!(" * {line}"));
+            self.log
+                .line("log_list_item", "notice", &format!("Actions: {line}"));
         }
         let what = match series {
             Series::Error => "Calculated transition {t} (with errors)",
@@ -422,14 +423,14 @@ impl Daemon {
             Series::Input => "Calculated transition {t}",
         }
         .replace("{t}", &transition.to_string());
-        match saved {
-            Some(p) => self.log.notice(&format!(
-                "{what}, saving inputs in {}; graph: {}",
-                p.display(),
-                a.source
-            )),
-            None => self.log.notice(&format!("{what}; graph: {}", a.source)),
-        }
+        let what = match saved {
+            Some(p) => format!("{what}, saving inputs in {}", p.display()),
+            None => what,
+        };
+        self.log
+            .line("pcmk__log_transition_summary", "notice", &what);
+        self.log
+            .notice(&format!("Transition {transition}: graph from {}", a.source));
     }
 
     fn write_counts(&self, mode: Mode) {

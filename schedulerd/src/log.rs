@@ -1,6 +1,6 @@
-//! The daemon's log: lines in the Pacemaker log's shape (`Mon DD HH:MM:SS host
-//! highlander-schedulerd[pid] (pe_calc) level: message`, UTC) appended to `PCMK_logfile`
-//! (default `/var/log/pacemaker/pacemaker.log`), and to stderr.
+//! The daemon's log: lines in the Pacemaker log's shape (`Mon DD HH:MM:SS.mmm host
+//! highlander-schedulerd[pid] (function) \tlevel: message`, UTC) appended to
+//! `PCMK_logfile` (default `/var/log/pacemaker/pacemaker.log`), and to stderr.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -12,9 +12,14 @@ pub const DEFAULT_LOG: &str = "/var/log/pacemaker/pacemaker.log";
 
 /// Seconds since the epoch.
 pub fn now_secs() -> i64 {
+    now_ms() / 1000
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
@@ -51,23 +56,27 @@ impl Log {
     }
 
     pub fn error(&self, msg: &str) {
-        self.line("error", msg);
+        self.line("pe_calc", "error", msg);
     }
     pub fn warn(&self, msg: &str) {
-        self.line("warning", msg);
+        self.line("pe_calc", "warning", msg);
     }
     pub fn notice(&self, msg: &str) {
-        self.line("notice", msg);
+        self.line("pe_calc", "notice", msg);
     }
     pub fn info(&self, msg: &str) {
-        self.line("info", msg);
+        self.line("pe_calc", "info", msg);
     }
 
-    fn line(&self, level: &str, msg: &str) {
+    /// A line as if logged by the Pacemaker function `function`.
+    pub fn line(&self, function: &str, level: &str, msg: &str) {
+        let ms = now_ms();
         let line = format!(
-            "{} {} highlander-schedulerd[{}] (pe_calc) {level}: {msg}\n",
-            stamp(now_secs()),
+            "{}.{:03} {} {:<20}[{}] ({function}) \t{level}: {msg}\n",
+            stamp(ms.div_euclid(1000)),
+            ms.rem_euclid(1000),
             self.host,
+            "highlander-schedulerd",
             self.pid
         );
         if self.stderr {

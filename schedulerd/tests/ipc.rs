@@ -34,6 +34,10 @@ impl Drop for Daemon {
 
 impl Daemon {
     fn start(mode: &str) -> Daemon {
+        Daemon::start_with(mode, Path::new("/usr/sbin/crm_simulate"))
+    }
+
+    fn start_with(mode: &str, crm_simulate: &Path) -> Daemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let name = format!(
             "hl-sched-test-{}-{}",
@@ -45,6 +49,8 @@ impl Daemon {
             .arg(dir.path())
             .arg("--logfile")
             .arg(dir.path().join("pacemaker.log"))
+            .arg("--crm-simulate")
+            .arg(crm_simulate)
             .stdin(Stdio::null())
             .spawn()
             .expect("spawn highlander-schedulerd");
@@ -286,5 +292,88 @@ fn guarded_mode_checks_with_pacemaker_and_counts() {
             "mode=guarded\ntransitions=1\nhighlander_plans=1\ndivergences=0\nfallbacks=0"
         ),
         "{counts}"
+    );
+}
+
+fn counts(d: &Daemon) -> String {
+    std::fs::read_to_string(d.dir.path().join("highlander-schedulerd.counts")).expect("counts")
+}
+
+#[test]
+fn shadow_mode_returns_pacemakers_graph_and_counts_a_fallback() {
+    let d = Daemon::start("shadow");
+    let c = d.connect();
+    let (_, reply) = pe_calc(
+        &c,
+        1,
+        &pe_calc_xml("s-1", &sample_cib()),
+        wire::DEFAULT_BUFFER_SIZE,
+    );
+    let saved = PathBuf::from(reply.attr("crm-tgraph-in").expect("saved"));
+    let scratch = tempfile::tempdir().unwrap();
+    assert_eq!(
+        guard::compare(
+            &crm_simulate_graph(&saved, scratch.path()),
+            reply.data.as_deref().unwrap()
+        ),
+        Ok(())
+    );
+    assert!(
+        counts(&d).contains("highlander_plans=0\ndivergences=0\nfallbacks=1"),
+        "{}",
+        counts(&d)
+    );
+    assert!(
+        d.log().contains("graph from pacemaker (shadow)"),
+        "{}",
+        d.log()
+    );
+}
+
+/// A divergence, made real: the guard's crm_simulate (Pacemaker's scheduler, a wrapper adding
+/// `--node-fail node2`) answers for another cluster state than pengine plans, so the graphs
+/// differ. Pacemaker's graph goes back, the input is kept as pe-diverge-0.bz2 and named.
+#[test]
+fn a_divergence_returns_pacemakers_graph_and_keeps_the_input() {
+    let tools = tempfile::tempdir().unwrap();
+    let wrapper = tools.path().join("crm_simulate");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nexec /usr/sbin/crm_simulate \"$@\" --node-fail node2\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let d = Daemon::start_with("guarded", &wrapper);
+    let c = d.connect();
+    let (_, reply) = pe_calc(
+        &c,
+        1,
+        &pe_calc_xml("d-1", &sample_cib()),
+        wire::DEFAULT_BUFFER_SIZE,
+    );
+    let kept = d.dir.path().join("pe-diverge-0.bz2");
+    assert!(kept.exists(), "no pe-diverge-0.bz2\n{}", d.log());
+    let scratch = tempfile::tempdir().unwrap();
+    let perturbed = guard::pacemaker_graph(&wrapper, &kept, scratch.path()).unwrap();
+    assert_eq!(
+        guard::compare(&perturbed, reply.data.as_deref().unwrap()),
+        Ok(())
+    );
+    let pacemaker = crm_simulate_graph(&kept, scratch.path());
+    assert!(guard::compare(&pacemaker, reply.data.as_deref().unwrap()).is_err());
+    assert!(
+        counts(&d).contains("divergences=1\nfallbacks=1"),
+        "{}",
+        counts(&d)
+    );
+    assert!(
+        d.log()
+            .contains(&format!("diverges from Pacemaker's for {}", kept.display())),
+        "{}",
+        d.log()
     );
 }

@@ -612,13 +612,13 @@ fn scheduler_report(c: &Cluster) -> String {
     if planned.is_empty() {
         return "Pacemaker's pacemaker-schedulerd".into();
     }
-    let by_source = |needle: &str| planned.iter().filter(|l| l.contains(needle)).count();
+    let by_source = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
     let diverged = lines.iter().filter(|l| l.contains("diverges")).count();
     format!(
         "highlander-schedulerd: {} transitions ({} Highlander plans, {} Pacemaker graphs), {diverged} divergences",
         planned.len(),
-        by_source("graph: highlander"),
-        by_source("graph: pacemaker")
+        by_source("graph from highlander"),
+        by_source("graph from pacemaker")
     )
 }
 
@@ -841,7 +841,7 @@ fn highlander_scheduler_starts_and_live_migrates_the_vm() {
     let saved = planned
         .iter()
         .find_map(|l| l.split("saving inputs in ").nth(1))
-        .and_then(|r| r.split(';').next())
+        .map(str::trim)
         .expect("a saved input named in the log");
     let node = c
         .node_names()
