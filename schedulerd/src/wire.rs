@@ -17,7 +17,7 @@ pub const IPC_VERSION: u8 = 1;
 /// `PCMK_ipc_buffer`).
 pub const DEFAULT_BUFFER_SIZE: u32 = 128 * 1024;
 /// The largest decompressed message accepted (a CIB of thousands of resources is a few MiB).
-pub const MAX_UNCOMPRESSED: u32 = 256 * 1024 * 1024;
+pub const MAX_UNCOMPRESSED: u32 = 64 * 1024 * 1024;
 
 /// `crm_ipc_compressed`.
 pub const FLAG_COMPRESSED: u32 = 0x0000_0001;
