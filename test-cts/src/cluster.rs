@@ -826,6 +826,46 @@ impl Cluster {
         Ok(())
     }
 
+    /// SIGKILLs the scheduler daemon of a node (Pacemaker's or Highlander's, whichever
+    /// pacemakerd started as `pacemaker-schedulerd`); pacemakerd starts it again.
+    pub fn kill_scheduler(&mut self, name: &str) -> Result<Vec<u32>, ClusterError> {
+        let i = self.index_of(name)?;
+        let node = &self.nodes[i];
+        let Some(netns) = procs::netns_of_pid(node.holder_pid()) else {
+            return Ok(Vec::new());
+        };
+        let pids: BTreeSet<u32> = procs::pids_in_netns(&netns, &[node.holder_pid()])
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = Cluster::process_cmdline(*pid);
+                cmdline
+                    .split(' ')
+                    .next()
+                    .is_some_and(|a| a.ends_with("pacemaker-schedulerd"))
+            })
+            .collect();
+        procs::signal(&pids, "KILL");
+        self.killed.extend(&pids);
+        Ok(pids.into_iter().collect())
+    }
+
+    /// The PIDs of a node's scheduler daemon.
+    pub fn scheduler_pids(&self, name: &str) -> Result<Vec<u32>, ClusterError> {
+        let node = self.node(name)?;
+        let Some(netns) = procs::netns_of_pid(node.holder_pid()) else {
+            return Ok(Vec::new());
+        };
+        Ok(procs::pids_in_netns(&netns, &[node.holder_pid()])
+            .into_iter()
+            .filter(|pid| {
+                Cluster::process_cmdline(*pid)
+                    .split(' ')
+                    .next()
+                    .is_some_and(|a| a.ends_with("pacemaker-schedulerd"))
+            })
+            .collect())
+    }
+
     /// SIGKILLs the agent processes on `node` running `action` for a VirtualDomain resource
     /// (by command line: the agent's path and the action), leaving their children, such as a
     /// `virsh migrate`, alone. Returns the PIDs killed.

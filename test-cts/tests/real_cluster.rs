@@ -804,22 +804,42 @@ fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
 }
 
 /// Under Highlander's scheduler, a cluster comes up, starts the VM and live-migrates it there
-/// and back; every transition was planned by highlander-schedulerd, whose inputs are saved
-/// where `crm_simulate -x` reads them.
+/// and back; every transition was planned by highlander-schedulerd with the guard's agreement,
+/// its inputs are saved where `crm_simulate -x` reads them, and when the daemon is killed
+/// between the two moves pacemakerd starts it again and the cluster goes on.
 #[test]
 fn highlander_scheduler_starts_and_live_migrates_the_vm() {
     let _serial = lock();
     let scenario = "highlander_scheduler_live_migration";
     let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
-    let Some(c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
+    let Some(mut c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
         return;
     };
     let w = c.watch(VM);
     start_vm(scenario, &c, "node1");
-    let moves = vec![
-        live_migrate(scenario, &c, &w, "node1", "node2"),
-        live_migrate(scenario, &c, &w, "node2", "node1"),
-    ];
+    let mut moves = vec![live_migrate(scenario, &c, &w, "node1", "node2")];
+    let mut killed = Vec::new();
+    for node in c.node_names() {
+        killed.extend(c.kill_scheduler(&node).expect("kill scheduler"));
+    }
+    assert!(!killed.is_empty(), "{scenario}: no scheduler process found");
+    c.wait_for(
+        "a new scheduler on every node",
+        Duration::from_secs(60),
+        |c| {
+            let mut ok = true;
+            for node in c.node_names() {
+                let pids = c.scheduler_pids(&node)?;
+                ok &= !pids.is_empty() && pids.iter().all(|p| !killed.contains(p));
+            }
+            Ok(ok)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{scenario}: {e}\n{}", c.diagnostics()));
+    c.wait_idle(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    println!("[{scenario}] scheduler {killed:?} SIGKILLed; pacemakerd started it again");
+    moves.push(live_migrate(scenario, &c, &w, "node2", "node1"));
     c.wait_idle(Duration::from_secs(30)).expect("idle");
     assert_vm_only_on(scenario, &c, "node1");
     let timeline = assert_never_twice(scenario, &c, w);
@@ -831,6 +851,14 @@ fn highlander_scheduler_starts_and_live_migrates_the_vm() {
         planned.iter().any(|l| l.contains("Calculated transition")),
         "{scenario}: highlander-schedulerd planned nothing\n{}",
         c.diagnostics()
+    );
+    let unguarded: Vec<&String> = planned
+        .iter()
+        .filter(|l| l.contains("graph from") && !l.contains("graph from highlander (guarded)"))
+        .collect();
+    assert!(
+        unguarded.is_empty(),
+        "{scenario}: transitions not planned by Highlander with the guard's agreement: {unguarded:#?}"
     );
     assert!(
         c.grep_pacemaker_logs("pacemaker-schedulerd[")
