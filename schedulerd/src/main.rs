@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use highlander_schedulerd::daemon::{COUNTS_FILE, Config, Daemon};
 use highlander_schedulerd::guard::Mode;
 use highlander_schedulerd::log::Log;
-use highlander_schedulerd::{ffi, install, series, wire};
+use highlander_schedulerd::{ffi, install, message, series, wire};
 
 /// The optional configuration file (`mode = guarded|shadow|trusted`).
 const CONFIG_FILE: &str = "/etc/highlander/schedulerd.conf";
@@ -50,6 +50,18 @@ enum Cmd {
     Counts,
     /// Connect to the running daemon and send it a `hello` (exit 0 when it acks).
     Ping,
+    /// Ask the running scheduler (ours or Pacemaker's: the same protocol) to plan a CIB, as the
+    /// controller does; prints each reply's round trip in ms, and the last reply with --reply.
+    Request {
+        /// The CIB to plan (plain XML).
+        cib: PathBuf,
+        /// How many requests to send, one after another.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Print the last reply (the whole message, graph included).
+        #[arg(long)]
+        reply: bool,
+    },
 }
 
 fn parse_mode(v: &str) -> Result<Mode, String> {
@@ -139,6 +151,52 @@ fn ping(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Sends `repeat` `pe_calc` requests for the CIB in `path` and prints each round trip.
+fn request(name: &str, path: &std::path::Path, repeat: u32, show: bool) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cib = text
+        .find("<cib")
+        .map(|i| text[i..].trim())
+        .ok_or_else(|| format!("{}: no <cib> element", path.display()))?;
+    let size = buffer_size() as usize;
+    let client = ffi::Client::connect(name, size).map_err(|errno| {
+        format!(
+            "cannot connect to '{name}': {}",
+            std::io::Error::from_raw_os_error(errno)
+        )
+    })?;
+    for i in 0..repeat {
+        let reference = format!("pe_calc-request-{}-{i}", std::process::id());
+        let xml = format!(
+            "<create_request_adv origin=\"request\" t=\"crmd\" version=\"{}\" subt=\"request\" reference=\"{reference}\" crm_task=\"pe_calc\" crm_sys_to=\"pengine\" crm_sys_from=\"{}_highlander\"><crm_xml>{cib}</crm_xml></create_request_adv>",
+            message::FEATURE_SET,
+            std::process::id()
+        );
+        let msg = wire::encode(i + 1, 0, &xml, size as u32).map_err(|e| e.to_string())?;
+        let t = std::time::Instant::now();
+        client.send(&msg).map_err(|e| format!("send: errno {e}"))?;
+        let (reply, text) = loop {
+            let bytes = client
+                .recv_event(size, 600_000)
+                .map_err(|e| format!("no reply: errno {e}"))?;
+            let frame = wire::decode(&bytes).map_err(|e| e.to_string())?;
+            let req = message::parse_request(&frame.xml).map_err(|e| e.to_string())?;
+            if req.attr("reference") == Some(reference.as_str()) {
+                break (req, frame.xml);
+            }
+        };
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        println!(
+            "reply {i}: {ms:.2} ms, input {}",
+            reply.attr("crm-tgraph-in").unwrap_or("(not saved)")
+        );
+        if show && i + 1 == repeat {
+            println!("{text}");
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -151,6 +209,11 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string())
             .map(|done| done.iter().for_each(|l| println!("{l}"))),
         Some(Cmd::Ping) => ping(&cli.name),
+        Some(Cmd::Request {
+            ref cib,
+            repeat,
+            reply,
+        }) => request(&cli.name, cib, repeat, reply),
         Some(Cmd::Counts) => std::fs::read_to_string(cli.state_dir.join(COUNTS_FILE))
             .map_err(|e| {
                 format!(
