@@ -173,10 +173,8 @@ impl Daemon {
         let now = crate::log::now_secs();
         let cib = req.data.clone().unwrap_or_default();
         let cib = message::with_execution_date(&cib, now);
+        // Pacemaker compares a digest of the input as received (before its execution-date).
         let mut hasher = DefaultHasher::new();
-        cib.split_once(" execution-date=")
-            .map_or(&*cib, |(a, _)| a)
-            .hash(&mut hasher);
         req.data.hash(&mut hasher);
         let digest = hasher.finish();
         let repoke = self.last_digest == Some(digest);
