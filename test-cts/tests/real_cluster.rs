@@ -48,8 +48,25 @@ fn cluster_with(scenario: &str, nodes: usize, scheduler: Scheduler) -> Option<Cl
     }
     let agent = VmAgent::from_env().expect("HIGHLANDER_CLUSTER_AGENT");
     let label = scheduler.label();
+    let highlander = matches!(scheduler, Scheduler::Highlander(_));
     let cluster = Cluster::start(ClusterSpec::new(nodes, agent.clone()).with_scheduler(scheduler))
         .unwrap_or_else(|e| panic!("{scenario}: cluster did not come up: {e}"));
+    // HIGHLANDER_SCHEDULER_MODE=shadow|trusted|guarded sets highlander-schedulerd's mode as an
+    // administrator would (a cluster property); `shadow` shows the no-reboot checks failing.
+    if let (true, Ok(mode)) = (highlander, std::env::var("HIGHLANDER_SCHEDULER_MODE")) {
+        cluster
+            .cli(&[
+                "crm_attribute",
+                "--type",
+                "crm_config",
+                "--name",
+                "highlander-scheduler-mode",
+                "--update",
+                &mode,
+            ])
+            .unwrap_or_else(|e| panic!("{scenario}: setting the scheduler mode: {e}"));
+        println!("[{scenario}] highlander-scheduler-mode={mode}");
+    }
     let timings: Vec<String> = cluster
         .timings
         .iter()
