@@ -663,6 +663,88 @@ fn side_by_side(scenario: &str, rows: &[(&str, Outcome, String)]) {
     }
 }
 
+/// The target is put in standby while migrate_to runs (and back online once the cluster has
+/// settled). Under either scheduler the VM runs once; under Highlander's it is never rebooted.
+#[test]
+fn target_put_in_standby_while_migrate_to_runs_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "target_standby_mid_migration";
+    let standby = |c: &Cluster, value: &str| {
+        c.cli(&[
+            "crm_attribute",
+            "--node",
+            "node2",
+            "--name",
+            "standby",
+            "--update",
+            value,
+        ])
+        .unwrap_or_else(|e| panic!("{scenario}: standby {value}: {e}"));
+    };
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+            |c| {
+                c.clear_resource(VM).expect("crm_resource --clear");
+                standby(c, "on");
+            },
+            |c| standby(c, "off"),
+        );
+        println!(
+            "[{scenario}] {label}: move at 0 s, node2 in standby mid-migrate_to at {}, settled at {}: {}",
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
+}
+
+/// The preference flips twice during one migration: moved to node2, then back to node1 and to
+/// node2 again while migrate_to still runs. The VM runs once; under Highlander's scheduler it
+/// is never rebooted.
+#[test]
+fn preference_flipped_twice_during_migrate_to_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "preference_flipped_twice";
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+            |c| {
+                // --force: crm_resource refuses a move to where it sees the resource active.
+                for node in ["node1", "node2"] {
+                    c.cli(&["crm_resource", "--move", "-r", VM, "-N", node, "--force"])
+                        .unwrap_or_else(|e| panic!("{scenario}: move to {node}: {e}"));
+                }
+            },
+            |c| c.clear_resource(VM).expect("crm_resource --clear"),
+        );
+        println!(
+            "[{scenario}] {label}: move at 0 s, flipped to node1 and back mid-migrate_to at {}, settled at {}: {}",
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
+}
+
 /// What an interrupted migration scenario measured.
 struct Interrupted<T> {
     /// What the interruption returned.
