@@ -8,8 +8,8 @@
 //! (add `-- --nocapture` to see each scenario's report; `HIGHLANDER_KEEP_CLUSTER_DIR=1` keeps
 //! the nodes' logs under /tmp/hlc<pid>-<n>).
 //!
-//! The two interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
-//! mid-migrate_to) run twice, under Pacemaker 2.1.5's own scheduler and under
+//! The interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
+//! mid-migrate_to, target put in standby mid-migrate_to, preference flipped twice) run twice, under Pacemaker 2.1.5's own scheduler and under
 //! `highlander-schedulerd` (built from this workspace and bound over
 //! `/usr/lib/pacemaker/pacemaker-schedulerd` in each node's mount namespace), and print the
 //! outcomes side by side. Both must keep the guest running exactly once. Pacemaker's scheduler
