@@ -26,7 +26,17 @@ struct Daemon {
 }
 
 impl Drop for Daemon {
+    /// SIGTERM first, so that the daemon closes its libqb service (and its shared memory files).
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..250 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
