@@ -195,16 +195,11 @@ impl Daemon {
         };
         let wrap = series.wrap(option(series.option()).as_deref());
         let saved = self.save_input(series, wrap, repoke, &cib);
-        let scratch_input;
-        let input_path: &Path = match &saved {
-            Some(p) => p,
-            None => {
-                scratch_input = self.cfg.state_dir.join("highlander-scratch.bz2");
-                let _ = series::write_bz2(&scratch_input, &cib);
-                &scratch_input
-            }
+        let input_path = match &saved {
+            Some(p) => p.clone(),
+            None => self.scratch_input(&cib),
         };
-        let answer = self.answer(mode, input, input_path, now);
+        let answer = self.answer(mode, input, &input_path, now);
         let transition = self.next_transition;
         self.next_transition += 1;
         self.counts.transitions += 1;
@@ -218,10 +213,25 @@ impl Daemon {
             ..ReplyCounts::default()
         };
         let reply = message::reply_xml(req, &graph, &counts);
+        self.event(&reply, transition)
+    }
+
+    /// Where the guard reads an input the series does not keep.
+    fn scratch_input(&self, cib: &str) -> PathBuf {
+        let path = self.cfg.state_dir.join("highlander-scratch.bz2");
+        if let Err(e) = series::write_bz2(&path, cib) {
+            self.log
+                .error(&format!("Cannot write {}: {e}", path.display()));
+        }
+        path
+    }
+
+    /// The reply as an event (Pacemaker's daemons reply on the event channel).
+    fn event(&mut self, reply: &str, transition: u64) -> Option<Outgoing> {
         let id = self.next_event;
         self.next_event = self.next_event.wrapping_add(1).max(1);
         let flags = wire::FLAG_SERVER_EVENT | wire::FLAG_SERVER_FREE;
-        match wire::encode(id, flags, &reply, self.cfg.buffer_size) {
+        match wire::encode(id, flags, reply, self.cfg.buffer_size) {
             Ok(bytes) => Some(Outgoing::Event(bytes)),
             Err(e) => {
                 self.log.error(&format!(
@@ -303,34 +313,44 @@ impl Daemon {
         let now = input.execution_date().unwrap_or(now);
         let ours = plan::plan(&input, now, Models::AsConfigured);
         if mode == Mode::Trusted {
-            self.counts.highlander_plans += 1;
-            return Answer {
-                graph: ours.graph_xml,
-                source: "highlander (trusted)",
-                summary: ours.summary,
-                errors: false,
-            };
+            return self.highlander(ours, "highlander (trusted)");
         }
-        let pacemaker =
-            match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
-                Ok(g) => g,
-                Err(e) => {
-                    // Without the guard's answer there is nothing to fall back to: Highlander's plan.
-                    self.log
-                        .error(&format!("Guard unavailable ({e}); using Highlander's plan"));
-                    self.counts.highlander_plans += 1;
-                    return Answer {
-                        graph: ours.graph_xml,
-                        source: "highlander (guard unavailable)",
-                        summary: ours.summary,
-                        errors: false,
-                    };
-                }
-            };
-        let two_phase = plan::plan(&input, now, Models::AllTwoPhase);
-        let diverged = guard::compare(&pacemaker, &two_phase.graph_xml).err();
-        let differs = guard::compare(&pacemaker, &ours.graph_xml).is_err();
-        if differs {
+        match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
+            Ok(pacemaker) => {
+                let two_phase = plan::plan(&input, now, Models::AllTwoPhase);
+                self.guarded(mode, path, pacemaker, ours, two_phase)
+            }
+            Err(e) => {
+                // Without the guard's answer there is nothing to fall back to: Highlander's plan.
+                self.log
+                    .error(&format!("Guard unavailable ({e}); using Highlander's plan"));
+                self.highlander(ours, "highlander (guard unavailable)")
+            }
+        }
+    }
+
+    /// Highlander's plan goes back.
+    fn highlander(&mut self, plan: plan::Plan, source: &'static str) -> Answer {
+        self.counts.highlander_plans += 1;
+        Answer {
+            graph: plan.graph_xml,
+            source,
+            summary: plan.summary,
+            errors: false,
+        }
+    }
+
+    /// The guard's decision: Highlander's plan when pengine's two-phase plan is Pacemaker's graph
+    /// (guarded mode), else Pacemaker's graph; differences are counted and logged.
+    fn guarded(
+        &mut self,
+        mode: Mode,
+        path: &Path,
+        pacemaker: String,
+        ours: plan::Plan,
+        two_phase: plan::Plan,
+    ) -> Answer {
+        if guard::compare(&pacemaker, &ours.graph_xml).is_err() {
             self.counts.highlander_differs += 1;
             self.log.notice(&format!(
                 "Highlander's plan differs from Pacemaker's: {}",
@@ -340,21 +360,19 @@ impl Daemon {
                 self.log.notice(&format!("Atomic migration model: {n}"));
             }
         }
-        if let Some(why) = diverged {
-            self.counts.divergences += 1;
-            let kept = self.keep_divergence(path);
-            self.log.warn(&format!(
-                "pengine's two-phase plan diverges from Pacemaker's for {}: {why}",
-                kept.display()
-            ));
-        } else if mode == Mode::Guarded {
-            self.counts.highlander_plans += 1;
-            return Answer {
-                graph: ours.graph_xml,
-                source: "highlander (guarded)",
-                summary: ours.summary,
-                errors: false,
-            };
+        match guard::compare(&pacemaker, &two_phase.graph_xml) {
+            Ok(()) if mode == Mode::Guarded => {
+                return self.highlander(ours, "highlander (guarded)");
+            }
+            Ok(()) => {}
+            Err(why) => {
+                self.counts.divergences += 1;
+                let kept = self.keep_divergence(path);
+                self.log.warn(&format!(
+                    "pengine's two-phase plan diverges from Pacemaker's for {}: {why}",
+                    kept.display()
+                ));
+            }
         }
         self.counts.fallbacks += 1;
         let source = if mode == Mode::Shadow {
