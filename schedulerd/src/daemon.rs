@@ -312,12 +312,15 @@ impl Daemon {
         };
         let now = input.execution_date().unwrap_or(now);
         let ours = plan::plan(&input, now, Models::AsConfigured);
+        for n in &ours.policy_notes {
+            self.log.notice(&format!("Policy: {n}"));
+        }
         if mode == Mode::Trusted {
             return self.highlander(ours, "highlander (trusted)");
         }
         match guard::pacemaker_graph(&self.cfg.crm_simulate, path, &self.cfg.state_dir) {
             Ok(pacemaker) => {
-                let two_phase = plan::plan(&input, now, Models::AllTwoPhase);
+                let two_phase = plan::plan(&input, now, Models::PacemakerEquivalent);
                 self.guarded(mode, path, pacemaker, ours, two_phase)
             }
             Err(e) => {
@@ -360,6 +363,7 @@ impl Daemon {
                 self.log.notice(&format!("Atomic migration model: {n}"));
             }
         }
+
         match guard::compare(&pacemaker, &two_phase.graph_xml) {
             Ok(()) if mode == Mode::Guarded => {
                 return self.highlander(ours, "highlander (guarded)");

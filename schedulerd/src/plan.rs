@@ -9,8 +9,9 @@ use pengine::cib::{NvSet, Primitive, ResourceDef};
 pub enum Models {
     /// Each resource's own (`migration-model` meta attribute, else its agent's default).
     AsConfigured,
-    /// Every resource `two-phase`: Pacemaker's own model, what the guard compares with.
-    AllTwoPhase,
+    /// What Pacemaker itself would plan, which the guard compares with: every resource
+    /// `two-phase`, and Highlander's recovery and shutdown policies off.
+    PacemakerEquivalent,
 }
 
 /// pengine's answer for one input.
@@ -22,6 +23,8 @@ pub struct Plan {
     pub summary: Vec<String>,
     /// Resources whose open migration the atomic model is resolving, described.
     pub atomic_notes: Vec<String>,
+    /// What the recovery policies and the node lifecycle rules decided (`rsc: text`).
+    pub policy_notes: Vec<String>,
 }
 
 /// pengine could not plan this input.
@@ -74,9 +77,10 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
     let forced;
     let cib = match models {
         Models::AsConfigured => &input.cib,
-        Models::AllTwoPhase => {
+        Models::PacemakerEquivalent => {
             let mut c = input.cib.clone();
             force_two_phase(&mut c.resources);
+            strip_policies(&mut c);
             forced = c;
             &forced
         }
@@ -103,10 +107,57 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
             format!("{id}: {:?}, decision {:?}", e.location, e.decision)
         })
         .collect();
+    let policy_notes = t
+        .recovery
+        .iter()
+        .map(|n| format!("{}: {}", n.rsc, n.text))
+        .chain(t.lifecycle.iter().map(|n| format!("{}: {}", n.rsc, n.text)))
+        .collect();
     Plan {
         graph_xml,
         summary,
         atomic_notes,
+        policy_notes,
+    }
+}
+
+/// Highlander's policy attributes (meta attributes, `rsc_defaults`, cluster properties), which
+/// Pacemaker ignores: the Pacemaker-equivalent plan drops them.
+const POLICY_ATTRIBUTES: &[&str] = &[
+    pengine::recovery::RESTARTS,
+    pengine::recovery::RELOCATIONS,
+    pengine::lifecycle::SHUTDOWN_POLICY,
+    pengine::lifecycle::FAILBACK,
+];
+
+fn strip_policies(cib: &mut pengine::Cib) {
+    let strip = |sets: &mut Vec<NvSet>| {
+        for set in sets {
+            set.pairs
+                .retain(|(k, _)| !POLICY_ATTRIBUTES.contains(&k.as_str()));
+        }
+    };
+    strip(&mut cib.rsc_defaults);
+    strip(&mut cib.option_sets);
+    cib.options
+        .retain(|k, _| !POLICY_ATTRIBUTES.contains(&k.as_str()));
+    for r in &mut cib.resources {
+        match r {
+            ResourceDef::Primitive(p) => strip(&mut p.meta),
+            ResourceDef::Group(g) => {
+                strip(&mut g.meta);
+                g.members.iter_mut().for_each(|p| strip(&mut p.meta));
+            }
+            ResourceDef::Clone(c) => {
+                strip(&mut c.meta);
+                strip(&mut c.child.meta);
+                if let Some(g) = &mut c.group {
+                    strip(&mut g.meta);
+                    g.members.iter_mut().for_each(|p| strip(&mut p.meta));
+                }
+            }
+            ResourceDef::Bundle(_) => {}
+        }
     }
 }
 
