@@ -985,6 +985,77 @@ fn highlander_scheduler_starts_and_live_migrates_the_vm() {
     );
 }
 
+/// A recovery policy for real, under Highlander's scheduler: with `recovery-restarts=1` and
+/// `recovery-relocations=1`, a VM whose QEMU keeps dying is restarted in place on node1,
+/// relocated to the untried node2, restarted there once, and finally stopped, the reason in the
+/// Pacemaker log. (Pacemaker's own scheduler ignores the policy and restarts it in place.)
+#[test]
+fn recovery_policy_restarts_relocates_then_stops_the_vm() {
+    let _serial = lock();
+    let scenario = "recovery_policy";
+    let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
+    let Some(c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    for (name, value) in [("recovery-restarts", "1"), ("recovery-relocations", "1")] {
+        c.cli(&["crm_resource", "--meta", "-r", VM, "-p", name, "-v", value])
+            .unwrap_or_else(|e| panic!("{scenario}: {name}: {e}"));
+    }
+    c.wait_idle(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    // (node the QEMU is killed on, where the policy must start it next; None = stopped)
+    let steps = [
+        ("node1", Some("node1"), "restarted in place"),
+        ("node1", Some("node2"), "relocated to the untried node"),
+        ("node2", Some("node2"), "restarted in place"),
+        ("node2", None, "stopped"),
+    ];
+    for (i, (on, next, what)) in steps.iter().enumerate() {
+        let pid = c.qemu_pid(on, VM).expect("pid").expect("QEMU to kill");
+        let t = Instant::now();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        let wanted = format!("{VM} {what}");
+        let reached = |c: &Cluster| -> Result<bool, test_cts::cluster::ClusterError> {
+            let s = c.status()?;
+            Ok(match next {
+                Some(n) => s.started_only_on(VM, n) && c.qemu_pid(n, VM)?.is_some_and(|p| p != pid),
+                None => s.locations(VM).is_empty() && c.qemu_pid(on, VM)?.is_none(),
+            })
+        };
+        c.wait_for(&wanted, Duration::from_secs(90), reached)
+            .unwrap_or_else(|e| panic!("{scenario}: failure {}: {e}\n{}", i + 1, c.diagnostics()));
+        // Settled there, not passing through.
+        c.wait_idle(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        assert!(
+            reached(&c).expect("status"),
+            "{scenario}: failure {}: {wanted} did not last\n{}",
+            i + 1,
+            c.diagnostics()
+        );
+        println!(
+            "[{scenario}] failure {} (QEMU {pid} on {on} SIGKILLed): {wanted} after {}",
+            i + 1,
+            secs(t.elapsed())
+        );
+    }
+    c.wait_idle(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let reasons = c.grep_pacemaker_logs(&format!("Policy: {VM}"));
+    let last = reasons
+        .last()
+        .unwrap_or_else(|| panic!("{scenario}: no policy note in the log"));
+    println!(
+        "[{scenario}] the reason, as logged: {}",
+        last.split(") \t").nth(1).unwrap_or(last)
+    );
+    assert_never_twice(scenario, &c, w);
+}
+
 /// A binary of this workspace (`<target>/<profile>/<bin>`), built with the running test's
 /// profile and target directory (as `test_cts::ocf` builds the agent).
 fn workspace_binary(package: &str, bin: &str) -> std::path::PathBuf {
