@@ -275,6 +275,12 @@ fn only_root_and_hacluster_may_connect() {
         "root refused: {}",
         String::from_utf8_lossy(&root.stderr)
     );
+    let hacluster = ping(&["--reuid=hacluster", "--regid=haclient", "--clear-groups"]);
+    assert!(
+        hacluster.status.success(),
+        "hacluster refused: {}",
+        String::from_utf8_lossy(&hacluster.stderr)
+    );
     let nobody = ping(&["--reuid=nobody", "--regid=nogroup", "--clear-groups"]);
     assert!(!nobody.status.success(), "nobody was let in");
     assert!(

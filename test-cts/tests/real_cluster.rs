@@ -975,6 +975,7 @@ fn highlander_scheduler_starts_and_live_migrates_the_vm() {
         .into_iter()
         .find(|n| c.node(n).is_ok_and(|node| node.root_path(saved).exists()));
     let node = node.unwrap_or_else(|| panic!("{scenario}: {saved} not found in any node"));
+    println!("[{scenario}] {node} saved {saved}; crm_simulate -x reads it");
     let out = c
         .run(&node, &["crm_simulate", "-x", saved, "-S", "-Q"])
         .expect("crm_simulate");
