@@ -27,6 +27,8 @@ pub struct Config {
     /// A mode that overrides the CIB (command line).
     pub forced_mode: Option<Mode>,
     pub crm_simulate: PathBuf,
+    /// Pacemaker's `crm_resource`, which writes the lifecycle's origin records.
+    pub crm_resource: PathBuf,
     pub buffer_size: u32,
     /// The cluster user (`hacluster`): uid allowed besides root.
     pub cluster_uid: Option<u32>,
@@ -82,6 +84,8 @@ struct Answer {
     source: &'static str,
     summary: Vec<String>,
     errors: bool,
+    /// Origin records to write (Highlander's plans only).
+    meta_writes: Vec<plan::MetaWrite>,
 }
 
 impl Daemon {
@@ -200,6 +204,7 @@ impl Daemon {
             None => self.scratch_input(&cib),
         };
         let answer = self.answer(mode, input, &input_path, now);
+        self.write_records(&answer.meta_writes);
         let transition = self.next_transition;
         self.next_transition += 1;
         self.counts.transitions += 1;
@@ -340,6 +345,7 @@ impl Daemon {
             source,
             summary: plan.summary,
             errors: false,
+            meta_writes: plan.meta_writes,
         }
     }
 
@@ -389,6 +395,7 @@ impl Daemon {
             source,
             summary: two_phase.summary,
             errors: false,
+            meta_writes: Vec::new(),
         }
     }
 
@@ -401,6 +408,7 @@ impl Daemon {
                 source,
                 summary: Vec::new(),
                 errors: false,
+                meta_writes: Vec::new(),
             },
             Err(e) => {
                 self.log.error(&format!(
@@ -412,7 +420,33 @@ impl Daemon {
                     source: "none (error)",
                     summary: Vec::new(),
                     errors: true,
+                    meta_writes: Vec::new(),
                 }
+            }
+        }
+    }
+
+    /// Writes the origin records Highlander's plan proposes, with `crm_resource --meta` (the
+    /// controller then plans again with them; Pacemaker's own scheduler writes nothing).
+    fn write_records(&self, writes: &[plan::MetaWrite]) {
+        for w in writes {
+            let mut ok = true;
+            let sets = w
+                .set
+                .iter()
+                .map(|(k, v)| vec!["-p", k.as_str(), "-v", v.as_str()]);
+            let deletes = w.delete.iter().map(|k| vec!["-d", k.as_str()]);
+            for args in sets.chain(deletes) {
+                let out = std::process::Command::new(&self.cfg.crm_resource)
+                    .args(["--meta", "-r", &w.rsc])
+                    .args(&args)
+                    .output();
+                ok &= out.is_ok_and(|o| o.status.success() || args[0] == "-d");
+            }
+            if ok {
+                self.log.notice(&format!("Recorded: {}", w.why));
+            } else {
+                self.log.error(&format!("Could not record: {}", w.why));
             }
         }
     }

@@ -111,6 +111,7 @@ fn serve(cli: Cli) -> Result<(), String> {
         default_mode,
         forced_mode,
         crm_simulate: cli.crm_simulate,
+        crm_resource: PathBuf::from("/usr/sbin/crm_resource"),
         buffer_size: buffer_size(),
         cluster_uid: ffi::user_ids("hacluster").map(|(uid, _)| uid),
     };

@@ -25,6 +25,45 @@ pub struct Plan {
     pub atomic_notes: Vec<String>,
     /// What the recovery policies and the node lifecycle rules decided (`rsc: text`).
     pub policy_notes: Vec<String>,
+    /// The origin records the lifecycle rules want written (the executor's job).
+    pub meta_writes: Vec<MetaWrite>,
+}
+
+/// Meta attributes of one resource to set or delete, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaWrite {
+    pub rsc: String,
+    pub set: Vec<(String, String)>,
+    pub delete: Vec<String>,
+    pub why: String,
+}
+
+fn meta_write(u: &pengine::lifecycle::Update) -> MetaWrite {
+    use pengine::lifecycle::{ORIGIN_CAUSE, ORIGIN_NODE, ORIGIN_SINCE, Update};
+    let names = [ORIGIN_NODE, ORIGIN_CAUSE, ORIGIN_SINCE];
+    match u {
+        Update::SetOrigin {
+            rsc,
+            node,
+            cause,
+            since,
+        } => MetaWrite {
+            rsc: rsc.clone(),
+            set: names
+                .iter()
+                .map(|n| n.to_string())
+                .zip([node.clone(), cause.clone(), since.to_string()])
+                .collect(),
+            delete: Vec::new(),
+            why: u.to_string(),
+        },
+        Update::ClearOrigin { rsc, .. } => MetaWrite {
+            rsc: rsc.clone(),
+            set: Vec::new(),
+            delete: names.iter().map(|n| n.to_string()).collect(),
+            why: u.to_string(),
+        },
+    }
 }
 
 /// pengine could not plan this input.
@@ -113,11 +152,16 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
         .map(|n| format!("{}: {}", n.rsc, n.text))
         .chain(t.lifecycle.iter().map(|n| format!("{}: {}", n.rsc, n.text)))
         .collect();
+    let meta_writes = pengine::lifecycle::updates(cib, &t.observed)
+        .iter()
+        .map(meta_write)
+        .collect();
     Plan {
         graph_xml,
         summary,
         atomic_notes,
         policy_notes,
+        meta_writes,
     }
 }
 
@@ -128,6 +172,9 @@ const POLICY_ATTRIBUTES: &[&str] = &[
     pengine::recovery::RELOCATIONS,
     pengine::lifecycle::SHUTDOWN_POLICY,
     pengine::lifecycle::FAILBACK,
+    pengine::lifecycle::ORIGIN_NODE,
+    pengine::lifecycle::ORIGIN_CAUSE,
+    pengine::lifecycle::ORIGIN_SINCE,
 ];
 
 fn strip_policies(cib: &mut pengine::Cib) {

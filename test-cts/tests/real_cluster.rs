@@ -1054,7 +1054,102 @@ fn recovery_policy_restarts_relocates_then_stops_the_vm() {
         "[{scenario}] the reason, as logged: {}",
         last.split(") \t").nth(1).unwrap_or(last)
     );
+    println!("[{scenario}] {}", scheduler_report(&c));
     assert_never_twice(scenario, &c, w);
+}
+
+/// `shutdown-policy=migrate` for real, under Highlander's scheduler: node1 stopped cleanly
+/// live-migrates its VM to node2 and the daemon records `origin-node=node1`; when node1 rejoins
+/// the VM goes back to it live and the record is cleared, with no `pengine node` call. (Under
+/// Pacemaker's scheduler the VM stays on node2: stickiness outweighs its preference for node1,
+/// as `vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins` shows.)
+#[test]
+fn shutdown_policy_migrate_moves_the_vm_away_and_back_live() {
+    let _serial = lock();
+    let scenario = "shutdown_policy_migrate";
+    let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
+    let Some(mut c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    c.cli(&[
+        "crm_attribute",
+        "--type",
+        "crm_config",
+        "--name",
+        "shutdown-policy",
+        "--update",
+        "migrate",
+    ])
+    .unwrap_or_else(|e| panic!("{scenario}: shutdown-policy: {e}"));
+    c.wait_idle(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let origin = |c: &Cluster| {
+        c.cli(&[
+            "crm_resource",
+            "--meta",
+            "-r",
+            VM,
+            "-g",
+            "origin-node",
+            "-Q",
+        ])
+        .map(|o| o.trim().to_string())
+        .unwrap_or_default()
+    };
+    let pid = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    let before = migration_counts(&c);
+    let mut moves = vec![Move {
+        label: "node1 (stopping) -> node2".into(),
+        mark_ms: w.now_ms(),
+    }];
+    c.stop_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_started_on(VM, "node2", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    assert_migrated(scenario, &c, "node1", "node2", pid, &before);
+    assert_eq!(
+        origin(&c),
+        "node1",
+        "{scenario}: no origin record\n{}",
+        c.diagnostics()
+    );
+    println!(
+        "[{scenario}] node1 stopped cleanly: {VM} live-migrated to node2, origin-node=node1 recorded"
+    );
+    let pid = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let before = migration_counts(&c);
+    moves.push(Move {
+        label: "node2 -> node1 (rejoined)".into(),
+        mark_ms: w.now_ms(),
+    });
+    c.start_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_started_on(VM, "node1", Duration::from_secs(90))
+        .unwrap_or_else(|e| {
+            panic!(
+                "{scenario}: {VM} did not fail back: {e}\n{}",
+                c.diagnostics()
+            )
+        });
+    assert_migrated(scenario, &c, "node2", "node1", pid, &before);
+    c.wait_for("the origin record cleared", Duration::from_secs(60), |c| {
+        Ok(origin(c).is_empty())
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    println!("[{scenario}] node1 rejoined: {VM} live-migrated back, record cleared");
+    println!("[{scenario}] {}", scheduler_report(&c));
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, u64::MAX);
 }
 
 /// A binary of this workspace (`<target>/<profile>/<bin>`), built with the running test's
