@@ -16,6 +16,8 @@ PACKAGES=(
     resource-agents libxml2-utils
     # Pacemaker's CLIs (crm_simulate is the scheduler's oracle) and a real cluster
     pacemaker-cli-utils pacemaker corosync
+    # highlander-schedulerd links libqb (its IPC server) and libbz2 (message compression)
+    libqb-dev libbz2-dev
     # namespaces for test nodes
     iproute2 util-linux procps
     # benchmarks (bench/agent.sh): medians of repeated runs
