@@ -62,6 +62,26 @@ enum Cmd {
         #[arg(long)]
         reply: bool,
     },
+    /// Write the man page into DIR (for packaging).
+    #[command(hide = true)]
+    Man {
+        /// The directory to write `highlander-schedulerd.8` into.
+        #[arg(long = "out", value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+/// Writes `highlander-schedulerd.8` into `dir`, from the clap definition.
+fn write_man_page(dir: &std::path::Path) -> Result<(), String> {
+    use clap::CommandFactory;
+    let path = dir.join("highlander-schedulerd.8");
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .section("8")
+        .render(&mut buf)
+        .map_err(|e| format!("cannot render {}: {e}", path.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(&path, buf).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn parse_mode(v: &str) -> Result<Mode, String> {
@@ -210,6 +230,7 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string())
             .map(|done| done.iter().for_each(|l| println!("{l}"))),
         Some(Cmd::Ping) => ping(&cli.name),
+        Some(Cmd::Man { ref out }) => write_man_page(out),
         Some(Cmd::Request {
             ref cib,
             repeat,
