@@ -88,6 +88,7 @@ pub fn model_for(
 
 /// What an operation in the history was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Task {
     MigrateTo,
     MigrateFrom,
@@ -115,6 +116,7 @@ impl Task {
 
 /// What the agent answered, from an entry's op-status and rc-code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Answer {
     /// rc 0.
     Ok,
@@ -157,6 +159,7 @@ impl Answer {
 /// One DC numbers its transitions in order and plans each only after the previous one ended, so
 /// between entries of the same DC (same uuid) the higher number was ordered later.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct TransitionId {
     pub te_uuid: String,
     pub number: i64,
@@ -182,6 +185,7 @@ impl TransitionId {
 
 /// One history entry, as the model needs it. Node fields are indices into the history slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct OpRecord {
     pub task: Task,
     /// -1 for pending entries.
@@ -197,6 +201,7 @@ pub struct OpRecord {
 
 /// Whether a node can act and what its loss means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Presence {
     /// A member that runs actions.
     Online,
@@ -208,6 +213,7 @@ pub enum Presence {
 
 /// One node's history of the resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct NodeHistory {
     pub presence: Presence,
     pub ops: Vec<OpRecord>,
@@ -215,6 +221,7 @@ pub struct NodeHistory {
 
 /// Why the location is unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Doubt {
     /// migrate_to has not answered yet.
     Pending,
@@ -246,6 +253,7 @@ impl Doubt {
 
 /// The last live migration of a resource: migrate_to on `source` towards `target`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct Migration {
     pub source: usize,
     pub target: usize,
@@ -253,6 +261,7 @@ pub struct Migration {
 
 /// Where the resource is, after its last migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Location {
     /// No migration in the history, or it was closed by later results on both nodes:
     /// the ordinary reading of the history stands.
@@ -710,6 +719,7 @@ impl RebootCause {
 
 /// The plan for one atomic resource after its last migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Decision {
     /// No open migration: the ordinary plan applies.
     Defer,
@@ -1007,6 +1017,7 @@ fn decide_dyn(
 
 /// One action of an expanded plan, in Pacemaker's vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub enum Step {
     Fence(usize),
     /// A one-off monitor (rc 7 expected: a running VM aborts the transition).
@@ -1029,6 +1040,7 @@ pub enum Step {
 
 /// An expanded plan: steps and "first -> then" orderings between them (indices into `steps`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub struct Steps {
     pub steps: Vec<Step>,
     pub edges: Vec<(usize, usize)>,

@@ -9,6 +9,7 @@ use crate::reconcile::{Change, Reconciliation};
 
 /// How a graph action is executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum EventKind {
     RscOp,
     Pseudo,
@@ -42,6 +43,7 @@ impl EventKind {
 
 /// One action in the transition graph.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct GraphAction {
     pub key: String,
     pub task: String,
@@ -73,6 +75,7 @@ pub struct Synapse {
 
 /// The expanded transition graph.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct TransitionGraph {
     pub actions: Vec<GraphAction>,
     pub edges: Vec<(usize, usize)>,

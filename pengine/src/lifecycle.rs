@@ -591,9 +591,13 @@ impl fmt::Display for NodeRequest {
 /// A location score a lifecycle rule needs Pacemaker's scheduler to see.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pin {
+    /// The constraint's id.
     pub id: String,
+    /// The resource.
     pub rsc: String,
+    /// The node.
     pub node: String,
+    /// The score (±1,000,000 is INFINITY).
     pub score: i64,
 }
 
@@ -641,18 +645,27 @@ fn xml_attr(v: &str) -> String {
 pub enum CibChange {
     /// `crm_resource -r RSC --meta -p NAME -v VALUE` (`None`: `--meta -d NAME`).
     Meta {
+        /// The resource.
         rsc: String,
+        /// The meta-attribute.
         name: String,
+        /// Its new value; `None` deletes it.
         value: Option<String>,
     },
     /// `cibadmin -C -o constraints -X <rsc_location .../>`.
     AddPin(Pin),
     /// `cibadmin -D -o constraints -X <rsc_location id=ID/>`.
-    RemovePin { id: String },
+    RemovePin {
+        /// The constraint's id.
+        id: String,
+    },
     /// `crm_attribute -l forever -N NODE -n NAME -v VALUE` (`None`: `-D`).
     NodeAttr {
+        /// The node.
         node: String,
+        /// The attribute.
         name: String,
+        /// Its new value; `None` deletes it.
         value: Option<String>,
     },
 }
@@ -696,9 +709,16 @@ impl fmt::Display for CibChange {
 
 /// Why `sync` refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LifecycleError {
+    /// The request names a node the CIB does not have.
     #[error("{request}: no node named '{node}' in the CIB")]
-    UnknownNode { request: String, node: String },
+    UnknownNode {
+        /// The request as text.
+        request: String,
+        /// The node it names.
+        node: String,
+    },
 }
 
 /// The constraints the rules need for `obs` (one per resource and node: the pinned scores

@@ -10,6 +10,7 @@ use crate::digest::{DigestCheck, OpParams};
 
 /// Resource roles, ordered as Pacemaker orders them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Role {
     #[default]
     Unknown,
@@ -19,6 +20,7 @@ pub enum Role {
     Promoted,
 }
 
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 impl Role {
     pub fn parse(s: &str) -> Option<Role> {
         match s.to_ascii_lowercase().as_str() {
@@ -650,6 +652,12 @@ pub(crate) fn make_resource(
         }
     }
     merge_sets(&mut meta, &cib.rsc_defaults, now, None);
+    if let Some(model) = cib.migration_model_override {
+        meta.insert(
+            crate::atomic::MIGRATION_MODEL_META.to_string(),
+            model.to_string(),
+        );
+    }
     let mut params = BTreeMap::new();
     merge_sets(&mut params, &p.params, now, None);
     let mut op_defaults = BTreeMap::new();
@@ -908,6 +916,7 @@ pub fn cluster_options(sets: &[NvSet], now: i64) -> BTreeMap<String, String> {
     out
 }
 
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub fn observe(cib: &Cib, now: i64) -> Observed {
     let options = if cib.option_sets.is_empty() {
         cib.options.clone()
@@ -1273,6 +1282,12 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
     let mut orphans: Vec<Resource> = Vec::new();
     let mut orphan_meta = BTreeMap::new();
     merge_sets(&mut orphan_meta, &cib.rsc_defaults, now, None);
+    if let Some(model) = cib.migration_model_override {
+        orphan_meta.insert(
+            crate::atomic::MIGRATION_MODEL_META.to_string(),
+            model.to_string(),
+        );
+    }
     let mut orphan_op_defaults = BTreeMap::new();
     merge_sets(&mut orphan_op_defaults, &cib.op_defaults, now, None);
     let (shutdown_lock, lock_limit_s) = (obs.shutdown_lock, obs.shutdown_lock_limit_s);

@@ -101,6 +101,7 @@ pub enum StepOp {
 /// Why one resource goes where it goes: every score change of its placement unit in order, what
 /// the filters said per node, and the choice. Filled by `place_traced` for one resource only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct Trace {
     /// The resource explained.
     pub rsc: usize,
@@ -202,6 +203,7 @@ fn cmp_values(lhs: &str, rhs: &str, kind: &str) -> Option<std::cmp::Ordering> {
 /// The resource a location rule is evaluated for: its parameters and meta-attributes, which
 /// an expression's `value-source="param"` or `"meta"` reads.
 #[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct RscData<'a> {
     pub params: &'a BTreeMap<String, String>,
     pub meta: &'a BTreeMap<String, String>,
@@ -1712,11 +1714,6 @@ fn unit_order(ctx: &mut Ctx) -> Vec<Unit> {
             .then(units[a].1.cmp(&units[b].1))
     });
     idx.into_iter().map(|i| units[i].2).collect()
-}
-
-/// Places every resource.
-pub fn place(cib: &Cib, obs: &Observed) -> Desired {
-    place_traced(cib, obs, None).0
 }
 
 /// The CIB with each location naming a clone instance by its history name (its `clone_name`,
