@@ -639,6 +639,17 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
+pub fn add_score(a: i64, b: i64) -> i64 {
+    if a <= -INFINITY || b <= -INFINITY {
+        -INFINITY
+    } else if a >= INFINITY || b >= INFINITY {
+        INFINITY
+    } else {
+        (a + b).clamp(-INFINITY, INFINITY)
+    }
+}
+
 /// Parses an interval/duration ("10s", "1min", "PT5M", "5000ms", "10") in milliseconds.
 #[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub fn parse_interval_ms(s: &str) -> u64 {

@@ -2181,7 +2181,7 @@ fn bundle_scores(
                         })
                         .fold(
                             desired.group_scores[ci].get(&ni).copied().unwrap_or(0),
-                            |v, &(_, _, p)| crate::placement::add_score(v, p),
+                            |v, &(_, _, p)| crate::cib::add_score(v, p),
                         ),
                 };
                 push(clone_id, ni, v);
@@ -2201,7 +2201,7 @@ fn bundle_scores(
                     let stickiness = Some(r.stickiness())
                         .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
                         .unwrap_or(0);
-                    push(&r.id, *ni, crate::placement::add_score(500, stickiness));
+                    push(&r.id, *ni, crate::cib::add_score(500, stickiness));
                 }
             }
         }
@@ -2223,7 +2223,7 @@ fn connection_scores(
     match desired.assigned[r.container] {
         Some(c) => {
             if let Some(v) = work.get_mut(&c) {
-                *v = crate::placement::add_score(*v, SCORE);
+                *v = crate::cib::add_score(*v, SCORE);
             }
             // (its container on a remote node: with that node's connection, INFINITY)
             if let Some(rc) =
@@ -2231,7 +2231,7 @@ fn connection_scores(
             {
                 for (&ni, v) in work.iter_mut() {
                     if Some(ni) != desired.assigned[rc] {
-                        *v = crate::placement::add_score(*v, -crate::cib::INFINITY);
+                        *v = crate::cib::add_score(*v, -crate::cib::INFINITY);
                     }
                 }
             }
@@ -2239,7 +2239,7 @@ fn connection_scores(
         }
         None => {
             for v in work.values_mut() {
-                *v = crate::placement::add_score(*v, -SCORE);
+                *v = crate::cib::add_score(*v, -SCORE);
             }
             let available = work
                 .iter()

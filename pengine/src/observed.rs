@@ -614,7 +614,7 @@ pub fn merge_sets(
     for set in sorted {
         if !set.rules.is_empty()
             && !set.rules.iter().all(|r| {
-                crate::placement::eval_rule(r, node_attrs.unwrap_or(&BTreeMap::new()), now, None)
+                crate::rules::eval_rule(r, node_attrs.unwrap_or(&BTreeMap::new()), now, None)
             })
         {
             continue;
@@ -906,7 +906,7 @@ pub fn cluster_options(sets: &[NvSet], now: i64) -> BTreeMap<String, String> {
         if set
             .rules
             .iter()
-            .all(|r| crate::placement::eval_rule(r, &no_attrs, now, None))
+            .all(|r| crate::rules::eval_rule(r, &no_attrs, now, None))
         {
             for (k, v) in &set.pairs {
                 out.entry(k.clone()).or_insert_with(|| v.clone());
@@ -1771,7 +1771,7 @@ pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str, legacy: bool)
     let mut last = 0i64;
     for (k, v) in attrs {
         if failure_attr_rsc(k, "fail-count-", legacy) == Some(rsc) {
-            count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
+            count = crate::cib::add_score(count, parse_score(v).unwrap_or(0));
         } else if failure_attr_rsc(k, "last-failure-", legacy) == Some(rsc) {
             last = last.max(v.trim().parse().unwrap_or(0));
         }
@@ -2399,7 +2399,7 @@ pub(crate) fn definition_changed(
                 let rid = failure_attr_rsc(k, "fail-count-", legacy)?;
                 (crate::clones::strip_instance(rid) == base).then(|| parse_score(v).unwrap_or(0))
             })
-            .fold(0, crate::placement::add_score),
+            .fold(0, crate::cib::add_score),
         None => node_failcount(&node.attrs, &rsc.id, legacy).0,
     };
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
