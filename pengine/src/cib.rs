@@ -8,6 +8,7 @@ use quick_xml::events::{BytesStart, Event};
 pub mod bundles;
 pub mod clones;
 pub mod guests;
+pub mod rc;
 mod sets;
 mod templates;
 mod tickets;

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::actions::{Kind, Plan, Rel};
+use crate::cib::rc;
 use crate::observed::{Observed, Top};
 use crate::reconcile::{Change, Reconciliation};
 
@@ -142,10 +143,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 runnable: a.runnable,
                 migrate: mig,
                 expected_rc: match a.kind {
-                    Kind::Probe | Kind::StoppedMonitor { .. } => 7,
+                    Kind::Probe | Kind::StoppedMonitor { .. } => rc::NOT_RUNNING,
                     // A Promoted-role monitor expects "running promoted".
-                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => 8,
-                    _ => 0,
+                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => {
+                        rc::RUNNING_PROMOTED
+                    }
+                    _ => rc::OK,
                 },
                 call_id: match a.kind {
                     Kind::Cancel { call_id, .. } => call_id,
@@ -593,7 +596,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: EventKind::RscOp,
                 runnable: false,
                 migrate: Some((source, target)),
-                expected_rc: 0,
+                expected_rc: rc::OK,
                 call_id: None,
                 optional: false,
                 notify: None,
@@ -1567,7 +1570,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 }
             }
             // Probes and Stopped-role monitors expect "not running".
-            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != 0 {
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != rc::OK {
                 attrs.push(("CRM_meta_op_target_rc".into(), a.expected_rc.to_string()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
