@@ -56,7 +56,15 @@ const STAGES: &[(&str, &[&str])] = &[
     // The pipeline itself and what drives it.
     (
         "driver",
-        &["pipeline", "explain", "scenario", "lib", "main", "cli_node"],
+        &[
+            "pipeline",
+            "explain",
+            "scenario",
+            "lib",
+            "main",
+            "cli_node",
+            "cli_generate",
+        ],
     ),
 ];
 
