@@ -363,11 +363,14 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
 }
 
 /// Builds the actions and their ordering.
-pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
-    let mut plan = Plan {
-        order: desired.order.clone(),
-        ..Default::default()
-    };
+/// The nodes each clone may run on (an asymmetric cluster's scores, less the nodes exclusive
+/// discovery drops), and the migrations abandoned for a stop and start.
+fn clone_nodes_and_abandoned_migrations(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) {
     if !obs.symmetric {
         for (gi, g) in obs.groups.iter().enumerate() {
             if g.clone.is_none() || crate::clone_groups::is_instance(obs, gi) {
@@ -433,7 +436,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
-    // Fencing first (created while unpacking in Pacemaker).
+}
+
+/// The fencing of `build`'s first step, chained as Pacemaker chains it.
+struct Fencing {
+    /// One fencing action per `rec.fence` entry, in its order.
+    ids: Vec<usize>,
+    /// `concurrent-fencing` is set.
+    concurrent: bool,
+    /// The fencings other than the DC's, in their chain order.
+    others: Vec<usize>,
+}
+
+/// Fencing first (created while unpacking in Pacemaker): one action per fenced node, in
+/// Pacemaker's creation order, chained unless concurrent, the DC's last.
+fn add_fencing(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) -> Fencing {
     let mut fence_ids = Vec::new();
     for (ni, reason) in &rec.fence {
         let mut a = act(Kind::Fence, None, Some(*ni));
@@ -499,6 +516,24 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(last, dc);
         }
     }
+    Fencing {
+        ids: fence_ids,
+        concurrent,
+        others,
+    }
+}
+
+pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
+    let mut plan = Plan {
+        order: desired.order.clone(),
+        ..Default::default()
+    };
+    clone_nodes_and_abandoned_migrations(obs, desired, rec, &mut plan);
+    let Fencing {
+        ids: fence_ids,
+        concurrent,
+        others,
+    } = add_fencing(obs, rec, &mut plan);
     // History erased where a shutdown lock expired (found while unpacking).
     for (ri, r) in obs.resources.iter().enumerate() {
         for &ni in &r.clear_history_on {
