@@ -523,33 +523,14 @@ fn add_fencing(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) -> Fencing
     }
 }
 
-pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
-    let mut plan = Plan {
-        order: desired.order.clone(),
-        ..Default::default()
-    };
-    clone_nodes_and_abandoned_migrations(obs, desired, rec, &mut plan);
-    let Fencing {
-        ids: fence_ids,
-        concurrent,
-        others,
-    } = add_fencing(obs, rec, &mut plan);
-    // History erased where a shutdown lock expired (found while unpacking).
-    for (ri, r) in obs.resources.iter().enumerate() {
-        for &ni in &r.clear_history_on {
-            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
-        }
-    }
-    let fenced = |ni: usize| {
-        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
-    };
-    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
-    // Created first (crm_simulate numbers them before the history's stops and fail-count
-    // clears): maintenance cancels the recurring operations of an active resource: the resource's own
-    // maintenance (or the cluster's), or its node's; so does their absence from the configuration
-    // (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
-    // resources or are in maintenance.
-    // These cancels come after the resource's stops (ordered once the stops exist).
+/// Created first (crm_simulate numbers them before the history's stops and fail-count
+/// clears): maintenance cancels the recurring operations of an active resource: the resource's own
+/// maintenance (or the cluster's), or its node's; so does their absence from the configuration
+/// (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
+/// resources or are in maintenance.
+/// These cancels come after the resource's stops (ordered once the stops exist): the
+/// (resource, cancel) pairs returned.
+fn maintenance_cancels(obs: &Observed, plan: &mut Plan) -> Vec<(usize, usize)> {
     let mut after_stops: Vec<(usize, usize)> = Vec::new();
     let stop_orphan_actions = obs
         .option("stop-orphan-actions")
@@ -584,6 +565,31 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             after_stops.push((ri, id));
         }
     }
+    after_stops
+}
+
+pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
+    let mut plan = Plan {
+        order: desired.order.clone(),
+        ..Default::default()
+    };
+    clone_nodes_and_abandoned_migrations(obs, desired, rec, &mut plan);
+    let Fencing {
+        ids: fence_ids,
+        concurrent,
+        others,
+    } = add_fencing(obs, rec, &mut plan);
+    // History erased where a shutdown lock expired (found while unpacking).
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_history_on {
+            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
+        }
+    }
+    let fenced = |ni: usize| {
+        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
+    };
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    let after_stops = maintenance_cancels(obs, &mut plan);
     // Fail-count clears found while unpacking. A clear for changed parameters on a node where
     // the resource stops follows that stop (Pacemaker creates the stop first).
     let stops_on = |ri: usize, ni: usize| match &rec.changes[ri] {
