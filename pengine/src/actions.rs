@@ -568,6 +568,93 @@ fn maintenance_cancels(obs: &Observed, plan: &mut Plan) -> Vec<(usize, usize)> {
     after_stops
 }
 
+/// With a placement strategy, each resource orders its stops before a load_stopped pseudo
+/// action on the nodes it runs on, and that action before its starts on every node it may
+/// run on (by name): each is created when first needed, by Pacemaker's internal
+/// constraints, before any probe and in configuration order sorted by priority.
+fn add_load_stopped(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    load_stopped: &mut [Option<usize>],
+) {
+    if obs.placement_strategy != "default" {
+        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
+        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
+        let priority = |meta: &BTreeMap<String, String>| {
+            meta.get("priority")
+                .and_then(|v| crate::cib::parse_score(v))
+                .unwrap_or(0)
+        };
+        let mut tops: Vec<(i64, Vec<usize>)> = obs
+            .top
+            .iter()
+            .map(|t| match *t {
+                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
+                Top::Group(gi) => (
+                    priority(&obs.groups[gi].meta),
+                    obs.groups[gi].members.clone(),
+                ),
+            })
+            .collect();
+        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
+        // Only resources with utilization are ordered against the load (Pacemaker's
+        // utilization constraints).
+        let ris: Vec<usize> = tops
+            .into_iter()
+            .flat_map(|(_, m)| m)
+            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
+            .collect();
+        for ri in ris {
+            let allowed = by_name
+                .iter()
+                .copied()
+                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
+            let nodes: Vec<usize> = obs.resources[ri]
+                .running_on
+                .iter()
+                .copied()
+                .chain(allowed)
+                .collect();
+            for ni in nodes {
+                if load_stopped[ni].is_none() {
+                    let mut a = act(Kind::LoadStopped, None, Some(ni));
+                    a.pseudo = true;
+                    load_stopped[ni] = Some(plan.add(a));
+                }
+            }
+        }
+    }
+}
+
+/// Probes, node-major: the (resource, probe) pairs that order (drawn-only ones are not).
+fn add_probes(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut probe_ids: Vec<(usize, usize)> = Vec::new();
+    for &(ri, ni) in &rec.probes {
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        // Nothing runs on a pending node.
+        probe.runnable = !obs.nodes[ni].pending;
+        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
+        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
+            probe.runnable = false;
+            probe.dot_only = true;
+        }
+        probe_ids.push((ri, plan.add(probe)));
+    }
+    for &(ri, ni) in &rec.drawn_probes {
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        probe.runnable = false;
+        probe.dot_only = true;
+        plan.add(probe);
+    }
+    probe_ids
+}
+
 pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut plan = Plan {
         order: desired.order.clone(),
@@ -795,76 +882,8 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
-    // With a placement strategy, each resource orders its stops before a load_stopped pseudo
-    // action on the nodes it runs on, and that action before its starts on every node it may
-    // run on (by name): each is created when first needed, by Pacemaker's internal
-    // constraints, before any probe and in configuration order sorted by priority.
-    if obs.placement_strategy != "default" {
-        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
-        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
-        let priority = |meta: &BTreeMap<String, String>| {
-            meta.get("priority")
-                .and_then(|v| crate::cib::parse_score(v))
-                .unwrap_or(0)
-        };
-        let mut tops: Vec<(i64, Vec<usize>)> = obs
-            .top
-            .iter()
-            .map(|t| match *t {
-                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
-                Top::Group(gi) => (
-                    priority(&obs.groups[gi].meta),
-                    obs.groups[gi].members.clone(),
-                ),
-            })
-            .collect();
-        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
-        // Only resources with utilization are ordered against the load (Pacemaker's
-        // utilization constraints).
-        let ris: Vec<usize> = tops
-            .into_iter()
-            .flat_map(|(_, m)| m)
-            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
-            .collect();
-        for ri in ris {
-            let allowed = by_name
-                .iter()
-                .copied()
-                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
-            let nodes: Vec<usize> = obs.resources[ri]
-                .running_on
-                .iter()
-                .copied()
-                .chain(allowed)
-                .collect();
-            for ni in nodes {
-                if load_stopped[ni].is_none() {
-                    let mut a = act(Kind::LoadStopped, None, Some(ni));
-                    a.pseudo = true;
-                    load_stopped[ni] = Some(plan.add(a));
-                }
-            }
-        }
-    }
-    // Probes, node-major.
-    let mut probe_ids: Vec<(usize, usize)> = Vec::new();
-    for &(ri, ni) in &rec.probes {
-        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
-        // Nothing runs on a pending node.
-        probe.runnable = !obs.nodes[ni].pending;
-        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
-        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
-            probe.runnable = false;
-            probe.dot_only = true;
-        }
-        probe_ids.push((ri, plan.add(probe)));
-    }
-    for &(ri, ni) in &rec.drawn_probes {
-        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
-        probe.runnable = false;
-        probe.dot_only = true;
-        plan.add(probe);
-    }
+    add_load_stopped(obs, desired, &mut plan, &mut load_stopped);
+    let probe_ids = add_probes(obs, desired, rec, &mut plan);
     // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
     let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
     for u in &rec.unfence {
