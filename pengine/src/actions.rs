@@ -655,6 +655,83 @@ fn add_probes(
     probe_ids
 }
 
+/// Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
+fn add_unfencing(rec: &Reconciliation, plan: &mut Plan) -> Vec<(usize, usize)> {
+    let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
+    for u in &rec.unfence {
+        let mut a = act(Kind::Unfence, None, Some(u.node));
+        a.reason = u.reason.clone();
+        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
+        // unclean nodes: older than every fencing (the graph lists it after them).
+        a.created_at = Some(0);
+        unfence_ids.push((u.node, plan.add(a)));
+    }
+    unfence_ids
+}
+
+/// An orphan's fail counts are cleared on every online node (before its stop).
+fn orphan_failcount_clears(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
+    if obs
+        .option("stop-orphan-resources")
+        .map(crate::cib::is_true)
+        .unwrap_or(true)
+    {
+        for (ri, r) in obs.resources.iter().enumerate() {
+            // An unmanaged orphan's clearing is optional: not in the graph.
+            if !r.orphan || desired.unmanaged[ri] {
+                continue;
+            }
+            for (ni, n) in obs.nodes.iter().enumerate() {
+                if n.online
+                    && crate::observed::node_failcount(&n.attrs, &r.id, r.legacy_fail_counts).0 != 0
+                {
+                    orphan_clears
+                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
+                }
+            }
+        }
+    }
+    orphan_clears
+}
+
+/// Cancels of active Stopped-role monitors where the resource will run; the resource's
+/// start waits for them.
+fn stopped_monitor_cancels(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut before_starts: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                let cancel = plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                        call_id: None,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+                before_starts.push((ri, cancel));
+            }
+        }
+    }
+    before_starts
+}
+
 pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     let mut plan = Plan {
         order: desired.order.clone(),
@@ -884,62 +961,9 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
     }
     add_load_stopped(obs, desired, &mut plan, &mut load_stopped);
     let probe_ids = add_probes(obs, desired, rec, &mut plan);
-    // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
-    let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
-    for u in &rec.unfence {
-        let mut a = act(Kind::Unfence, None, Some(u.node));
-        a.reason = u.reason.clone();
-        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
-        // unclean nodes: older than every fencing (the graph lists it after them).
-        a.created_at = Some(0);
-        unfence_ids.push((u.node, plan.add(a)));
-    }
-    // An orphan's fail counts are cleared on every online node (before its stop).
-    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
-    if obs
-        .option("stop-orphan-resources")
-        .map(crate::cib::is_true)
-        .unwrap_or(true)
-    {
-        for (ri, r) in obs.resources.iter().enumerate() {
-            // An unmanaged orphan's clearing is optional: not in the graph.
-            if !r.orphan || desired.unmanaged[ri] {
-                continue;
-            }
-            for (ni, n) in obs.nodes.iter().enumerate() {
-                if n.online
-                    && crate::observed::node_failcount(&n.attrs, &r.id, r.legacy_fail_counts).0 != 0
-                {
-                    orphan_clears
-                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
-                }
-            }
-        }
-    }
-    // Cancels of active Stopped-role monitors where the resource will run; the resource's
-    // start waits for them.
-    let mut before_starts: Vec<(usize, usize)> = Vec::new();
-    for (ri, r) in obs.resources.iter().enumerate() {
-        if desired.unmanaged[ri] {
-            continue;
-        }
-        let Some(target) = desired.assigned[ri] else {
-            continue;
-        };
-        for a in &r.stopped_monitors {
-            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
-                let cancel = plan.add(act(
-                    Kind::Cancel {
-                        interval_ms: a.interval_ms,
-                        call_id: None,
-                    },
-                    Some(ri),
-                    Some(a.node),
-                ));
-                before_starts.push((ri, cancel));
-            }
-        }
-    }
+    let unfence_ids = add_unfencing(rec, &mut plan);
+    let orphan_clears = orphan_failcount_clears(obs, desired, &mut plan);
+    let before_starts = stopped_monitor_cancels(obs, desired, rec, &mut plan);
     // Resource actions in processing order.
     let order = desired.order.clone();
     for t in &order {
