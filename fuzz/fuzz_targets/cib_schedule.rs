@@ -1,5 +1,5 @@
-//! Fuzz target: the whole planner on a parsed CIB (`schedule`, `render_simulation`, graph XML and
-//! DOT), checking that the output is deterministic: the same input gives the same bytes.
+//! Fuzz target: the whole planner on a parsed CIB (`Cib::plan`, `render_simulation`, graph XML,
+//! DOT and scores), checking that the output is deterministic: the same input gives the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,15 +13,13 @@ fuzz_target!(|data: &[u8]| {
     };
     // A fixed "now" (2026-01-01); the execution date of the CIB wins when present.
     let now = cib.execution_date.unwrap_or(1_767_225_600);
-    let first = pengine::render_simulation(&cib, now, None);
-    let t = pengine::schedule(&cib, now);
-    let xml = pengine::graph::render_graph_xml(&t.observed, &t.graph);
-    let dot = pengine::graph::render_dot(&t.observed, &t.graph);
-    let scores = pengine::graph::render_scores(&t.observed, &t.desired);
-    let again = pengine::parse_cib(text).expect("parsed once");
-    assert_eq!(first, pengine::render_simulation(&again, now, None));
-    let t2 = pengine::schedule(&again, now);
-    assert_eq!(xml, pengine::graph::render_graph_xml(&t2.observed, &t2.graph));
-    assert_eq!(dot, pengine::graph::render_dot(&t2.observed, &t2.graph));
-    assert_eq!(scores, pengine::graph::render_scores(&t2.observed, &t2.desired));
+    let first = pengine::render_simulation(&cib, now);
+    let plan = cib.plan(now);
+    let (xml, dot, scores) = (plan.graph_xml(), plan.dot(), plan.scores());
+    let again = pengine::Cib::parse(text).expect("parsed once");
+    assert_eq!(first, pengine::render_simulation(&again, now));
+    let plan2 = again.plan(now);
+    assert_eq!(xml, plan2.graph_xml());
+    assert_eq!(dot, plan2.dot());
+    assert_eq!(scores, plan2.scores());
 });

@@ -363,11 +363,14 @@ fn unmanaged_recurring(obs: &Observed, plan: &mut Plan, ri: usize, unpack_mark: 
 }
 
 /// Builds the actions and their ordering.
-pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
-    let mut plan = Plan {
-        order: desired.order.clone(),
-        ..Default::default()
-    };
+/// The nodes each clone may run on (an asymmetric cluster's scores, less the nodes exclusive
+/// discovery drops), and the migrations abandoned for a stop and start.
+fn clone_nodes_and_abandoned_migrations(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) {
     if !obs.symmetric {
         for (gi, g) in obs.groups.iter().enumerate() {
             if g.clone.is_none() || crate::clone_groups::is_instance(obs, gi) {
@@ -433,7 +436,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.abandoned_migrations.push((ri, source, target));
         }
     }
-    // Fencing first (created while unpacking in Pacemaker).
+}
+
+/// The fencing of `build`'s first step, chained as Pacemaker chains it.
+struct Fencing {
+    /// One fencing action per `rec.fence` entry, in its order.
+    ids: Vec<usize>,
+    /// `concurrent-fencing` is set.
+    concurrent: bool,
+    /// The fencings other than the DC's, in their chain order.
+    others: Vec<usize>,
+}
+
+/// Fencing first (created while unpacking in Pacemaker): one action per fenced node, in
+/// Pacemaker's creation order, chained unless concurrent, the DC's last.
+fn add_fencing(obs: &Observed, rec: &Reconciliation, plan: &mut Plan) -> Fencing {
     let mut fence_ids = Vec::new();
     for (ni, reason) in &rec.fence {
         let mut a = act(Kind::Fence, None, Some(*ni));
@@ -499,22 +516,21 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             plan.edge(last, dc);
         }
     }
-    // History erased where a shutdown lock expired (found while unpacking).
-    for (ri, r) in obs.resources.iter().enumerate() {
-        for &ni in &r.clear_history_on {
-            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
-        }
+    Fencing {
+        ids: fence_ids,
+        concurrent,
+        others,
     }
-    let fenced = |ni: usize| {
-        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
-    };
-    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
-    // Created first (crm_simulate numbers them before the history's stops and fail-count
-    // clears): maintenance cancels the recurring operations of an active resource: the resource's own
-    // maintenance (or the cluster's), or its node's; so does their absence from the configuration
-    // (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
-    // resources or are in maintenance.
-    // These cancels come after the resource's stops (ordered once the stops exist).
+}
+
+/// Created first (crm_simulate numbers them before the history's stops and fail-count
+/// clears): maintenance cancels the recurring operations of an active resource: the resource's own
+/// maintenance (or the cluster's), or its node's; so does their absence from the configuration
+/// (orphaned operations, with stop-orphan-actions). Pacemaker checks only nodes that can run
+/// resources or are in maintenance.
+/// These cancels come after the resource's stops (ordered once the stops exist): the
+/// (resource, cancel) pairs returned.
+fn maintenance_cancels(obs: &Observed, plan: &mut Plan) -> Vec<(usize, usize)> {
     let mut after_stops: Vec<(usize, usize)> = Vec::new();
     let stop_orphan_actions = obs
         .option("stop-orphan-actions")
@@ -549,6 +565,195 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             after_stops.push((ri, id));
         }
     }
+    after_stops
+}
+
+/// With a placement strategy, each resource orders its stops before a load_stopped pseudo
+/// action on the nodes it runs on, and that action before its starts on every node it may
+/// run on (by name): each is created when first needed, by Pacemaker's internal
+/// constraints, before any probe and in configuration order sorted by priority.
+fn add_load_stopped(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+    load_stopped: &mut [Option<usize>],
+) {
+    if obs.placement_strategy != "default" {
+        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
+        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
+        let priority = |meta: &BTreeMap<String, String>| {
+            meta.get("priority")
+                .and_then(|v| crate::cib::parse_score(v))
+                .unwrap_or(0)
+        };
+        let mut tops: Vec<(i64, Vec<usize>)> = obs
+            .top
+            .iter()
+            .map(|t| match *t {
+                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
+                Top::Group(gi) => (
+                    priority(&obs.groups[gi].meta),
+                    obs.groups[gi].members.clone(),
+                ),
+            })
+            .collect();
+        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
+        // Only resources with utilization are ordered against the load (Pacemaker's
+        // utilization constraints).
+        let ris: Vec<usize> = tops
+            .into_iter()
+            .flat_map(|(_, m)| m)
+            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
+            .collect();
+        for ri in ris {
+            let allowed = by_name
+                .iter()
+                .copied()
+                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
+            let nodes: Vec<usize> = obs.resources[ri]
+                .running_on
+                .iter()
+                .copied()
+                .chain(allowed)
+                .collect();
+            for ni in nodes {
+                if load_stopped[ni].is_none() {
+                    let mut a = act(Kind::LoadStopped, None, Some(ni));
+                    a.pseudo = true;
+                    load_stopped[ni] = Some(plan.add(a));
+                }
+            }
+        }
+    }
+}
+
+/// Probes, node-major: the (resource, probe) pairs that order (drawn-only ones are not).
+fn add_probes(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut probe_ids: Vec<(usize, usize)> = Vec::new();
+    for &(ri, ni) in &rec.probes {
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        // Nothing runs on a pending node.
+        probe.runnable = !obs.nodes[ni].pending;
+        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
+        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
+            probe.runnable = false;
+            probe.dot_only = true;
+        }
+        probe_ids.push((ri, plan.add(probe)));
+    }
+    for &(ri, ni) in &rec.drawn_probes {
+        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
+        probe.runnable = false;
+        probe.dot_only = true;
+        plan.add(probe);
+    }
+    probe_ids
+}
+
+/// Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
+fn add_unfencing(rec: &Reconciliation, plan: &mut Plan) -> Vec<(usize, usize)> {
+    let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
+    for u in &rec.unfence {
+        let mut a = act(Kind::Unfence, None, Some(u.node));
+        a.reason = u.reason.clone();
+        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
+        // unclean nodes: older than every fencing (the graph lists it after them).
+        a.created_at = Some(0);
+        unfence_ids.push((u.node, plan.add(a)));
+    }
+    unfence_ids
+}
+
+/// An orphan's fail counts are cleared on every online node (before its stop).
+fn orphan_failcount_clears(
+    obs: &Observed,
+    desired: &Desired,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
+    if obs
+        .option("stop-orphan-resources")
+        .map(crate::cib::is_true)
+        .unwrap_or(true)
+    {
+        for (ri, r) in obs.resources.iter().enumerate() {
+            // An unmanaged orphan's clearing is optional: not in the graph.
+            if !r.orphan || desired.unmanaged[ri] {
+                continue;
+            }
+            for (ni, n) in obs.nodes.iter().enumerate() {
+                if n.online
+                    && crate::observed::node_failcount(&n.attrs, &r.id, r.legacy_fail_counts).0 != 0
+                {
+                    orphan_clears
+                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
+                }
+            }
+        }
+    }
+    orphan_clears
+}
+
+/// Cancels of active Stopped-role monitors where the resource will run; the resource's
+/// start waits for them.
+fn stopped_monitor_cancels(
+    obs: &Observed,
+    desired: &Desired,
+    rec: &Reconciliation,
+    plan: &mut Plan,
+) -> Vec<(usize, usize)> {
+    let mut before_starts: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in obs.resources.iter().enumerate() {
+        if desired.unmanaged[ri] {
+            continue;
+        }
+        let Some(target) = desired.assigned[ri] else {
+            continue;
+        };
+        for a in &r.stopped_monitors {
+            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
+                let cancel = plan.add(act(
+                    Kind::Cancel {
+                        interval_ms: a.interval_ms,
+                        call_id: None,
+                    },
+                    Some(ri),
+                    Some(a.node),
+                ));
+                before_starts.push((ri, cancel));
+            }
+        }
+    }
+    before_starts
+}
+
+pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
+    let mut plan = Plan {
+        order: desired.order.clone(),
+        ..Default::default()
+    };
+    clone_nodes_and_abandoned_migrations(obs, desired, rec, &mut plan);
+    let Fencing {
+        ids: fence_ids,
+        concurrent,
+        others,
+    } = add_fencing(obs, rec, &mut plan);
+    // History erased where a shutdown lock expired (found while unpacking).
+    for (ri, r) in obs.resources.iter().enumerate() {
+        for &ni in &r.clear_history_on {
+            plan.add(act(Kind::LrmDelete, Some(ri), Some(ni)));
+        }
+    }
+    let fenced = |ni: usize| {
+        rec.fence.iter().any(|(f, _)| *f == ni) || rec.guest_fence.iter().any(|g| g.node == ni)
+    };
+    let mut load_stopped: Vec<Option<usize>> = vec![None; obs.nodes.len()];
+    let after_stops = maintenance_cancels(obs, &mut plan);
     // Fail-count clears found while unpacking. A clear for changed parameters on a node where
     // the resource stops follows that stop (Pacemaker creates the stop first).
     let stops_on = |ri: usize, ni: usize| match &rec.changes[ri] {
@@ -754,132 +959,11 @@ pub fn build(obs: &Observed, desired: &Desired, rec: &Reconciliation) -> Plan {
             }
         }
     }
-    // With a placement strategy, each resource orders its stops before a load_stopped pseudo
-    // action on the nodes it runs on, and that action before its starts on every node it may
-    // run on (by name): each is created when first needed, by Pacemaker's internal
-    // constraints, before any probe and in configuration order sorted by priority.
-    if obs.placement_strategy != "default" {
-        let mut by_name: Vec<usize> = (0..obs.nodes.len()).collect();
-        by_name.sort_by(|&a, &b| obs.nodes[a].uname.cmp(&obs.nodes[b].uname));
-        let priority = |meta: &BTreeMap<String, String>| {
-            meta.get("priority")
-                .and_then(|v| crate::cib::parse_score(v))
-                .unwrap_or(0)
-        };
-        let mut tops: Vec<(i64, Vec<usize>)> = obs
-            .top
-            .iter()
-            .map(|t| match *t {
-                Top::Primitive(ri) => (priority(&obs.resources[ri].meta), vec![ri]),
-                Top::Group(gi) => (
-                    priority(&obs.groups[gi].meta),
-                    obs.groups[gi].members.clone(),
-                ),
-            })
-            .collect();
-        tops.sort_by_key(|t| std::cmp::Reverse(t.0));
-        // Only resources with utilization are ordered against the load (Pacemaker's
-        // utilization constraints).
-        let ris: Vec<usize> = tops
-            .into_iter()
-            .flat_map(|(_, m)| m)
-            .filter(|&ri| !obs.resources[ri].utilization.is_empty())
-            .collect();
-        for ri in ris {
-            let allowed = by_name
-                .iter()
-                .copied()
-                .filter(|ni| obs.symmetric || desired.scores[ri].contains_key(ni));
-            let nodes: Vec<usize> = obs.resources[ri]
-                .running_on
-                .iter()
-                .copied()
-                .chain(allowed)
-                .collect();
-            for ni in nodes {
-                if load_stopped[ni].is_none() {
-                    let mut a = act(Kind::LoadStopped, None, Some(ni));
-                    a.pseudo = true;
-                    load_stopped[ni] = Some(plan.add(a));
-                }
-            }
-        }
-    }
-    // Probes, node-major.
-    let mut probe_ids: Vec<(usize, usize)> = Vec::new();
-    for &(ri, ni) in &rec.probes {
-        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
-        // Nothing runs on a pending node.
-        probe.runnable = !obs.nodes[ni].pending;
-        // A bundle connection's probe waits for its container's start (see `crate::bundles`).
-        if crate::bundles::probe_waits_unrunnable(obs, &desired.assigned, ri) {
-            probe.runnable = false;
-            probe.dot_only = true;
-        }
-        probe_ids.push((ri, plan.add(probe)));
-    }
-    for &(ri, ni) in &rec.drawn_probes {
-        let mut probe = act(Kind::Probe, Some(ri), Some(ni));
-        probe.runnable = false;
-        probe.dot_only = true;
-        plan.add(probe);
-    }
-    // Unfencings, created by Pacemaker as the probes and starts ask for them (ordered below).
-    let mut unfence_ids: Vec<(usize, usize)> = Vec::new();
-    for u in &rec.unfence {
-        let mut a = act(Kind::Unfence, None, Some(u.node));
-        a.reason = u.reason.clone();
-        // Pacemaker creates the unfencing with the probes and starts, before the fencing of
-        // unclean nodes: older than every fencing (the graph lists it after them).
-        a.created_at = Some(0);
-        unfence_ids.push((u.node, plan.add(a)));
-    }
-    // An orphan's fail counts are cleared on every online node (before its stop).
-    let mut orphan_clears: Vec<(usize, usize)> = Vec::new();
-    if obs
-        .option("stop-orphan-resources")
-        .map(crate::cib::is_true)
-        .unwrap_or(true)
-    {
-        for (ri, r) in obs.resources.iter().enumerate() {
-            // An unmanaged orphan's clearing is optional: not in the graph.
-            if !r.orphan || desired.unmanaged[ri] {
-                continue;
-            }
-            for (ni, n) in obs.nodes.iter().enumerate() {
-                if n.online
-                    && crate::observed::node_failcount(&n.attrs, &r.id, r.legacy_fail_counts).0 != 0
-                {
-                    orphan_clears
-                        .push((ri, plan.add(act(Kind::ClearFailcount, Some(ri), Some(ni)))));
-                }
-            }
-        }
-    }
-    // Cancels of active Stopped-role monitors where the resource will run; the resource's
-    // start waits for them.
-    let mut before_starts: Vec<(usize, usize)> = Vec::new();
-    for (ri, r) in obs.resources.iter().enumerate() {
-        if desired.unmanaged[ri] {
-            continue;
-        }
-        let Some(target) = desired.assigned[ri] else {
-            continue;
-        };
-        for a in &r.stopped_monitors {
-            if a.node == target && !matches!(rec.changes[ri], Change::Stop { .. }) {
-                let cancel = plan.add(act(
-                    Kind::Cancel {
-                        interval_ms: a.interval_ms,
-                        call_id: None,
-                    },
-                    Some(ri),
-                    Some(a.node),
-                ));
-                before_starts.push((ri, cancel));
-            }
-        }
-    }
+    add_load_stopped(obs, desired, &mut plan, &mut load_stopped);
+    let probe_ids = add_probes(obs, desired, rec, &mut plan);
+    let unfence_ids = add_unfencing(rec, &mut plan);
+    let orphan_clears = orphan_failcount_clears(obs, desired, &mut plan);
+    let before_starts = stopped_monitor_cancels(obs, desired, rec, &mut plan);
     // Resource actions in processing order.
     let order = desired.order.clone();
     for t in &order {

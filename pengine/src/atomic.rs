@@ -16,6 +16,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::cib::rc;
+
 /// The meta-attribute that selects a resource's migration model.
 pub const MIGRATION_MODEL_META: &str = "migration-model";
 
@@ -88,6 +90,7 @@ pub fn model_for(
 
 /// What an operation in the history was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Task {
     MigrateTo,
     MigrateFrom,
@@ -115,6 +118,7 @@ impl Task {
 
 /// What the agent answered, from an entry's op-status and rc-code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Answer {
     /// rc 0.
     Ok,
@@ -135,9 +139,9 @@ impl Answer {
             -1 => Answer::Pending,
             // done, error, hard error, fatal: the agent ran and answered
             0 | 4 | 5 | 6 => match rc_code {
-                0 => Answer::Ok,
-                7 => Answer::NotRunning,
-                193 => Answer::Pending,
+                rc::OK => Answer::Ok,
+                rc::NOT_RUNNING => Answer::NotRunning,
+                rc::PENDING => Answer::Pending,
                 // The agent's own failure is recorded with op-status 0 (done). An error status
                 // with a failure code is the executor's: the agent was killed by a signal or
                 // crashed mid-action and said nothing about where the VM is (seed 10056: a
@@ -157,6 +161,7 @@ impl Answer {
 /// One DC numbers its transitions in order and plans each only after the previous one ended, so
 /// between entries of the same DC (same uuid) the higher number was ordered later.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct TransitionId {
     pub te_uuid: String,
     pub number: i64,
@@ -182,6 +187,7 @@ impl TransitionId {
 
 /// One history entry, as the model needs it. Node fields are indices into the history slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct OpRecord {
     pub task: Task,
     /// -1 for pending entries.
@@ -197,6 +203,7 @@ pub struct OpRecord {
 
 /// Whether a node can act and what its loss means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Presence {
     /// A member that runs actions.
     Online,
@@ -208,6 +215,7 @@ pub enum Presence {
 
 /// One node's history of the resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct NodeHistory {
     pub presence: Presence,
     pub ops: Vec<OpRecord>,
@@ -215,6 +223,7 @@ pub struct NodeHistory {
 
 /// Why the location is unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Doubt {
     /// migrate_to has not answered yet.
     Pending,
@@ -246,6 +255,7 @@ impl Doubt {
 
 /// The last live migration of a resource: migrate_to on `source` towards `target`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct Migration {
     pub source: usize,
     pub target: usize,
@@ -253,6 +263,7 @@ pub struct Migration {
 
 /// Where the resource is, after its last migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Location {
     /// No migration in the history, or it was closed by later results on both nodes:
     /// the ordinary reading of the history stands.
@@ -710,6 +721,7 @@ impl RebootCause {
 
 /// The plan for one atomic resource after its last migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Decision {
     /// No open migration: the ordinary plan applies.
     Defer,
@@ -1007,6 +1019,7 @@ fn decide_dyn(
 
 /// One action of an expanded plan, in Pacemaker's vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub enum Step {
     Fence(usize),
     /// A one-off monitor (rc 7 expected: a running VM aborts the transition).
@@ -1029,6 +1042,7 @@ pub enum Step {
 
 /// An expanded plan: steps and "first -> then" orderings between them (indices into `steps`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub struct Steps {
     pub steps: Vec<Step>,
     pub edges: Vec<(usize, usize)>,

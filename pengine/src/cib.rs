@@ -8,6 +8,7 @@ use quick_xml::events::{BytesStart, Event};
 pub mod bundles;
 pub mod clones;
 pub mod guests;
+pub mod rc;
 mod sets;
 mod templates;
 mod tickets;
@@ -15,6 +16,7 @@ pub use clones::CloneDef;
 pub use tickets::{RscTicket, TicketState, set_ticket_flag};
 
 /// Score value used for INFINITY.
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub const INFINITY: i64 = 1_000_000;
 
 /// crm_simulate's warning (on stderr, before anything else) for a configuration that turns schema
@@ -24,26 +26,40 @@ pub const SCHEMA_VALIDATION_DISABLED: &str = "Schema validation of configuration
 
 /// An error for input that cannot be read as a CIB at all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CibError {
     /// The text is not well-formed XML.
     #[error("XML is not well formed near byte {position}: {message}")]
-    Xml { position: u64, message: String },
+    Xml {
+        /// The byte offset the XML reader stopped at.
+        position: u64,
+        /// What the XML reader said.
+        message: String,
+    },
     /// The document has no `<cib>` root.
     #[error("document root is <{root}>, expected <cib>")]
-    NotCib { root: String },
+    NotCib {
+        /// The root element's name.
+        root: String,
+    },
 }
 
 /// A note about input that was ignored or repaired, naming the element.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// The element's name (`primitive`, `rsc_location`, ...).
     pub element: String,
+    /// The element's `id`.
     pub id: String,
+    /// The line of the input the element starts on.
     pub line: usize,
+    /// What was ignored or repaired, and why.
     pub message: String,
 }
 
 /// A generic element kept from the XML, with its line for diagnostics.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct Element {
     pub name: String,
     pub attrs: Vec<(String, String)>,
@@ -51,6 +67,7 @@ pub struct Element {
     pub line: usize,
 }
 
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 impl Element {
     pub fn attr(&self, name: &str) -> Option<&str> {
         self.attrs
@@ -100,6 +117,7 @@ fn start_element(e: &BytesStart, line: usize) -> Element {
 pub const MAX_DEPTH: usize = 256;
 
 /// Parses XML text into an element tree.
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub fn parse_xml(text: &str) -> Result<Element, CibError> {
     let mut reader = Reader::from_str(text);
     let mut stack: Vec<Element> = Vec::new();
@@ -176,6 +194,7 @@ pub fn parse_xml(text: &str) -> Result<Element, CibError> {
 }
 
 /// Parses a score string ("INFINITY", "-inf", "100").
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub fn parse_score(s: &str) -> Option<i64> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
@@ -218,19 +237,9 @@ pub fn parse_boolean(s: &str) -> Option<bool> {
     }
 }
 
-/// A rule (or nested rule) attached to a constraint or an attribute set.
-#[derive(Debug, Clone)]
-pub struct Rule {
-    pub id: String,
-    pub score: Option<String>,
-    pub score_attribute: Option<String>,
-    pub boolean_op: String,
-    pub role: Option<String>,
-    pub element: Element,
-}
-
 /// A set of name/value pairs (meta_attributes, instance_attributes...).
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct NvSet {
     pub id: String,
     pub score: i64,
@@ -253,6 +262,7 @@ pub struct OpDef {
 }
 
 /// A primitive resource.
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 #[derive(Debug, Clone, Default)]
 pub struct Primitive {
     pub id: String,
@@ -292,6 +302,7 @@ fn inherit_params(p: &mut Primitive, inherited: &[NvSet]) {
 }
 
 /// A top-level resource entry.
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 #[derive(Debug, Clone)]
 pub enum ResourceDef {
     Primitive(Primitive),
@@ -303,6 +314,7 @@ pub enum ResourceDef {
 }
 
 impl ResourceDef {
+    #[allow(missing_docs)] // white-box item of `pengine::unstable`
     pub fn id(&self) -> &str {
         match self {
             ResourceDef::Primitive(p) => &p.id,
@@ -327,6 +339,7 @@ pub struct NodeDef {
 
 /// A location constraint.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct Location {
     pub id: String,
     pub rsc: String,
@@ -383,6 +396,7 @@ pub enum OneOrMore {
 
 /// One `lrm_rsc_op` history entry.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct RscOp {
     pub id: String,
     pub operation: String,
@@ -400,6 +414,7 @@ pub struct RscOp {
 
 /// History for one resource on one node.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct LrmResource {
     pub id: String,
     pub class: String,
@@ -415,6 +430,7 @@ pub struct LrmResource {
 
 /// A `node_state` entry.
 #[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub struct NodeState {
     pub id: String,
     pub uname: String,
@@ -438,23 +454,36 @@ pub struct Cib {
     pub options: BTreeMap<String, String>,
     /// The `cluster_property_set`s in configuration order, for evaluating their rules.
     pub option_sets: Vec<NvSet>,
+    /// `<nodes>`: the configured cluster nodes.
     pub nodes: Vec<NodeDef>,
+    /// `<resources>`: the configured resources, top level first.
     pub resources: Vec<ResourceDef>,
+    /// `<rsc_defaults>`: the resource meta-attribute defaults.
     pub rsc_defaults: Vec<NvSet>,
+    /// `<op_defaults>`: the operation defaults.
     pub op_defaults: Vec<NvSet>,
+    /// `<rsc_location>` constraints (sets and tags expanded).
     pub locations: Vec<Location>,
+    /// `<rsc_colocation>` constraints (sets and tags expanded).
     pub colocations: Vec<Colocation>,
+    /// `<rsc_order>` constraints (sets and tags expanded).
     pub orders: Vec<Order>,
     /// `<rsc_ticket>` constraints, one entry per dependent resource (see `cib::tickets`).
     pub rsc_tickets: Vec<RscTicket>,
     /// `<status><tickets>`: the ticket states (a ticket not listed is revoked).
     pub tickets: Vec<TicketState>,
+    /// `<status>`: one `node_state` per node, with its operation history.
     pub status: Vec<NodeState>,
+    /// The root's `have-quorum`.
     pub have_quorum: bool,
+    /// The root's `no-quorum-panic`.
     pub quorum_panic: bool,
+    /// The root's `dc-uuid`: the node the controller runs on.
     pub dc_uuid: Option<String>,
     /// The root's `validate-with` (the schema the configuration claims).
     pub validate_with: Option<String>,
+    /// The root's `execution-date` (seconds since the epoch): the time crm_simulate plans at
+    /// when not told otherwise.
     pub execution_date: Option<i64>,
     /// The root's `crm_feature_set` (for digests of history entries that record none).
     pub feature_set: Option<String>,
@@ -462,6 +491,7 @@ pub struct Cib {
     /// `meta_attributes` nvpair anywhere under `resources`, or in `rsc_defaults`, sets
     /// `provides` or `requires` to exactly "unfencing".
     pub unfencing: bool,
+    /// Input that was ignored or repaired (the CLI prints these on stderr).
     pub diagnostics: Vec<Diagnostic>,
     /// Configuration errors that Pacemaker also answers by ignoring the element (it logs them;
     /// crm_simulate prints nothing), so the plan is Pacemaker's: a constraint naming something
@@ -470,6 +500,9 @@ pub struct Cib {
     pub config_errors: Vec<Diagnostic>,
     /// Element ids for id-ref resolution.
     pub unsupported: Vec<String>,
+    /// Every resource planned in this migration model (`PlanOptions::migration_model`), as if
+    /// its `migration-model` meta-attribute said so.
+    pub(crate) migration_model_override: Option<&'static str>,
 }
 
 impl Cib {
@@ -610,7 +643,19 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
+pub fn add_score(a: i64, b: i64) -> i64 {
+    if a <= -INFINITY || b <= -INFINITY {
+        -INFINITY
+    } else if a >= INFINITY || b >= INFINITY {
+        INFINITY
+    } else {
+        (a + b).clamp(-INFINITY, INFINITY)
+    }
+}
+
 /// Parses an interval/duration ("10s", "1min", "PT5M", "5000ms", "10") in milliseconds.
+#[allow(missing_docs)] // white-box item of `pengine::unstable`, not API
 pub fn parse_interval_ms(s: &str) -> u64 {
     let t = s.trim();
     if let Some(rest) = t.strip_prefix('P').or_else(|| t.strip_prefix('p')) {

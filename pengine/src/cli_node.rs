@@ -1,13 +1,13 @@
 //! `pengine node`: the writer that makes a real Pacemaker cluster follow the node lifecycle
 //! rules (evacuate, restore, shutdown records, failback). The library decides
-//! (`lifecycle::sync`); this module does the I/O: it reads the live CIB with `cibadmin -Q` and
+//! (`Cib::node_request`); this module does the I/O: it reads the live CIB with `cibadmin -Q` and
 //! writes each change with `crm_resource`, `crm_attribute` or `cibadmin`. Those tools honour
 //! `CIB_file`, so the same command works on a CIB file.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pengine::lifecycle::{self, CibChange, NodeRequest};
+use pengine::{CibChange, NodeRequest};
 
 #[derive(clap::Args)]
 pub struct NodeArgs {
@@ -81,7 +81,7 @@ fn write(change: &CibChange) -> Result<(), String> {
         } => tool(&["crm_resource", "-r", rsc, "--meta", "-d", name]),
         CibChange::AddPin(p) => tool(&["cibadmin", "-C", "-o", "constraints", "-X", &p.xml()]),
         CibChange::RemovePin { id } => {
-            let xml = lifecycle::Pin {
+            let xml = pengine::Pin {
                 id: id.clone(),
                 ..Default::default()
             }
@@ -103,7 +103,9 @@ fn write(change: &CibChange) -> Result<(), String> {
 /// One round: read, decide, write. Returns how many changes were written.
 fn round(request: &NodeRequest, dry_run: bool) -> Result<usize, String> {
     let cib = read_cib()?;
-    let changes = lifecycle::sync(&cib, wall_clock(), request).map_err(|e| e.to_string())?;
+    let changes = cib
+        .node_request(wall_clock(), request)
+        .map_err(|e| e.to_string())?;
     for c in &changes {
         println!("{}{c}", if dry_run { "would write: " } else { "" });
         if !dry_run {

@@ -744,7 +744,8 @@ pub fn unit_pairs(
 /// Interleaved instance pairs (first instance, then instance) of clones `fg` and `tg`: each then
 /// instance with the first instance on its node (`current`: where they are active; else where
 /// they are placed), as `find_compatible_child` pairs them.
-pub fn instance_pairs(
+#[cfg(test)]
+fn instance_pairs(
     obs: &Observed,
     assigned: &[Option<usize>],
     fg: usize,

@@ -9,25 +9,52 @@ use crate::simulate::{FailCounting, OpResult, node_state, record_op, score_text}
 
 /// Errors applying or parsing an event, each naming the offending input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EventError {
+    /// A line of the event list is not an event.
     #[error("line {line}: cannot parse event '{text}': {why}")]
     Parse {
+        /// The line number (from 1).
         line: usize,
+        /// The line.
         text: String,
+        /// What is wrong with it.
         why: String,
     },
+    /// The event names a node the CIB does not have.
     #[error("event '{event}': no node named '{node}' in the CIB")]
-    UnknownNode { event: String, node: String },
-    #[error("event '{event}': no resource named '{rsc}' in the CIB")]
-    UnknownResource { event: String, rsc: String },
-    #[error("event '{event}': resource '{rsc}' does not run on '{node}'")]
-    NotRunning {
+    UnknownNode {
+        /// The event as written.
         event: String,
-        rsc: String,
+        /// The node it names.
         node: String,
     },
+    /// The event names a resource the CIB does not have.
+    #[error("event '{event}': no resource named '{rsc}' in the CIB")]
+    UnknownResource {
+        /// The event as written.
+        event: String,
+        /// The resource it names.
+        rsc: String,
+    },
+    /// The event fails a resource on a node it does not run on.
+    #[error("event '{event}': resource '{rsc}' does not run on '{node}'")]
+    NotRunning {
+        /// The event as written.
+        event: String,
+        /// The resource it names.
+        rsc: String,
+        /// The node it names.
+        node: String,
+    },
+    /// The event fails a recurring monitor the resource does not have.
     #[error("event '{event}': resource '{rsc}' has no recurring monitor to fail")]
-    NoMonitor { event: String, rsc: String },
+    NoMonitor {
+        /// The event as written.
+        event: String,
+        /// The resource it names.
+        rsc: String,
+    },
 }
 
 /// Which operation a `fail` event breaks.
@@ -409,8 +436,8 @@ pub fn apply_event(cib: &mut Cib, event: &Event, now: i64) -> Result<Vec<String>
             let op = OpResult {
                 task: "monitor",
                 interval_ms,
-                rc: 7,
-                target_rc: 0,
+                rc: crate::cib::rc::NOT_RUNNING,
+                target_rc: crate::cib::rc::OK,
                 when: now,
                 migrate: None,
             };

@@ -8,25 +8,39 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::cib::add_score;
 use crate::cib::{Cib, INFINITY};
-use crate::placement::{Step, StepOp, Trace, add_score, score_text};
+use crate::placement::{Step, StepOp, Trace, score_text};
 use crate::{Transition, graph};
 
 /// `explain` was asked about something it cannot explain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExplainError {
+    /// Nothing of that name is configured.
     #[error("no resource, group, clone or bundle '{rsc}' is configured")]
-    UnknownResource { rsc: String },
+    UnknownResource {
+        /// The name asked about.
+        rsc: String,
+    },
     /// A group, clone or bundle: `explain_all` explains its primitives one by one.
     #[error("'{rsc}' is a {kind}: explain its resources ({members})")]
     Collective {
+        /// The name asked about.
         rsc: String,
+        /// "group", "clone" or "bundle".
         kind: &'static str,
+        /// Its resources, comma-separated.
         members: String,
     },
     /// A group, clone or bundle without a primitive to explain.
     #[error("'{rsc}' is a {kind} without any resource to explain")]
-    Empty { rsc: String, kind: &'static str },
+    Empty {
+        /// The name asked about.
+        rsc: String,
+        /// "group", "clone" or "bundle".
+        kind: &'static str,
+    },
 }
 
 /// What id `rsc` names besides a primitive: its kind and its primitives, in placement order

@@ -1,301 +1,454 @@
-//! pengine: Pacemaker transition planning as a pure pipeline (CIB in; graph, summary and DOT out).
+//! pengine: Pacemaker 2.1.5's transition planning as a pure library: a CIB in, a plan out.
 //!
-//! No I/O here: no clock, no environment, no processes. "Now" is an input.
-//! Stages: `cib` -> `observed` -> `placement` -> `reconcile` (-> `unfencing`) -> `actions` ->
-//! `graph` -> `simulate`;
-//! `status` renders the cluster status block.
+//! ```no_run
+//! let text = std::fs::read_to_string("cib.xml").unwrap();
+//! let cib = pengine::Cib::parse(&text).unwrap();
+//! let now = cib.execution_date.unwrap_or(1_700_000_000);
+//! let plan = cib.plan(now);
+//! print!("{}", plan.summary()); // the "Transition Summary" lines of crm_simulate
+//! let graph_xml = plan.graph_xml(); // what `crm_simulate -G` writes
+//! # let _ = graph_xml;
+//! ```
+//!
+//! The public API is this file: [`Cib`] (read with [`Cib::parse`] or, to write it back,
+//! [`CibDocument`]), [`Plan`] (summary, graph XML, DOT, scores) with [`PlanOptions`], the
+//! what-if simulation [`WhatIf`] (injections as methods) giving a [`Simulation`], the
+//! explanation [`Explanation`], the node lifecycle writer's changes ([`Cib::node_request`]) and
+//! the scenario runner ([`run_scenario`]). Everything else is private; the `unstable` module
+//! (hidden from the documentation) gives this workspace's own simulator and white-box tests the
+//! pipeline's internals and is no API.
+//!
+//! No I/O here: no clock, no environment, no processes. "Now" is an input, in seconds since the
+//! epoch. Stages run one way, in the order `tests/tidy.rs` lists: `cib` -> `observed` ->
+//! `placement` -> `reconcile` (-> `unfencing`) -> `actions` -> `graph` -> `simulate`; the
+//! feature modules plug into them through `pipeline.rs`.
 
-pub mod actions;
-pub mod atomic;
-pub mod bundles;
-pub mod cib;
-pub mod clone_groups;
-pub mod clones;
-pub mod container;
-pub mod digest;
-pub mod events;
-pub mod explain;
-pub mod graph;
-pub mod guest;
-pub mod lifecycle;
-pub mod notifications;
-pub mod observed;
-pub mod one_or_more;
-pub mod op_defaults;
-pub mod placement;
-pub mod probe_restarts;
-pub mod promotable;
-pub mod recheck;
-pub mod reconcile;
-pub mod recovery;
-pub mod remote;
-pub mod scenario;
-pub mod shutdown_lock;
-pub mod simulate;
-pub mod status;
-pub mod summary;
-pub mod tickets;
-pub mod unfencing;
+#![deny(missing_docs)]
 
-pub use cib::{Cib, CibError, parse_cib};
+mod actions;
+mod atomic;
+mod bundles;
+mod cib;
+mod clone_groups;
+mod clones;
+mod container;
+mod digest;
+mod events;
+mod explain;
+mod graph;
+mod guest;
+mod lifecycle;
+mod notifications;
+mod observed;
+mod one_or_more;
+mod op_defaults;
+mod pipeline;
+mod placement;
+mod probe_restarts;
+mod promotable;
+mod recheck;
+mod reconcile;
+mod recovery;
+mod remote;
+mod rules;
+mod scenario;
+mod shutdown_lock;
+mod simulate;
+mod status;
+mod summary;
+mod tickets;
+mod unfencing;
 
-/// Everything one scheduler run produces.
+pub(crate) use pipeline::{Transition, schedule, schedule_traced};
+
+pub use atomic::MigrationModel;
+pub use cib::{Cib, CibError, Diagnostic, SCHEMA_VALIDATION_DISABLED};
+pub use events::EventError;
+pub use explain::ExplainError;
+pub use lifecycle::{CibChange, LifecycleError, NodeRequest, Pin};
+pub use scenario::ScenarioError;
+pub use simulate::{Injection, InjectionError, OpSpec, TicketChange};
+
+/// Parses a CIB document (the same as [`Cib::parse`]).
+pub fn parse_cib(text: &str) -> Result<Cib, CibError> {
+    cib::parse_cib(text)
+}
+
+/// Parses an ISO 8601 date as `crm_simulate -t` takes it (`2024-05-01 12:00:00Z`,
+/// `2005-020T12:30`, ...) into seconds since the epoch; `None` when it is not one.
+pub fn parse_iso_date(text: &str) -> Option<i64> {
+    rules::parse_iso_date(text)
+}
+
+/// A time in seconds since the epoch as crm_simulate prints a CIB's `execution-date`
+/// (`2024-05-01 12:00:00Z`).
+pub fn format_date(epoch_s: i64) -> String {
+    let days = epoch_s.div_euclid(86400);
+    let secs = epoch_s.rem_euclid(86400);
+    let (y, m, d) = rules::civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+impl OpSpec {
+    /// Reads an operation spec as crm_simulate's `-i` and `-F` take it:
+    /// `RSC_TASK_INTERVAL@NODE=RC` (`vm1_monitor_10000@node1=7`).
+    pub fn parse(text: &str) -> Result<OpSpec, InjectionError> {
+        simulate::parse_op_spec(text)
+    }
+}
+
+/// How [`Cib::plan_with`] plans, besides the CIB and the time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlanOptions {
+    /// Plan every resource in this migration model, whatever its `migration-model`
+    /// meta-attribute or its agent's default says. [`MigrationModel::TwoPhase`] plans exactly as
+    /// Pacemaker 2.1.5 does, for a comparison with Pacemaker's own graph.
+    pub migration_model: Option<MigrationModel>,
+}
+
+impl PlanOptions {
+    /// Plans every resource in `model` (see [`PlanOptions::migration_model`]).
+    pub fn force_migration_model(mut self, model: MigrationModel) -> PlanOptions {
+        self.migration_model = Some(model);
+        self
+    }
+}
+
+impl Cib {
+    /// Parses a CIB document: the configuration and the status section. Errors only for text
+    /// that is not a CIB at all; what Pacemaker ignores or repairs is kept in
+    /// [`Cib::diagnostics`].
+    pub fn parse(text: &str) -> Result<Cib, CibError> {
+        cib::parse_cib(text)
+    }
+
+    /// Plans the transition as Pacemaker's scheduler does at `now` (seconds since the epoch).
+    pub fn plan(&self, now: i64) -> Plan {
+        Plan {
+            t: schedule(self, now),
+        }
+    }
+
+    /// [`Cib::plan`] with options (e.g. every resource in the two-phase migration model).
+    pub fn plan_with(&self, now: i64, options: &PlanOptions) -> Plan {
+        match options.migration_model {
+            None => self.plan(now),
+            Some(model) => {
+                let mut forced = self.clone();
+                forced.migration_model_override = Some(model.as_str());
+                forced.plan(now)
+            }
+        }
+    }
+
+    /// Why `rsc` goes where it goes at `now`: per node every score change and filter. A group,
+    /// clone or bundle is explained resource by resource.
+    pub fn explain(&self, now: i64, rsc: &str) -> Result<Explanation, ExplainError> {
+        Ok(Explanation {
+            explained: explain::explain_all(self, now, rsc)?,
+        })
+    }
+
+    /// A what-if simulation of this CIB at `now`: add injections, then [`WhatIf::run`].
+    pub fn what_if(&self, now: i64) -> WhatIf<'_> {
+        WhatIf {
+            cib: self,
+            now,
+            injections: Vec::new(),
+            op_fail: Vec::new(),
+            inject_time: None,
+            show_date: None,
+            summary: false,
+        }
+    }
+
+    /// The changes a node lifecycle request (evacuate, restore, shutdown, sync) needs written to
+    /// the live CIB at `now`, in order; `pengine node` writes them with Pacemaker's tools.
+    pub fn node_request(
+        &self,
+        now: i64,
+        request: &NodeRequest,
+    ) -> Result<Vec<CibChange>, LifecycleError> {
+        lifecycle::sync(self, now, request)
+    }
+}
+
+/// A CIB document kept as read, to write it back with a new status section (`crm_simulate -O`).
 #[derive(Debug, Clone)]
-pub struct Transition {
-    pub observed: observed::Observed,
-    pub desired: placement::Desired,
-    pub reconciliation: reconcile::Reconciliation,
-    pub plan: actions::Plan,
-    pub graph: graph::TransitionGraph,
-    /// Atomic resources with an open migration (see `atomic`).
-    pub atomic: atomic::AtomicView,
-    /// What the recovery policies decided (see `recovery`).
-    pub recovery: Vec<recovery::Note>,
-    /// What the node lifecycle rules decided (see `lifecycle`).
-    pub lifecycle: Vec<lifecycle::Note>,
-    /// What ticket dependencies did (see `tickets`).
-    pub tickets: Vec<tickets::Note>,
+pub struct CibDocument {
+    root: cib::Element,
 }
 
-/// Runs the pipeline on a CIB at time `now` (seconds since the epoch).
-pub fn schedule(cib: &Cib, now: i64) -> Transition {
-    schedule_traced(cib, now, None).0
+impl CibDocument {
+    /// Reads the XML document (it need not be a CIB yet: see [`CibDocument::cib`]).
+    pub fn parse(text: &str) -> Result<CibDocument, CibError> {
+        Ok(CibDocument {
+            root: cib::parse_xml(text)?,
+        })
+    }
+
+    /// The document as a CIB (what [`Cib::parse`] gives for the same text).
+    pub fn cib(&self) -> Result<Cib, CibError> {
+        cib::cib_from_element(&self.root)
+    }
+
+    /// The document as XML with the quorum and the whole status section taken from `cib`, the
+    /// rest (root attributes, configuration) as read: what `crm_simulate -O` writes.
+    pub fn render_with_status(&self, cib: &Cib) -> String {
+        simulate::render_cib_xml(&self.root, cib)
+    }
 }
 
-/// Runs the pipeline, recording why the resource `explain` (an id) goes where it goes (see
-/// `placement::Trace`; None when no such resource is configured).
-pub fn schedule_traced(
-    cib: &Cib,
+/// One planned transition: what Pacemaker's scheduler decided for a CIB at one time.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    t: Transition,
+}
+
+impl Plan {
+    /// The "Transition Summary" lines as `crm_simulate` prints them (each ending in a newline;
+    /// empty when nothing changes).
+    pub fn summary(&self) -> String {
+        let t = &self.t;
+        graph::render_summary(&t.observed, &t.plan, &t.reconciliation, &t.graph)
+    }
+
+    /// The "Transition Summary" lines of [`Plan::summary`] one by one, as printed (with the
+    /// leading `  * ` and the column padding, without the newline).
+    pub fn summary_lines(&self) -> Vec<String> {
+        self.summary().lines().map(str::to_string).collect()
+    }
+
+    /// The transition graph XML, exactly as `pengine simulate -G` (and `crm_simulate -G`) writes
+    /// it.
+    pub fn graph_xml(&self) -> String {
+        graph::render_graph_xml(&self.t.observed, &self.t.graph)
+    }
+
+    /// The transition graph as DOT, as `simulate -D` writes it.
+    pub fn dot(&self) -> String {
+        graph::render_dot(&self.t.observed, &self.t.graph)
+    }
+
+    /// The allocation scores, as `simulate -s` prints them.
+    pub fn scores(&self) -> String {
+        graph::render_scores(&self.t.observed, &self.t.desired)
+    }
+
+    /// The pipeline's internals, for this workspace's simulator and white-box tests only.
+    #[doc(hidden)]
+    pub fn transition(&self) -> &unstable::Transition {
+        &self.t
+    }
+}
+
+/// Why resources go where they go (see [`Cib::explain`]).
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    explained: Vec<(Transition, placement::Trace)>,
+}
+
+impl Explanation {
+    /// The explanation as text: per resource what the transition does with it, then per node its
+    /// total, the filter's verdict and every score change, then the notes.
+    pub fn render(&self) -> String {
+        explain::render_all(&self.explained)
+    }
+}
+
+/// A what-if simulation (`crm_simulate -S` with injections), built with [`Cib::what_if`]. The
+/// injections apply in crm_simulate's order: the order they are added, which the CLI keeps as
+/// quorum, node up, node down, node fail, tickets, operation results.
+#[derive(Debug, Clone)]
+pub struct WhatIf<'a> {
+    cib: &'a Cib,
     now: i64,
-    explain: Option<&str>,
-) -> (Transition, Option<placement::Trace>) {
-    let mut observed = observed::observe(cib, now);
-    // Ticket dependencies (no-op without `rsc_ticket`): bans, fencing, freezing.
-    let tickets = tickets::apply(cib, &mut observed);
-    // Pacemaker's shutdown locks (no-op unless the `shutdown-lock` option is set): bans only.
-    shutdown_lock::apply(&mut observed);
-    // The earliest change of an evaluated date rule (the graph's `recheck-by`).
-    recheck::apply(cib, &mut observed);
-    // Recovery policies and node lifecycle rules (no-ops without their attributes): they only add
-    // bans and preferences before placement.
-    let recovery = recovery::apply(&mut observed);
-    let lifecycle = lifecycle::apply(cib, &mut observed);
-    // Atomic migration model hooks (no-ops for two-phase resources): see `atomic`.
-    let mut atomic = atomic::observe(cib, &mut observed);
-    let target = explain.and_then(|id| observed.rsc_index(id));
-    let (desired, trace) = placement::place_traced(cib, &observed, target);
-    // Remote nodes are online from here on when their connection runs (see `remote`).
-    remote::connections_assigned(&mut observed, &desired.assigned);
-    bundles::check_connection_definitions(cib, &mut observed);
-    remote::fence_unrecoverable(&mut observed, &desired);
-    let mut recovery = recovery;
-    recovery::after_placement(&observed, &desired, &mut recovery);
-    let mut reconciliation = reconcile::reconcile(&observed, &desired);
-    // Atomic decisions first, so dependents see them; again after the ordering propagation, so a
-    // dependency cannot turn an atomic resource's plan into a stop and start.
-    atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
-    reconcile::propagate_orderings(&observed, &desired, &mut reconciliation);
-    atomic::reconcile(&mut atomic, &observed, &desired, &mut reconciliation);
-    // Unfencing (no-op unless the configuration declares it): see `unfencing`.
-    unfencing::plan(&observed, &desired, &mut reconciliation);
-    let mut plan = actions::build(&observed, &desired, &reconciliation);
-    atomic::amend_plan(&atomic, &observed, &reconciliation, &mut plan);
-    let mut graph = graph::expand(&observed, &plan);
-    atomic::amend_graph(&atomic, &mut graph);
-    let transition = Transition {
-        observed,
-        desired,
-        reconciliation,
-        plan,
-        graph,
-        atomic,
-        recovery,
-        lifecycle,
-        tickets,
-    };
-    (transition, trace)
+    injections: Vec<Injection>,
+    op_fail: Vec<OpSpec>,
+    inject_time: Option<i64>,
+    show_date: Option<String>,
+    summary: bool,
 }
 
-/// What a `pengine simulate -S` run takes besides the CIB and "now".
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SimulationInput<'a> {
-    /// Printed as "Using the original execution date of: ..." when set.
-    pub show_date: Option<&'a str>,
-    /// `-q -u -d -f -i`: applied to the CIB before scheduling (see `simulate::inject`).
-    pub injections: &'a [simulate::Injection],
-    /// `-F`: resource actions that fail with the given rc when the transition runs.
-    pub op_fail: &'a [simulate::OpSpec],
+impl WhatIf<'_> {
+    /// Adds an injection.
+    pub fn inject(mut self, injection: Injection) -> Self {
+        self.injections.push(injection);
+        self
+    }
+
+    /// Sets whether the cluster has quorum (`-q`: `1`/`true` or `0`/`false`; crm_simulate 2.1.5
+    /// applies it only together with another injection).
+    pub fn quorum(self, value: &str) -> Result<Self, InjectionError> {
+        Ok(self.inject(simulate::parse_quorum(value)?))
+    }
+
+    /// The node joins the cluster (`-u`).
+    pub fn node_up(self, node: &str) -> Result<Self, InjectionError> {
+        Ok(self.inject(Injection::NodeUp(simulate::parse_node(node)?)))
+    }
+
+    /// The node leaves cleanly (`-d`).
+    pub fn node_down(self, node: &str) -> Result<Self, InjectionError> {
+        Ok(self.inject(Injection::NodeDown(simulate::parse_node(node)?)))
+    }
+
+    /// The node fails (`-f`).
+    pub fn node_fail(self, node: &str) -> Result<Self, InjectionError> {
+        Ok(self.inject(Injection::NodeFail(simulate::parse_node(node)?)))
+    }
+
+    /// A ticket is granted, revoked, made standby or activated (`-g`, `-r`, `-b`, `-e`).
+    pub fn ticket(self, change: TicketChange, ticket: &str) -> Result<Self, InjectionError> {
+        let ticket = simulate::parse_ticket(ticket)?;
+        Ok(self.inject(Injection::Ticket { change, ticket }))
+    }
+
+    /// An operation result is recorded before planning (`-i`, e.g. `vm1_monitor_10000@node1=7`).
+    pub fn op_inject(self, spec: &str) -> Result<Self, InjectionError> {
+        Ok(self.inject(Injection::Op(simulate::parse_op_spec(spec)?)))
+    }
+
+    /// The action fails with the spec's rc when the transition runs (`-F`, e.g.
+    /// `vm1_migrate_to_0@node1=1`); every other action succeeds.
+    pub fn op_fail(mut self, spec: &str) -> Result<Self, InjectionError> {
+        self.op_fail.push(simulate::parse_op_spec(spec)?);
+        Ok(self)
+    }
+
     /// The time written into injected and executed results and fail counts (crm_simulate uses
-    /// the clock); `now` when unset.
-    pub inject_time: Option<i64>,
-    /// Also return the summary as data (`Simulation::summary`, for `--output-as json`).
-    pub summary: bool,
+    /// its clock); the planning time when unset.
+    pub fn results_at(mut self, epoch_s: i64) -> Self {
+        self.inject_time = Some(epoch_s);
+        self
+    }
+
+    /// Prints "Using the original execution date of: DATE" as crm_simulate does for a CIB with
+    /// an `execution-date`.
+    pub fn show_date(mut self, date: &str) -> Self {
+        self.show_date = Some(date.to_string());
+        self
+    }
+
+    /// Also keeps the report as data, for [`Simulation::to_json`].
+    pub fn with_json(mut self) -> Self {
+        self.summary = true;
+        self
+    }
+
+    /// The CIB after the injections alone (nothing planned or run yet).
+    pub fn injected(&self) -> std::borrow::Cow<'_, Cib> {
+        if self.injections.is_empty() {
+            return std::borrow::Cow::Borrowed(self.cib);
+        }
+        let when = self.inject_time.unwrap_or(self.now);
+        std::borrow::Cow::Owned(simulate::inject(self.cib, &self.injections, when, self.now).cib)
+    }
+
+    /// Plans the injected CIB (what `simulate -s`, `-G` and `-D` show with injections).
+    pub fn plan(&self) -> Plan {
+        self.injected().plan(self.now)
+    }
+
+    /// Runs it: the status, the injections, the planned transition, its execution (with the
+    /// `-F` failures) and the revised status.
+    pub fn run(&self) -> Simulation {
+        let input = pipeline::SimulationInput {
+            show_date: self.show_date.as_deref(),
+            injections: &self.injections,
+            op_fail: &self.op_fail,
+            inject_time: self.inject_time,
+            summary: self.summary,
+        };
+        let sim = pipeline::run_simulation(self.cib, self.now, &input);
+        Simulation { sim }
+    }
 }
 
-/// The text `crm_simulate -S` prints, and the CIB after the transition ran (`-O`).
+/// What a what-if simulation reports (see [`WhatIf::run`]).
 #[derive(Debug, Clone)]
 pub struct Simulation {
-    pub text: String,
-    pub result: Cib,
-    /// What crm_simulate reports on stderr (injections naming no configured resource).
-    pub errors: Vec<String>,
-    /// The same information as `text`, as data (when `SimulationInput::summary` is set).
-    pub summary: Option<summary::SimulationSummary>,
+    sim: pipeline::Simulation,
 }
 
-/// Renders what `crm_simulate -S` prints for this CIB at time `now`.
-pub fn render_simulation(cib: &Cib, now: i64, show_date: Option<&str>) -> String {
-    run_simulation(
-        cib,
-        now,
-        &SimulationInput {
-            show_date,
-            ..Default::default()
-        },
-    )
-    .text
+impl Simulation {
+    /// The text `crm_simulate -S` prints.
+    pub fn text(&self) -> &str {
+        &self.sim.text
+    }
+
+    /// The CIB after the transition ran (what `-O` writes, with [`CibDocument`]).
+    pub fn cib(&self) -> &Cib {
+        &self.sim.result
+    }
+
+    /// What crm_simulate reports on stderr (injections naming nothing configured).
+    pub fn errors(&self) -> &[String] {
+        &self.sim.errors
+    }
+
+    /// The report as one JSON document (`--output-as json`); `None` unless built
+    /// [`WhatIf::with_json`].
+    pub fn to_json(&self) -> Option<String> {
+        let summary = self.sim.summary.as_ref()?;
+        serde_json::to_string_pretty(&summary.to_json()).ok()
+    }
 }
 
-/// Runs what `crm_simulate -S [-q -u -d -f -i -F]` runs: the status of `cib`, the injections,
-/// the transition planned for the injected CIB, its execution (with `-F` failures) and the
-/// revised status.
-pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulation {
-    let show_date = input.show_date;
-    let when = input.inject_time.unwrap_or(now);
-    let injected =
-        (!input.injections.is_empty()).then(|| simulate::inject(cib, input.injections, when, now));
-    let planned = injected.as_ref().map(|i| &i.cib).unwrap_or(cib);
-    let t = schedule(planned, now);
-    // The status before the injections, and before the scheduler's ticket effects.
-    let before =
-        (injected.is_some() || tickets::alters_status(&t.tickets) || remote::any(&t.observed))
-            .then(|| observed::observe(cib, now));
-    let current = before.as_ref().unwrap_or(&t.observed);
-    let mut out = String::new();
-    if let Some(d) = show_date {
-        out.push_str(&format!("Using the original execution date of: {d}\n"));
-    }
-    let mut printed = false;
-    if current.maintenance_mode {
-        out.push_str("\n              *** Resource management is DISABLED ***\n");
-        out.push_str("  The cluster will not attempt to start, stop or recover services\n");
-        printed = true;
-    }
-    // (crm_simulate 2.1.5 prints no banner for stop-all-resources.)
-    let counted: Vec<&observed::Resource> = current
-        .resources
-        .iter()
-        .filter(|r| !r.orphan || r.role > observed::Role::Stopped)
-        .collect();
-    let disabled = counted
-        .iter()
-        .filter(|r| {
-            r.meta
-                .get("target-role")
-                .and_then(|v| observed::Role::parse(v))
-                == Some(observed::Role::Stopped)
-        })
-        .count();
-    let blocked = counted.iter().filter(|r| r.blocked).count();
-    if disabled > 0 || blocked > 0 {
-        if printed {
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "{disabled} of {} resource instances DISABLED and {blocked} BLOCKED from further action due to failure\n\n",
-            counted.len()
-        ));
-    }
-    out.push_str("Current cluster status:\n");
-    out.push_str(&status::render_status(current, true));
-    out.push('\n');
-    if let Some(i) = injected.as_ref().filter(|i| !i.lines.is_empty()) {
-        out.push_str("Performing Requested Modifications:\n");
-        out.push_str(&i.lines);
-        // crm_simulate reads the modified CIB again, saying the date again (pcmk__simulate).
-        if let Some(d) = show_date {
-            out.push_str(&format!("Using the original execution date of: {d}\n"));
-        }
-        out.push('\n');
-    }
-    out.push_str("Transition Summary:\n");
-    out.push_str(&graph::render_summary(
-        &t.observed,
-        &t.plan,
-        &t.reconciliation,
-        &t.graph,
-    ));
-    let notes = atomic::render_notes(&t.atomic, &t.observed);
-    if !notes.is_empty() {
-        out.push('\n');
-        out.push_str(&notes);
-    }
-    for notes in [
-        recovery::render_notes(&t.recovery),
-        lifecycle::render_notes(&t.lifecycle),
-    ] {
-        if !notes.is_empty() {
-            out.push('\n');
-            out.push_str(&notes);
-        }
-    }
-    // `-F`: a named resource action is flagged failed with the spec's rc; the rest succeed.
-    let outcome_of = |a: &graph::GraphAction| -> graph::Outcome {
-        let failed = a.rsc.zip(a.node).and_then(|(ri, ni)| {
-            let (r, n) = (&t.observed.resources[ri], &t.observed.nodes[ni]);
-            input
-                .op_fail
-                .iter()
-                .find(|s| s.matches(&r.id, &a.task, a.interval_ms, &n.uname))
-        });
-        match failed {
-            Some(s) => graph::Outcome::Failed(s.rc),
-            None => graph::Outcome::Rc(a.expected_rc),
-        }
+/// The text `crm_simulate -S` prints for this CIB at `now`, without injections.
+pub fn render_simulation(cib: &Cib, now: i64) -> String {
+    cib.what_if(now).run().sim.text
+}
+
+/// Runs a recovery scenario (`pengine/scenarios/recovery/*/cmdlist`): the events of `cmdlist`
+/// replayed from the CIB over virtual time starting at `start` (seconds since the epoch), each
+/// transition run to its end; the log of what happened.
+pub fn run_scenario(cib_text: &str, cmdlist: &str, start: i64) -> Result<String, ScenarioError> {
+    scenario::run(cib_text, cmdlist, start)
+}
+
+/// White-box access to the pipeline's internals for this workspace's cluster simulator
+/// (`test-cts`), its fuzz targets and pengine's own property tests. No API: it changes with the
+/// code, and the list below may only shrink as the public API grows.
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod unstable {
+    pub use crate::atomic::{
+        Answer, Decision, Doubt, Location, Migration, NodeHistory, OpRecord, Presence, Step, Steps,
+        Task, TransitionId, decide, locate,
     };
-    let record = simulate::Recording {
-        when,
-        counting: simulate::FailCounting::Simulator,
+    pub use crate::cib::{
+        Element, INFINITY, Location as LocationConstraint, LrmResource, NodeState, NvSet, RscOp,
+        parse_interval_ms, parse_score, parse_xml,
     };
-    let (next, fired) = simulate::apply_with(planned, &t.observed, &t.graph, record, outcome_of);
-    out.push('\n');
-    out.push_str("Executing Cluster Transition:\n");
-    out.push_str(&graph::render_execution(
-        &t.observed,
-        &t.graph,
-        &fired,
-        when,
-    ));
-    let revised = observed::observe(&next, now);
-    let data = input.summary.then(|| summary::SimulationSummary {
-        execution_date: show_date.map(str::to_string),
-        current: summary::cluster_status(current, true),
-        injections: input.injections.to_vec(),
-        modifications: injected
-            .as_ref()
-            .map(|i| {
-                i.lines
-                    .lines()
-                    .map(|l| l.trim().trim_start_matches("* ").to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
-        op_fail: input.op_fail.to_vec(),
-        fencing: summary::fencing_lines(&t.observed, &t.reconciliation),
-        transition: graph::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph),
-        executed: summary::executed_actions(&t.observed, &t.graph, &fired),
-        revised: summary::cluster_status(&revised, false),
-    });
-    if let Some(d) = show_date {
-        out.push_str(&format!("Using the original execution date of: {d}\n"));
-    }
-    out.push('\n');
-    out.push_str("Revised Cluster Status:\n");
-    out.push_str(&status::render_status(&revised, false));
-    Simulation {
-        text: out,
-        result: next,
-        errors: injected.map(|i| i.errors).unwrap_or_default(),
-        summary: data,
+    pub use crate::explain::{explain, explain_all, fold, render, render_all};
+    pub use crate::graph::{
+        EventKind, GraphAction, TransitionGraph, render_graph_xml, summary_lines,
+    };
+    // highlander-schedulerd's plan.rs (its Pacemaker-equivalent plan strips Highlander's
+    // policies and forces two-phase in the CIB; its log names atomic and policy decisions).
+    pub use crate::atomic::MIGRATION_MODEL_META;
+    pub use crate::cib::{Primitive, ResourceDef};
+    pub use crate::lifecycle::{
+        FAILBACK, ORIGIN_CAUSE, ORIGIN_NODE, ORIGIN_SINCE, SHUTDOWN_POLICY, Update, updates,
+    };
+    pub use crate::observed::{Role, configured_digest, observe};
+    pub use crate::pipeline::{Transition, schedule};
+    pub use crate::placement::Trace;
+    pub use crate::reconcile::Change;
+    pub use crate::recovery::{RELOCATIONS, RESTARTS};
+    pub use crate::rules::{RscData, eval_rule};
+    pub use crate::simulate::render_cib_xml;
+    pub use crate::status::primitive_line;
+
+    /// Whether the resource index is part of a bundle replica.
+    pub fn is_replica_part(t: &Transition, ri: usize) -> bool {
+        crate::bundles::is_replica_part(&t.observed, ri)
     }
 }

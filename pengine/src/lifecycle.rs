@@ -22,8 +22,9 @@ pub const SHUTDOWN_POLICY: &str = "shutdown-policy";
 pub const FAILBACK: &str = "failback";
 /// Node attribute: the administrator's evacuation request.
 pub const EVACUATE_ATTR: &str = "evacuate";
-/// Resource meta attributes holding the record of where it came from and why.
+/// Resource meta attributes holding the record of where it came from and why: the node.
 pub const ORIGIN_NODE: &str = "origin-node";
+/// Resource meta attribute: why it left its origin node.
 pub const ORIGIN_CAUSE: &str = "origin-cause";
 /// Resource meta attribute: when the record was written (seconds since the epoch).
 pub const ORIGIN_SINCE: &str = "origin-since";
@@ -75,6 +76,7 @@ pub struct Note {
 }
 
 /// A record to write once the transition has run.
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {
     SetOrigin {
@@ -143,7 +145,8 @@ fn lost_with(cib: &Cib, rsc: &str) -> Vec<String> {
             .collect();
         ops.sort_by_key(|o| o.call_id);
         let active = ops.last().is_some_and(|o| {
-            o.rc_code == 0 && matches!(o.operation.as_str(), "start" | "migrate_from" | "monitor")
+            o.rc_code == crate::cib::rc::OK
+                && matches!(o.operation.as_str(), "start" | "migrate_from" | "monitor")
         });
         if active {
             out.push(st.uname.clone());
@@ -591,9 +594,13 @@ impl fmt::Display for NodeRequest {
 /// A location score a lifecycle rule needs Pacemaker's scheduler to see.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pin {
+    /// The constraint's id.
     pub id: String,
+    /// The resource.
     pub rsc: String,
+    /// The node.
     pub node: String,
+    /// The score (±1,000,000 is INFINITY).
     pub score: i64,
 }
 
@@ -641,18 +648,27 @@ fn xml_attr(v: &str) -> String {
 pub enum CibChange {
     /// `crm_resource -r RSC --meta -p NAME -v VALUE` (`None`: `--meta -d NAME`).
     Meta {
+        /// The resource.
         rsc: String,
+        /// The meta-attribute.
         name: String,
+        /// Its new value; `None` deletes it.
         value: Option<String>,
     },
     /// `cibadmin -C -o constraints -X <rsc_location .../>`.
     AddPin(Pin),
     /// `cibadmin -D -o constraints -X <rsc_location id=ID/>`.
-    RemovePin { id: String },
+    RemovePin {
+        /// The constraint's id.
+        id: String,
+    },
     /// `crm_attribute -l forever -N NODE -n NAME -v VALUE` (`None`: `-D`).
     NodeAttr {
+        /// The node.
         node: String,
+        /// The attribute.
         name: String,
+        /// Its new value; `None` deletes it.
         value: Option<String>,
     },
 }
@@ -696,9 +712,16 @@ impl fmt::Display for CibChange {
 
 /// Why `sync` refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LifecycleError {
+    /// The request names a node the CIB does not have.
     #[error("{request}: no node named '{node}' in the CIB")]
-    UnknownNode { request: String, node: String },
+    UnknownNode {
+        /// The request as text.
+        request: String,
+        /// The node it names.
+        node: String,
+    },
 }
 
 /// The constraints the rules need for `obs` (one per resource and node: the pinned scores

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli_generate;
 mod cli_node;
-use pengine::simulate::{self, Injection, InjectionError, TicketChange};
+use pengine::{InjectionError, TicketChange, WhatIf};
 
 #[derive(Parser)]
 #[command(
@@ -52,17 +52,17 @@ struct ExplainArgs {
 fn explain(args: ExplainArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.xml_file)
         .map_err(|e| format!("cannot read {}: {e}", args.xml_file.display()))?;
-    let cib = pengine::parse_cib(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    let cib =
+        pengine::Cib::parse(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
     let now = match (&args.set_datetime, cib.execution_date) {
-        (Some(t), _) => {
-            pengine::placement::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?
-        }
+        (Some(t), _) => pengine::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?,
         (None, Some(e)) => e,
         (None, None) => wall_clock(),
     };
-    let explained =
-        pengine::explain::explain_all(&cib, now, &args.resource).map_err(|e| e.to_string())?;
-    print!("{}", pengine::explain::render_all(&explained));
+    let explained = cib
+        .explain(now, &args.resource)
+        .map_err(|e| e.to_string())?;
+    print!("{}", explained.render());
     Ok(())
 }
 
@@ -135,32 +135,25 @@ enum OutputAs {
     Json,
 }
 
-fn format_date(epoch: i64) -> String {
-    let days = epoch.div_euclid(86400);
-    let secs = epoch.rem_euclid(86400);
-    let (y, m, d) = pengine::placement::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
-        secs / 3600,
-        (secs / 60) % 60,
-        secs % 60
-    )
-}
-
-/// The injections named on the command line, in crm_simulate's order of application.
-fn injections(args: &SimulateArgs) -> Result<Vec<Injection>, InjectionError> {
-    let mut out = Vec::new();
+/// The what-if of the command line: the injections in crm_simulate's order of application, the
+/// `-F` failures and the time results are recorded at.
+fn what_if<'a>(
+    args: &SimulateArgs,
+    cib: &'a pengine::Cib,
+    now: i64,
+) -> Result<WhatIf<'a>, InjectionError> {
+    let mut w = cib.what_if(now).results_at(wall_clock());
     if let Some(q) = &args.quorum {
-        out.push(simulate::parse_quorum(q)?);
+        w = w.quorum(q)?;
     }
     for n in &args.node_up {
-        out.push(Injection::NodeUp(simulate::parse_node(n)?));
+        w = w.node_up(n)?;
     }
     for n in &args.node_down {
-        out.push(Injection::NodeDown(simulate::parse_node(n)?));
+        w = w.node_down(n)?;
     }
     for n in &args.node_fail {
-        out.push(Injection::NodeFail(simulate::parse_node(n)?));
+        w = w.node_fail(n)?;
     }
     for (change, tickets) in [
         (TicketChange::Grant, &args.ticket_grant),
@@ -169,16 +162,19 @@ fn injections(args: &SimulateArgs) -> Result<Vec<Injection>, InjectionError> {
         (TicketChange::Activate, &args.ticket_activate),
     ] {
         for t in tickets {
-            out.push(Injection::Ticket {
-                change,
-                ticket: simulate::parse_ticket(t)?,
-            });
+            w = w.ticket(change, t)?;
         }
     }
     for spec in &args.op_inject {
-        out.push(Injection::Op(simulate::parse_op_spec(spec)?));
+        w = w.op_inject(spec)?;
     }
-    Ok(out)
+    for spec in &args.op_fail {
+        w = w.op_fail(spec)?;
+    }
+    if args.output_as == OutputAs::Json {
+        w = w.with_json();
+    }
+    Ok(w)
 }
 
 fn wall_clock() -> i64 {
@@ -212,21 +208,17 @@ fn read_input(path: &std::path::Path) -> Result<String, String> {
 
 fn run(args: SimulateArgs) -> Result<(), String> {
     let text = read_input(&args.xml_file)?;
-    let input_xml =
-        pengine::cib::parse_xml(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
-    let cib = pengine::cib::cib_from_element(&input_xml)
+    let document = pengine::CibDocument::parse(&text)
         .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
-    // The element tree is only needed to write `-O`: free it now otherwise (peak memory).
-    let input_xml = args.save_output.is_some().then_some(input_xml);
-    let injections = injections(&args).map_err(|e| e.to_string())?;
-    let op_fail = args
-        .op_fail
-        .iter()
-        .map(|s| simulate::parse_op_spec(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let cib = document
+        .cib()
+        .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
+    // The document is only needed to write `-O`: free it now otherwise (peak memory).
+    let document = args.save_output.is_some().then_some(document);
+    // Bad injection arguments are reported before anything about the CIB.
+    what_if(&args, &cib, 0).map_err(|e| e.to_string())?;
     if cib.schema_validation_disabled() {
-        eprintln!("{}", pengine::cib::SCHEMA_VALIDATION_DISABLED);
+        eprintln!("{}", pengine::SCHEMA_VALIDATION_DISABLED);
     }
     for d in &cib.diagnostics {
         eprintln!(
@@ -240,64 +232,50 @@ fn run(args: SimulateArgs) -> Result<(), String> {
     }
     let (now, show) = match (&args.set_datetime, cib.execution_date) {
         (Some(t), _) => (
-            pengine::placement::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?,
+            pengine::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?,
             None,
         ),
-        (None, Some(e)) => (e, Some(format_date(e))),
+        (None, Some(e)) => (e, Some(pengine::format_date(e))),
         (None, None) => (wall_clock(), None),
     };
-    let when = wall_clock();
-    let input = pengine::SimulationInput {
-        show_date: show.as_deref(),
-        injections: &injections,
-        op_fail: &op_fail,
-        inject_time: Some(when),
-        summary: args.output_as == OutputAs::Json,
-    };
+    let mut what_if = what_if(&args, &cib, now).map_err(|e| e.to_string())?;
+    if let Some(date) = &show {
+        what_if = what_if.show_date(date);
+    }
     if args.output_as == OutputAs::Json && !args.simulate {
         return Err("--output-as json describes a -S run: add -S".into());
     }
     let mut result: Option<pengine::Cib> = None;
     if args.simulate {
-        let sim = pengine::run_simulation(&cib, now, &input);
+        let sim = what_if.run();
         if !args.quiet && !args.show_scores {
-            match &sim.summary {
-                Some(summary) => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&summary.to_json()).map_err(|e| e.to_string())?
-                ),
-                None => print!("{}", sim.text),
+            match sim.to_json() {
+                Some(json) => println!("{json}"),
+                None => print!("{}", sim.text()),
             }
         }
-        for e in &sim.errors {
+        for e in sim.errors() {
             eprintln!("{e}");
         }
-        result = Some(sim.result);
+        result = Some(sim.cib().clone());
     }
-    let planned = if injections.is_empty() {
-        std::borrow::Cow::Borrowed(&cib)
-    } else {
-        std::borrow::Cow::Owned(simulate::inject(&cib, &injections, when, now).cib)
-    };
-    if let (Some(path), Some(input_xml)) = (&args.save_output, &input_xml) {
+    let planned = what_if.injected();
+    if let (Some(path), Some(document)) = (&args.save_output, &document) {
         let out = result.as_ref().unwrap_or(planned.as_ref());
-        std::fs::write(path, simulate::render_cib_xml(input_xml, out))
+        std::fs::write(path, document.render_with_status(out))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {
-        let t = pengine::schedule(&planned, now);
+        let plan = planned.plan(now);
         if args.show_scores {
-            print!("{}", pengine::graph::render_scores(&t.observed, &t.desired));
+            print!("{}", plan.scores());
         }
         if let Some(path) = &args.save_graph {
-            std::fs::write(
-                path,
-                pengine::graph::render_graph_xml(&t.observed, &t.graph),
-            )
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(path, plan.graph_xml())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         if let Some(path) = &args.save_dotfile {
-            std::fs::write(path, pengine::graph::render_dot(&t.observed, &t.graph))
+            std::fs::write(path, plan.dot())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
     }

@@ -6,6 +6,7 @@ use crate::placement::Desired;
 
 /// What happens to one resource, in Pacemaker's summary vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // white-box type of `pengine::unstable`, not API
 pub enum Change {
     Keep,
     Start {

@@ -530,9 +530,12 @@ pub fn run(cib_text: &str, cmdlist: &str, start: i64) -> Result<String, Scenario
 
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScenarioError {
+    /// The CIB cannot be read.
     #[error(transparent)]
     Cib(#[from] crate::CibError),
+    /// An event cannot be applied.
     #[error(transparent)]
     Event(#[from] EventError),
 }

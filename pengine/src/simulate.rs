@@ -20,10 +20,15 @@ use crate::observed::Observed;
 /// (`vm1_monitor_10000@node1=7`, `vm1_migrate_to_0@node1=1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpSpec {
+    /// The resource.
     pub rsc: String,
+    /// The task (`monitor`, `start`, `migrate_to`, ...).
     pub task: String,
+    /// The interval (0 for a one-off action).
     pub interval_ms: u64,
+    /// The node.
     pub node: String,
+    /// The result code (OCF exit code).
     pub rc: i32,
 }
 
@@ -47,7 +52,12 @@ impl OpSpec {
 pub enum Injection {
     /// `-q/--quorum`: set the CIB's `have-quorum` (crm_simulate 2.1.5 applies it only together
     /// with another injection). The text is kept for the printed line.
-    Quorum { quorum: bool, text: String },
+    Quorum {
+        /// Whether the cluster has quorum.
+        quorum: bool,
+        /// The value as given.
+        text: String,
+    },
     /// `-u/--node-up`: the node joins (online member).
     NodeUp(String),
     /// `-d/--node-down`: the node leaves cleanly; its history and attributes are erased.
@@ -57,7 +67,9 @@ pub enum Injection {
     /// `-g/-r/-b/-e` (`--ticket-grant`, `--ticket-revoke`, `--ticket-standby`,
     /// `--ticket-activate`): a ticket's state changed.
     Ticket {
+        /// What happens to it.
         change: TicketChange,
+        /// The ticket.
         ticket: String,
     },
     /// `-i/--op-inject`: an operation result recorded in the history.
@@ -111,21 +123,56 @@ impl TicketChange {
 
 /// Why an injection argument could not be read; each carries the offending text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InjectionError {
+    /// Not of the form `RSC_TASK_INTERVAL@NODE=RC`.
     #[error("invalid operation spec '{spec}': expected RESOURCE_TASK_INTERVAL@NODE=RC")]
-    Shape { spec: String },
+    Shape {
+        /// The spec as given.
+        spec: String,
+    },
+    /// The operation key is not `RSC_TASK_INTERVAL`.
     #[error("invalid operation key '{key}' in '{spec}': expected RESOURCE_TASK_INTERVAL")]
-    OpKey { spec: String, key: String },
+    OpKey {
+        /// The spec as given.
+        spec: String,
+        /// The key in it.
+        key: String,
+    },
+    /// The interval is not a number of milliseconds.
     #[error("invalid interval '{interval}' in '{spec}': milliseconds expected")]
-    Interval { spec: String, interval: String },
+    Interval {
+        /// The spec as given.
+        spec: String,
+        /// The interval in it.
+        interval: String,
+    },
+    /// The result code is not an integer.
     #[error("invalid result code '{rc}' in '{spec}': an integer expected")]
-    Rc { spec: String, rc: String },
+    Rc {
+        /// The spec as given.
+        spec: String,
+        /// The result code in it.
+        rc: String,
+    },
+    /// The node name is empty.
     #[error("empty node name in '{spec}'")]
-    Node { spec: String },
+    Node {
+        /// The text as given.
+        spec: String,
+    },
+    /// The quorum value is not a boolean.
     #[error("invalid quorum value '{value}': expected true/false (1/0)")]
-    Quorum { value: String },
+    Quorum {
+        /// The value as given.
+        value: String,
+    },
+    /// The ticket name is empty.
     #[error("empty ticket name in '{spec}'")]
-    Ticket { spec: String },
+    Ticket {
+        /// The text as given.
+        spec: String,
+    },
 }
 
 /// Splits an operation key `RSC_TASK_INTERVAL` as Pacemaker does: the interval after the last
@@ -317,7 +364,12 @@ fn count_failure(
 ) -> Option<i64> {
     let (task, interval_ms, rc) = (op.task, op.interval_ms, op.rc);
     let fatal = match counting {
-        FailCounting::Simulator if rc == 0 || (rc == 7 && interval_ms == 0) => return None,
+        FailCounting::Simulator
+            if rc == crate::cib::rc::OK
+                || (rc == crate::cib::rc::NOT_RUNNING && interval_ms == 0) =>
+        {
+            return None;
+        }
         FailCounting::Simulator => false,
         // Pacemaker 2.1.5's controller (daemons/controld/controld_te_events.c,
         // update_failcount(), with the graph's failed-stop-offset="INFINITY" and
@@ -571,7 +623,7 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64, now: i64) -> Injec
                     task: &spec.task,
                     interval_ms: spec.interval_ms,
                     rc: spec.rc,
-                    target_rc: 0,
+                    target_rc: crate::cib::rc::OK,
                     when,
                     migrate: None,
                 };

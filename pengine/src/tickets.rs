@@ -317,7 +317,7 @@ mod tests {
         let ri = t.observed.rsc_index("rsc1").expect("configured");
         assert_eq!(t.desired.assigned[ri], None);
         // The status crm_simulate prints first does not show the scheduler's fencing.
-        let text = crate::render_simulation(&c, 0, None);
+        let text = crate::render_simulation(&c, 0);
         let current = text.split("Transition Summary").next().unwrap_or("");
         assert!(current.contains("Online: [ node1 node2 ]"), "{text}");
         assert!(
@@ -420,7 +420,7 @@ mod tests {
             .collect();
         assert!(acted.is_empty(), "only probes for the group: {acted:?}");
         // Not shown as blocked in the status printed before the transition.
-        let text = crate::render_simulation(&c, 0, None);
+        let text = crate::render_simulation(&c, 0);
         assert!(!text.contains("blocked"), "{text}");
     }
 

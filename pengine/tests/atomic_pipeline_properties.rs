@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use pengine::graph::{EventKind, TransitionGraph};
+use pengine::unstable::{EventKind, TransitionGraph};
 use proptest::prelude::*;
 
 const T0: i64 = 1_764_489_600;
@@ -326,7 +326,7 @@ fn acyclic(g: &TransitionGraph) -> bool {
 /// target runs before that fencing: an onward move after it raced the erasure (cts-sim seeds 40045
 /// and 1796061061167805 started the VM a second time).
 fn fragile_source_violations(
-    t: &pengine::Transition,
+    t: &pengine::unstable::Transition,
     vm: usize,
     source: usize,
     target: usize,
@@ -470,7 +470,7 @@ fn violations(case: &Case, model: Option<&str>) -> Vec<String> {
     let Ok(cib) = pengine::parse_cib(&xml) else {
         return vec![format!("generated CIB does not parse: {xml}")];
     };
-    let t = pengine::schedule(&cib, T0 + 10_000);
+    let t = pengine::unstable::schedule(&cib, T0 + 10_000);
     let g = &t.graph;
     let mut out = Vec::new();
     if !acyclic(g) {
@@ -517,7 +517,7 @@ fn violations(case: &Case, model: Option<&str>) -> Vec<String> {
         out.extend(fragile_source_violations(&t, vm, source, target));
     }
     if !out.is_empty() {
-        out.push(pengine::render_simulation(&cib, T0 + 10_000, None));
+        out.push(pengine::render_simulation(&cib, T0 + 10_000));
         out.push(xml);
     }
     out
@@ -602,7 +602,7 @@ fn generator_builds_interrupted_migrations() {
         None,
     );
     let cib = pengine::parse_cib(&cib_xml(&case, None)).expect("parses");
-    let t = pengine::schedule(&cib, T0 + 10_000);
+    let t = pengine::unstable::schedule(&cib, T0 + 10_000);
     assert!(possibly_running(&case, 0) && possibly_running(&case, 1));
     assert_eq!(t.atomic.entries.len(), 1, "{:?}", t.atomic);
     // A completed migration is settled.
@@ -613,7 +613,7 @@ fn generator_builds_interrupted_migrations() {
     );
     let cib = pengine::parse_cib(&cib_xml(&case, None)).expect("parses");
     assert!(
-        pengine::schedule(&cib, T0 + 10_000)
+        pengine::unstable::schedule(&cib, T0 + 10_000)
             .atomic
             .entries
             .is_empty()
@@ -646,7 +646,7 @@ fn an_older_migrate_to_is_closed_by_the_later_migrations() {
     case.history[1].clear();
     let plan = |model: &str| {
         let cib = pengine::parse_cib(&cib_xml(&case, Some(model))).expect("parses");
-        pengine::schedule(&cib, T0 + 10_000)
+        pengine::unstable::schedule(&cib, T0 + 10_000)
     };
     let t = plan("atomic");
     let vm = t

@@ -4,7 +4,7 @@
 //! The oracle here is written independently of `pengine::atomic::locate`: a deliberately coarse
 //! over-approximation of "the VM may run on this node", read straight from the history.
 
-use pengine::atomic::{
+use pengine::unstable::{
     Answer, Decision, NodeHistory, OpRecord, Presence, Step, Steps, Task, decide, locate,
 };
 use proptest::prelude::*;

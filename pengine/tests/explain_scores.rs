@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use conformance::corpus;
 use conformance::passing;
 use conformance::run::Check;
-use pengine::cib::INFINITY;
+use pengine::unstable::INFINITY;
 
 /// Parses a score as crm_simulate prints it.
 fn score(text: &str, line: &str) -> i64 {
@@ -87,7 +87,7 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             .expect("the corpus CIB");
         let cib = pengine::parse_cib(&text).expect("a CIB pengine passes");
         let now = match (date, cib.execution_date) {
-            (Some(t), _) => pengine::placement::parse_iso_date(&t).expect("a valid -t date"),
+            (Some(t), _) => pengine::parse_iso_date(&t).expect("a valid -t date"),
             (None, Some(e)) => e,
             (None, None) => wall_clock(),
         };
@@ -96,22 +96,21 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
                 .expect("the corpus scores");
         let expected = allocation_scores(&scores_text);
         let promotions = promotion_scores(&scores_text);
-        let observed = pengine::observed::observe(&cib, now);
+        let observed = pengine::unstable::observe(&cib, now);
         // Every resource is explained: a clone instance (or instance group member) by its
         // clone's placement, a bundle's container, IP, connection and inner instance by the
         // bundle's; each explanation's totals must be what crm_simulate shows for it (of the
         // scores it shows for that node, once per assignment: the last for a primitive).
         for r in observed.resources.iter().filter(|r| !r.orphan) {
-            let (t, trace) = match pengine::explain::explain(&cib, now, &r.id) {
+            let (t, trace) = match pengine::unstable::explain(&cib, now, &r.id) {
                 Ok(x) => x,
                 Err(e) => {
                     failures.push(format!("{name}: {}: {e}", r.id));
                     continue;
                 }
             };
-            let part =
-                trace.clone.is_some() || pengine::bundles::is_replica_part(&t.observed, trace.rsc);
-            let totals = pengine::explain::fold(&trace.steps);
+            let part = trace.clone.is_some() || pengine::unstable::is_replica_part(&t, trace.rsc);
+            let totals = pengine::unstable::fold(&trace.steps);
             for (ni, node) in t.observed.nodes.iter().enumerate() {
                 let key = (
                     "pcmk__primitive_assign".to_string(),
@@ -141,7 +140,7 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
             // The clone's own scores (`pcmk__clone_allocate` for the clone itself).
             if let Some(ci) = trace.clone {
                 let clone_id = &t.observed.groups[ci].id;
-                let own = pengine::explain::fold(&trace.clone_steps);
+                let own = pengine::unstable::fold(&trace.clone_steps);
                 for (ni, node) in t.observed.nodes.iter().enumerate() {
                     let key = (
                         "pcmk__clone_allocate".to_string(),
@@ -162,7 +161,7 @@ fn explained_totals_are_crm_simulates_allocation_scores() {
                 }
             }
             // A promotable instance's explanation states its promotion scores.
-            let text = pengine::explain::render(&t, &trace);
+            let text = pengine::unstable::render(&t, &trace);
             for (_, node, value) in promotions.iter().filter(|(rsc, _, _)| *rsc == r.id) {
                 let stated = format!("{value} on {node}");
                 if !text.contains(&stated) {
@@ -225,10 +224,10 @@ const CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uuid="n1"
 
 /// The explanation's folded total per node name (-INFINITY where no step touched the node).
 fn totals_by_node<'a>(
-    t: &'a pengine::Transition,
-    trace: &pengine::placement::Trace,
+    t: &'a pengine::unstable::Transition,
+    trace: &pengine::unstable::Trace,
 ) -> BTreeMap<&'a str, i64> {
-    let totals = pengine::explain::fold(&trace.steps);
+    let totals = pengine::unstable::fold(&trace.steps);
     t.observed
         .nodes
         .iter()
@@ -245,7 +244,7 @@ fn totals_by_node<'a>(
 #[test]
 fn explanation_names_each_contribution_and_the_choice() {
     let cib = pengine::parse_cib(CIB).expect("valid CIB");
-    let (t, trace) = pengine::explain::explain(&cib, 0, "vm").expect("vm is configured");
+    let (t, trace) = pengine::unstable::explain(&cib, 0, "vm").expect("vm is configured");
     let by_name = totals_by_node(&t, &trace);
     let want: BTreeMap<&str, i64> = [
         ("node1", 100),
@@ -256,7 +255,7 @@ fn explanation_names_each_contribution_and_the_choice() {
     .into_iter()
     .collect();
     assert_eq!(by_name, want);
-    let text = pengine::explain::render(&t, &trace);
+    let text = pengine::unstable::render(&t, &trace);
     let block = |node: &str| -> String {
         text.split("\n\n")
             .find(|b| b.starts_with(&format!("{node}:")))
@@ -296,8 +295,8 @@ fn explanation_names_each_contribution_and_the_choice() {
         "{text}"
     );
     assert_eq!(
-        pengine::explain::explain(&cib, 0, "nope").map(|_| ()),
-        Err(pengine::explain::ExplainError::UnknownResource { rsc: "nope".into() })
+        pengine::unstable::explain(&cib, 0, "nope").map(|_| ()),
+        Err(pengine::ExplainError::UnknownResource { rsc: "nope".into() })
     );
 }
 
@@ -339,16 +338,16 @@ const CLONES_CIB: &str = r#"<cib admin_epoch="0" epoch="1" num_updates="1" dc-uu
 #[test]
 fn clone_instances_and_collectives_are_explained() {
     let cib = pengine::parse_cib(CLONES_CIB).expect("valid CIB");
-    let all = pengine::explain::explain_all(&cib, 0, "a-clone").expect("a clone is explained");
+    let all = pengine::unstable::explain_all(&cib, 0, "a-clone").expect("a clone is explained");
     assert_eq!(all.len(), 2);
     for (t, trace) in &all {
         // The steps add up to the scores placement gave the instance, the clone's own steps
         // to the clone's.
-        let totals = pengine::explain::fold(&trace.steps);
+        let totals = pengine::unstable::fold(&trace.steps);
         assert_eq!(totals, t.desired.scores[trace.rsc]);
         let ci = trace.clone.expect("an instance of its clone");
         assert_eq!(t.observed.groups[ci].id, "a-clone");
-        let own = pengine::explain::fold(&trace.clone_steps);
+        let own = pengine::unstable::fold(&trace.clone_steps);
         assert_eq!(own, t.desired.group_scores[ci]);
         // Interleaved with b: only the node of the instance of b it pairs with is left.
         let placed = trace.assigned.expect("placed");
@@ -377,14 +376,14 @@ fn clone_instances_and_collectives_are_explained() {
         by_name,
         [("node1", -INFINITY), ("node2", -INFINITY), ("node3", 0)]
     );
-    let text = pengine::explain::render_all(&all);
+    let text = pengine::unstable::render_all(&all);
     assert!(
         text.starts_with("a:0 (ocf:heartbeat:Dummy), an instance of a-clone"),
         "{text}"
     );
     assert_eq!(text.matches("a-clone's own scores").count(), 1, "{text}");
     // b's instance: its clone's location shows in the clone's own scores.
-    let (_, trace) = pengine::explain::explain(&cib, 0, "b:0").expect("an instance");
+    let (_, trace) = pengine::unstable::explain(&cib, 0, "b:0").expect("an instance");
     assert!(
         trace
             .clone_steps
@@ -392,18 +391,18 @@ fn clone_instances_and_collectives_are_explained() {
             .any(|s| s.why.contains("b-avoids-node1"))
     );
     // A group: each member; a group id alone is not a primitive.
-    let group = pengine::explain::explain_all(&cib, 0, "g").expect("a group is explained");
+    let group = pengine::unstable::explain_all(&cib, 0, "g").expect("a group is explained");
     assert_eq!(group.len(), 2);
     assert!(matches!(
-        pengine::explain::explain(&cib, 0, "g"),
-        Err(pengine::explain::ExplainError::Collective { kind: "group", .. })
+        pengine::unstable::explain(&cib, 0, "g"),
+        Err(pengine::ExplainError::Collective { kind: "group", .. })
     ));
     // The resource a clone is made of, by its own id: the clone's instances.
-    let by_template = pengine::explain::explain_all(&cib, 0, "a").expect("a clone's resource");
+    let by_template = pengine::unstable::explain_all(&cib, 0, "a").expect("a clone's resource");
     assert_eq!(by_template.len(), 2);
-    let missing = pengine::explain::explain_all(&cib, 0, "a:7").map(|_| ());
+    let missing = pengine::unstable::explain_all(&cib, 0, "a:7").map(|_| ());
     assert_eq!(
         missing,
-        Err(pengine::explain::ExplainError::UnknownResource { rsc: "a:7".into() })
+        Err(pengine::ExplainError::UnknownResource { rsc: "a:7".into() })
     );
 }

@@ -25,7 +25,7 @@ fn prim(id: &str) -> String {
 
 fn simulate(text: &str) -> String {
     let cib = pengine::parse_cib(text).expect("a CIB");
-    pengine::render_simulation(&cib, NOW, None)
+    pengine::render_simulation(&cib, NOW)
 }
 
 /// The "Transition Summary" lines.
@@ -130,7 +130,7 @@ fn duplicate_ids_do_not_duplicate_resources() {
 
 #[test]
 fn negative_and_overflowing_scores_saturate() {
-    use pengine::cib::{INFINITY, parse_score};
+    use pengine::unstable::{INFINITY, parse_score};
     assert_eq!(parse_score("-1000001"), Some(-INFINITY));
     assert_eq!(parse_score("1000001"), Some(INFINITY));
     assert_eq!(parse_score("-5"), Some(-5));
@@ -150,7 +150,7 @@ fn negative_and_overflowing_scores_saturate() {
         "",
     );
     let cib = pengine::parse_cib(&text).unwrap();
-    let t = pengine::schedule(&cib, NOW);
+    let t = pengine::unstable::schedule(&cib, NOW);
     for scores in &t.desired.scores {
         for s in scores.values() {
             assert!((-INFINITY..=INFINITY).contains(s), "{s}");
@@ -377,23 +377,14 @@ proptest! {
     #[test]
     fn planner_output_is_deterministic(text in any_cib(), now in prop_oneof![Just(NOW), any::<i64>().prop_map(|n| n / 4)]) {
         let cib = pengine::parse_cib(&text).expect("generated CIBs are well-formed");
-        let first = pengine::render_simulation(&cib, now, None);
-        let t = pengine::schedule(&cib, now);
+        let first = pengine::render_simulation(&cib, now);
+        let plan = cib.plan(now);
         let again = pengine::parse_cib(&text).unwrap();
-        prop_assert_eq!(&first, &pengine::render_simulation(&again, now, None));
-        let t2 = pengine::schedule(&again, now);
-        prop_assert_eq!(
-            pengine::graph::render_graph_xml(&t.observed, &t.graph),
-            pengine::graph::render_graph_xml(&t2.observed, &t2.graph)
-        );
-        prop_assert_eq!(
-            pengine::graph::render_dot(&t.observed, &t.graph),
-            pengine::graph::render_dot(&t2.observed, &t2.graph)
-        );
-        prop_assert_eq!(
-            pengine::graph::render_scores(&t.observed, &t.desired),
-            pengine::graph::render_scores(&t2.observed, &t2.desired)
-        );
+        prop_assert_eq!(&first, &pengine::render_simulation(&again, now));
+        let plan2 = again.plan(now);
+        prop_assert_eq!(plan.graph_xml(), plan2.graph_xml());
+        prop_assert_eq!(plan.dot(), plan2.dot());
+        prop_assert_eq!(plan.scores(), plan2.scores());
     }
 
     /// Any cut or splice of a valid CIB: an error with a message or a CIB, never a panic.
@@ -403,7 +394,7 @@ proptest! {
         let at = (0..=at).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
         for candidate in [text[..at].to_string(), format!("{}{junk}{}", &text[..at], &text[at..])] {
             match pengine::parse_cib(&candidate) {
-                Ok(cib) => { let _ = pengine::render_simulation(&cib, NOW, None); }
+                Ok(cib) => { let _ = pengine::render_simulation(&cib, NOW); }
                 Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
         }
@@ -412,7 +403,7 @@ proptest! {
 
 #[test]
 fn huge_intervals_and_timeouts_saturate() {
-    use pengine::cib::parse_interval_ms;
+    use pengine::unstable::parse_interval_ms;
     // Regression (fuzzing): these overflowed u64 (a panic with overflow checks, a wrapped small
     // interval without).
     assert_eq!(parse_interval_ms("18446744073709552s"), u64::MAX);

@@ -11,9 +11,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pengine::atomic::{Decision, Location};
-use pengine::cib::NvSet;
-use pengine::graph::{EventKind, TransitionGraph};
+use pengine::unstable::NvSet;
+use pengine::unstable::{Decision, Location};
+use pengine::unstable::{EventKind, TransitionGraph};
 
 /// "Now" for the library runs: the scenarios have no time-dependent rules or failure timeouts.
 const NOW: i64 = 1_764_500_000;
@@ -159,7 +159,7 @@ fn graph_acyclic(g: &TransitionGraph) -> bool {
 
 /// The invariants of one scheduler run, for every atomic resource with an open migration.
 fn check_atomic_invariants(name: &str, cib: &pengine::Cib) -> Vec<String> {
-    let t = pengine::schedule(cib, NOW);
+    let t = pengine::unstable::schedule(cib, NOW);
     let g = &t.graph;
     let mut failures = Vec::new();
     if !graph_acyclic(g) {
@@ -332,7 +332,7 @@ fn scenarios_match_their_goldens_and_keep_the_invariants() {
 fn scenarios_exercise_the_atomic_model() {
     let mut open = 0;
     for dir in scenarios() {
-        let t = pengine::schedule(&load_cib(&dir.join("cib.xml")), NOW);
+        let t = pengine::unstable::schedule(&load_cib(&dir.join("cib.xml")), NOW);
         open += t.atomic.entries.len();
     }
     // 01-11 and 13-16 have one open migration each, 11 has two; 12 is a fresh migration.
@@ -356,9 +356,9 @@ fn two_phase_meta_attribute_disables_the_atomic_model() {
             ..Default::default()
         },
     );
-    let t = pengine::schedule(&cib, NOW);
+    let t = pengine::unstable::schedule(&cib, NOW);
     assert!(t.atomic.entries.is_empty());
-    assert!(!pengine::render_simulation(&cib, NOW, None).contains("Atomic Migrations:"));
+    assert!(!pengine::render_simulation(&cib, NOW).contains("Atomic Migrations:"));
 }
 
 /// The corpus's partial and failed migration cases, listed in `corpus.tsv`: (name, kind, situation).
@@ -410,14 +410,14 @@ fn corpus_atomic_cib(name: &str) -> pengine::Cib {
 /// load pseudo actions) is the core's two-phase work, checked by the conformance harness.
 fn corpus_atomic_output(name: &str) -> Option<String> {
     let cib = corpus_atomic_cib(name);
-    let t = pengine::schedule(&cib, NOW);
+    let t = pengine::unstable::schedule(&cib, NOW);
     let ids: Vec<String> = t
         .atomic
         .entries
         .iter()
         .map(|e| t.observed.resources[e.rsc].id.clone())
         .collect();
-    let full = pengine::render_simulation(&cib, NOW, None);
+    let full = pengine::render_simulation(&cib, NOW);
     let mut out = String::from("Atomic Migrations:\n");
     for l in section(&full, "Atomic Migrations:") {
         out.push_str(&l);
@@ -768,7 +768,7 @@ fn plan_edited_08(edit: impl Fn(String) -> String) -> String {
     let path = scenarios_dir().join("08-migrate-to-failed").join("cib.xml");
     let text = edit(std::fs::read_to_string(path).expect("read CIB"));
     let cib = pengine::parse_cib(&text).expect("edited CIB parses");
-    pengine::render_simulation(&cib, NOW, None)
+    pengine::render_simulation(&cib, NOW)
 }
 
 /// Adds a 10 s recurring monitor to vm1's configuration and its entry (call 11, between the start
@@ -852,7 +852,7 @@ fn migrate_to_failing_three_times_moves_by_stop_and_start() {
 
 /// Scenario 04 with node1 (the source of the pending migrate_to) online, and a Dummy `dep` active
 /// there that needs ticket T with loss-policy=fence; `granted` is T's state.
-fn scenario_04_with_ticket(granted: bool) -> pengine::Transition {
+fn scenario_04_with_ticket(granted: bool) -> pengine::unstable::Transition {
     let path = scenarios_dir()
         .join("04-source-lost-during-migrate-to")
         .join("cib.xml");
@@ -890,7 +890,7 @@ fn scenario_04_with_ticket(granted: bool) -> pengine::Transition {
         text = text.replacen(from, &to, 1);
     }
     let cib = pengine::parse_cib(&text).expect("edited CIB parses");
-    pengine::schedule(&cib, NOW)
+    pengine::unstable::schedule(&cib, NOW)
 }
 
 /// A ticket's `fence` loss policy marks the node unclean after the status is unpacked. The atomic

@@ -1,7 +1,7 @@
 //! Recovery and node-lifecycle scenarios in pve-ha-manager's style: every directory under
 //! `scenarios/recovery/` holds `cib.xml`, `cmdlist` and a reviewed golden `log.expect`; the runner
 //! (`pengine::scenario`) replays the events over virtual time and the log must match exactly.
-//! `UPDATE_EXPECT=1` rewrites the goldens (review the diff like code). Where a directory holds
+//! `HIGHLANDER_BLESS=1` rewrites the goldens (review the diff like code). Where a directory holds
 //! `crm_simulate.expect` (Pacemaker 2.1.5 on the same `cib.xml`, written by `regen.sh`), our
 //! Transition Summary for that CIB must equal Pacemaker's.
 
@@ -24,7 +24,7 @@ fn scenarios() -> Vec<PathBuf> {
 }
 
 fn update() -> bool {
-    std::env::var("UPDATE_EXPECT").is_ok_and(|v| v == "1")
+    std::env::var("HIGHLANDER_BLESS").is_ok_and(|v| v == "1")
 }
 
 fn read(p: &Path) -> String {
@@ -56,7 +56,7 @@ fn every_scenario_matches_its_golden_log() {
             .to_string_lossy()
             .to_string();
         assert!(dir.join("README.md").is_file(), "{name}: no README.md");
-        let log = pengine::scenario::run(
+        let log = pengine::run_scenario(
             &read(&dir.join("cib.xml")),
             &read(&dir.join("cmdlist")),
             START,
@@ -73,7 +73,7 @@ fn every_scenario_matches_its_golden_log() {
                 "{name}: log differs from log.expect\n--- expected\n{expected}\n--- actual\n{log}"
             )),
             Err(_) => failures.push(format!(
-                "{name}: no log.expect (run with UPDATE_EXPECT=1 and review it); actual:\n{log}"
+                "{name}: no log.expect (run with HIGHLANDER_BLESS=1 and review it); actual:\n{log}"
             )),
         }
     }
@@ -89,7 +89,7 @@ fn initial_plans_match_pacemaker_where_it_has_an_equivalent() {
             continue;
         }
         let cib = pengine::parse_cib(&read(&dir.join("cib.xml"))).expect("cib parses");
-        let ours = pengine::render_simulation(&cib, START, None);
+        let ours = pengine::render_simulation(&cib, START);
         assert_eq!(
             transition_summary(&ours),
             transition_summary(&read(&pacemaker)),
@@ -107,7 +107,7 @@ fn a_changed_golden_fails() {
     let dir = &scenarios()[0];
     let cmdlist = read(&dir.join("cmdlist"));
     let fewer: String = cmdlist.lines().skip(1).map(|l| format!("{l}\n")).collect();
-    let log = pengine::scenario::run(&read(&dir.join("cib.xml")), &fewer, START).expect("runs");
+    let log = pengine::run_scenario(&read(&dir.join("cib.xml")), &fewer, START).expect("runs");
     assert_ne!(log, read(&dir.join("log.expect")));
 }
 
@@ -157,8 +157,8 @@ fn restart_limit_is_migration_threshold_when_relocations_are_unlimited() {
     // migration-threshold=3 plans (restart twice in place, then move to the best other node).
     let (dir, _, policy, pacemaker) = policy_and_pacemaker("01-restart-limit", 2, 3);
     let cmdlist = read(&dir.join("cmdlist"));
-    let ours = pengine::scenario::run(&policy, &cmdlist, START).expect("policy runs");
-    let theirs = pengine::scenario::run(&pacemaker, &cmdlist, START).expect("pacemaker runs");
+    let ours = pengine::run_scenario(&policy, &cmdlist, START).expect("policy runs");
+    let theirs = pengine::run_scenario(&pacemaker, &cmdlist, START).expect("pacemaker runs");
     assert_eq!(plans_and_states(&ours), plans_and_states(&theirs));
     assert!(
         plans_and_states(&ours)
@@ -175,15 +175,15 @@ fn pacemaker_equivalent_combination() {
     let (_, cib, policy, pacemaker) = policy_and_pacemaker("04-error-and-cleanup", 0, 1);
     let cmdlist = "fail vm1 node1 monitor\nfail vm1 node2 monitor\nfail vm1 node3 monitor\n\
                    advance 1h\ncleanup vm1\n";
-    let ours = pengine::scenario::run(&policy, cmdlist, START).expect("policy runs");
-    let theirs = pengine::scenario::run(&pacemaker, cmdlist, START).expect("pacemaker runs");
+    let ours = pengine::run_scenario(&policy, cmdlist, START).expect("policy runs");
+    let theirs = pengine::run_scenario(&pacemaker, cmdlist, START).expect("pacemaker runs");
     assert_eq!(plans_and_states(&ours), plans_and_states(&theirs));
     // And the comparison has teeth: it saw the relocations and the final stop.
     let lines = plans_and_states(&ours).join("\n");
     assert!(lines.contains("Recover vm1 ( node2 -> node3 )"), "{lines}");
     assert!(lines.contains("Stop vm1 ( node3 )"), "{lines}");
     // With only one relocation allowed the plans differ: the policy stops after node2.
-    let limited = pengine::scenario::run(&cib, cmdlist, START);
+    let limited = pengine::run_scenario(&cib, cmdlist, START);
     assert!(
         limited.is_err(),
         "vm1 no longer runs on node3 when relocations=1"
@@ -197,7 +197,7 @@ fn never_two_copies_except_where_pacemaker_is_asked_to_risk_it() {
     // with fencing disabled) may do that; its vm1 (requires=fencing) must not.
     let mut seen = Vec::new();
     for dir in scenarios() {
-        let log = pengine::scenario::run(
+        let log = pengine::run_scenario(
             &read(&dir.join("cib.xml")),
             &read(&dir.join("cmdlist")),
             START,

@@ -68,8 +68,8 @@ fn resource_lines_match_crm_simulate() {
     ];
     for (name, ops, meta, want) in cases {
         let cib = pengine::parse_cib(&cib(&ops, meta)).expect("valid CIB");
-        let obs = pengine::observed::observe(&cib, 0);
-        let line = pengine::status::primitive_line(&obs, &obs.resources[0]);
+        let obs = pengine::unstable::observe(&cib, 0);
+        let line = pengine::unstable::primitive_line(&obs, &obs.resources[0]);
         let want_line = format!("r\t(ocf:heartbeat:Dummy):\t {want}");
         assert_eq!(line, want_line, "case {name}");
     }

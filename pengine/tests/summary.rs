@@ -35,7 +35,7 @@ fn section(text: &str, title: &str) -> String {
 #[test]
 fn move_and_group_start_match_crm_simulate() {
     let cib = pengine::parse_cib(MOVE_CIB).expect("valid CIB");
-    let out = pengine::render_simulation(&cib, 0, None);
+    let out = pengine::render_simulation(&cib, 0);
     let current = "Current cluster status:
   * Node List:
     * Online: [ node1 node2 ]
@@ -110,7 +110,7 @@ const NO_QUORUM_CIB: &str = r#"<cib have-quorum="0" dc-uuid="2" admin_epoch="0" 
 #[test]
 fn no_stop_is_sent_to_a_lost_node_without_quorum() {
     let cib = pengine::parse_cib(NO_QUORUM_CIB).expect("valid CIB");
-    let out = pengine::render_simulation(&cib, 0, None);
+    let out = pengine::render_simulation(&cib, 0);
     let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat = squeeze(&out);
     assert!(

@@ -1,8 +1,10 @@
 //! The daemon's only door into pengine: a CIB's text in, the transition graph (Pacemaker's
 //! XML), the summary lines and the warning flags out. Every call into the `pengine` crate is
-//! here, so that a change of its API touches this module alone.
+//! here, so that a change of its API touches this module alone. It still reaches pengine's
+//! internals through the hidden `pengine::unstable` module (the policy attributes it strips for
+//! the guard's plan, the atomic and policy notes it logs); what the façade offers it uses.
 
-use pengine::cib::{NvSet, Primitive, ResourceDef};
+use pengine::unstable::{self as pe, NvSet, Primitive, ResourceDef};
 
 /// Which migration model the plan uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +40,8 @@ pub struct MetaWrite {
     pub why: String,
 }
 
-fn meta_write(u: &pengine::lifecycle::Update) -> MetaWrite {
-    use pengine::lifecycle::{ORIGIN_CAUSE, ORIGIN_NODE, ORIGIN_SINCE, Update};
+fn meta_write(u: &pe::Update) -> MetaWrite {
+    use pe::{ORIGIN_CAUSE, ORIGIN_NODE, ORIGIN_SINCE, Update};
     let names = [ORIGIN_NODE, ORIGIN_CAUSE, ORIGIN_SINCE];
     match u {
         Update::SetOrigin {
@@ -124,9 +126,9 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
             &forced
         }
     };
-    let t = pengine::schedule(cib, now);
-    let graph_xml = pengine::graph::render_graph_xml(&t.observed, &t.graph);
-    let summary = pengine::graph::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph)
+    let t = pe::schedule(cib, now);
+    let graph_xml = pe::render_graph_xml(&t.observed, &t.graph);
+    let summary = pe::summary_lines(&t.observed, &t.plan, &t.reconciliation, &t.graph)
         .into_iter()
         .map(|l| {
             let mut s = format!("{} {} ( {} )", l.verb, l.rsc, l.details);
@@ -152,7 +154,7 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
         .map(|n| format!("{}: {}", n.rsc, n.text))
         .chain(t.lifecycle.iter().map(|n| format!("{}: {}", n.rsc, n.text)))
         .collect();
-    let meta_writes = pengine::lifecycle::updates(cib, &t.observed)
+    let meta_writes = pe::updates(cib, &t.observed)
         .iter()
         .map(meta_write)
         .collect();
@@ -168,13 +170,13 @@ pub fn plan(input: &Input, now: i64, models: Models) -> Plan {
 /// Highlander's policy attributes (meta attributes, `rsc_defaults`, cluster properties), which
 /// Pacemaker ignores: the Pacemaker-equivalent plan drops them.
 const POLICY_ATTRIBUTES: &[&str] = &[
-    pengine::recovery::RESTARTS,
-    pengine::recovery::RELOCATIONS,
-    pengine::lifecycle::SHUTDOWN_POLICY,
-    pengine::lifecycle::FAILBACK,
-    pengine::lifecycle::ORIGIN_NODE,
-    pengine::lifecycle::ORIGIN_CAUSE,
-    pengine::lifecycle::ORIGIN_SINCE,
+    pe::RESTARTS,
+    pe::RELOCATIONS,
+    pe::SHUTDOWN_POLICY,
+    pe::FAILBACK,
+    pe::ORIGIN_NODE,
+    pe::ORIGIN_CAUSE,
+    pe::ORIGIN_SINCE,
 ];
 
 fn strip_policies(cib: &mut pengine::Cib) {
@@ -237,10 +239,8 @@ fn force_primitive(p: &mut Primitive) {
             score: top.saturating_add(1).max(1_000_000),
             rules: Vec::new(),
             pairs: vec![(
-                pengine::atomic::MIGRATION_MODEL_META.to_string(),
-                pengine::atomic::MigrationModel::TwoPhase
-                    .as_str()
-                    .to_string(),
+                pe::MIGRATION_MODEL_META.to_string(),
+                pengine::MigrationModel::TwoPhase.as_str().to_string(),
             )],
         },
     );

@@ -19,9 +19,9 @@
 
 use std::collections::BTreeMap;
 
-use pengine::Transition;
-use pengine::graph::TransitionGraph;
-use pengine::observed::Role;
+use pengine::unstable::Role;
+use pengine::unstable::Transition;
+use pengine::unstable::TransitionGraph;
 
 use super::cluster::{Phase, Sim};
 use super::record::Member;
@@ -151,7 +151,7 @@ pub fn at_idle(sim: &mut Sim, t: &Transition) {
         }
         // Placed, but its start is blocked with a stated reason (no quorum: Pacemaker 2.1.5
         // assigns as usual and only marks the start unrunnable).
-        if let Some(pengine::reconcile::Change::Start {
+        if let Some(pengine::unstable::Change::Start {
             blocked: Some(_), ..
         }) = t.reconciliation.changes.get(ri)
         {
@@ -330,7 +330,7 @@ pub fn known_gap(sim: &Sim, checker: &str, message: &str) -> Option<&'static str
 mod tests {
     use super::*;
     use crate::sim::options::{Options, PlannerKind, Profile};
-    use pengine::graph::{EventKind, GraphAction};
+    use pengine::unstable::{EventKind, GraphAction};
 
     fn action(key: &str) -> GraphAction {
         GraphAction {

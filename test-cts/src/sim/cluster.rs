@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use highlander_agent::Outcome;
 use ocf_metadata::OcfExitCode;
-use pengine::cib::Cib;
-use pengine::graph::{EventKind, TransitionGraph};
+use pengine::Cib;
+use pengine::unstable::{EventKind, TransitionGraph};
 
 use super::checkers;
 use super::executor::{self, OpKind};
@@ -386,7 +386,7 @@ impl Sim {
     pub fn violate(&mut self, checker: &'static str, message: String) {
         if self.violation.is_none() {
             let now_s = record::now_s(self.now_ms());
-            self.status_at_violation = pengine::render_simulation(&self.cib, now_s, None);
+            self.status_at_violation = pengine::render_simulation(&self.cib, now_s);
             self.note("CHECK", format!("VIOLATION [{checker}] {message}"));
             let known_gap = checkers::known_gap(self, checker, &message);
             if let Some(g) = known_gap {

@@ -4,16 +4,16 @@
 //! control rewrites the status that way before asking pengine, so the checkers must catch it on
 //! the 2013 scenario.
 
-use pengine::Transition;
-use pengine::cib::Cib;
+use pengine::Cib;
+use pengine::unstable::Transition;
 
 use super::options::PlannerKind;
 
 /// One scheduler run.
 pub fn plan(kind: PlannerKind, cib: &Cib, now_s: i64) -> Transition {
     match kind {
-        PlannerKind::Pengine => pengine::schedule(cib, now_s),
-        PlannerKind::Pacemaker10 => pengine::schedule(&view_as_pacemaker_1_0(cib), now_s),
+        PlannerKind::Pengine => pengine::unstable::schedule(cib, now_s),
+        PlannerKind::Pacemaker10 => pengine::unstable::schedule(&view_as_pacemaker_1_0(cib), now_s),
     }
 }
 

@@ -7,7 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use pengine::cib::{Cib, Element, Location, LrmResource, NodeState, NvSet, RscOp};
+use pengine::Cib;
+use pengine::unstable::{
+    Element, LocationConstraint as Location, LrmResource, NodeState, NvSet, RscOp,
+};
 
 use super::options::Options;
 use super::rng::Rng;
@@ -340,7 +343,7 @@ impl NodeLrm {
                 }
                 let key = (op.operation.as_str(), op.interval_ms);
                 // Digests do not depend on time here (no rules in the simulated configuration).
-                match pengine::observed::configured_digest(cib, &res.id, key, &node_attrs, 0) {
+                match pengine::unstable::configured_digest(cib, &res.id, key, &node_attrs, 0) {
                     Some(d) => op.element.set_attr("op-digest", &d),
                     None => op.element.attrs.retain(|(k, _)| k != "op-digest"),
                 }
@@ -399,7 +402,7 @@ pub fn set_node_attr(cib: &mut Cib, node: &str, name: &str, value: Option<&str>)
 /// status and quorum from `cib`, and `execution-date` set to `now_s` so both planners see the
 /// same time.
 pub fn cib_document(initial_xml: &str, cib: &Cib, now_s: i64) -> Result<String, String> {
-    let mut root = pengine::cib::parse_xml(initial_xml).map_err(|e| e.to_string())?;
+    let mut root = pengine::unstable::parse_xml(initial_xml).map_err(|e| e.to_string())?;
     root.set_attr("execution-date", &now_s.to_string());
     if let Some(config) = root.children.iter_mut().find(|c| c.name == "configuration") {
         for section in &mut config.children {
@@ -453,7 +456,7 @@ pub fn cib_document(initial_xml: &str, cib: &Cib, now_s: i64) -> Result<String, 
             }
         }
     }
-    Ok(pengine::simulate::render_cib_xml(&root, cib))
+    Ok(pengine::unstable::render_cib_xml(&root, cib))
 }
 
 #[cfg(test)]
