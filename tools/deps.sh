@@ -10,6 +10,8 @@ PACKAGES=(
     pkg-config libvirt-dev
     # real libvirt with QEMU in software emulation (TCG), as the agent tests run it
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 tini
+    # qemu-img: the agent's backingfile/stateless overlays
+    qemu-utils
     # OCF tooling: ocf-tester, the DTD and metadata.rng, xmllint
     resource-agents libxml2-utils
     # Pacemaker's CLIs (crm_simulate is the scheduler's oracle) and a real cluster
@@ -22,6 +24,8 @@ PACKAGES=(
     hyperfine
     # /usr/bin/time: peak memory in bench/pengine.sh
     time
+    # the Debian package (tools/deb.sh) and its test: lintian, man pages, Debian's pcs and crmsh
+    dpkg-dev binutils lintian man-db pcs crmsh
 )
 
 missing=()
