@@ -35,7 +35,22 @@ const VM: &str = "vm1";
 /// Builds a cluster, or returns `None` after saying loudly why this machine cannot (and
 /// panicking instead under CI, where a skip would hide a broken suite).
 fn cluster(scenario: &str, nodes: usize) -> Option<Cluster> {
-    cluster_with(scenario, nodes, Scheduler::Pacemaker)
+    cluster_with(scenario, nodes, default_scheduler())
+}
+
+/// The scheduler of the scenarios that do not choose one: Pacemaker's, or Highlander's with
+/// `HIGHLANDER_CLUSTER_SCHEDULER=highlander` (the whole suite under highlander-schedulerd).
+fn default_scheduler() -> Scheduler {
+    match std::env::var("HIGHLANDER_CLUSTER_SCHEDULER").as_deref() {
+        Ok("highlander") => Scheduler::Highlander(workspace_binary(
+            "highlander-schedulerd",
+            "highlander-schedulerd",
+        )),
+        Ok("pacemaker") | Err(_) => Scheduler::Pacemaker,
+        Ok(other) => {
+            panic!("HIGHLANDER_CLUSTER_SCHEDULER={other}: expected pacemaker or highlander")
+        }
+    }
 }
 
 /// As `cluster`, with the given scheduler daemon in every node.
