@@ -24,7 +24,7 @@ CAP_S=${BENCH_CAP_S:-90}
 REPS=${BENCH_REPS:-5}
 BUDGET_S=${BENCH_BUDGET_S:-10}
 SEED=${BENCH_SEED:-1}
-CORPUS=${HIGHLANDER_SHARED:-../shared}/conformance/pacemaker-2.1.5
+CORPUS=testdata/pacemaker-2.1.5
 
 # run TOOL FILE OUT TIMES: one run, appending "wall cpu maxrss_kb status" to TIMES.
 run() {
@@ -193,7 +193,8 @@ if [ -d "$CORPUS/xml" ]; then
         bench_one "corpus-$name" "corpus \`$name\`" "$nodes" "$resources" "$file"
     done
 else
-    echo "bench: SKIPPED the corpus inputs: $CORPUS is absent" >&2
+    echo "bench: $CORPUS is missing: the corpus is part of the repository" >&2
+    exit 1
 fi
 
 cat >"$DIR/meta" <<META

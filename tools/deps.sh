@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Highlander's build, demo and tests need, only those that are missing.
-# Idempotent; needs root (or sudo) only when something is missing.
+# Idempotent; needs root (or sudo) only when something is missing. Packages only: the users and
+# directories the private daemons need (libvirt-qemu, /var/lib/libvirt, ...) are made by the one
+# host set-up the demo and the tests run themselves (test-cts/src/host.rs, `hl-preflight`).
 set -euo pipefail
 
 PACKAGES=(
@@ -18,6 +20,8 @@ PACKAGES=(
     hyperfine
     # /usr/bin/time: peak memory in bench/pengine.sh
     time
+    # the Debian package (tools/deb.sh) and its test: lintian, man pages, Debian's pcs and crmsh
+    dpkg-dev binutils lintian man-db pcs crmsh
 )
 
 missing=()
@@ -35,9 +39,3 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q >&2
 # qemu-system-x86 would pull a whole desktop stack through recommends; nothing here needs it.
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-# The Debian QEMU driver refuses to start without this user; libvirt-daemon-system would create it.
-if ! getent passwd libvirt-qemu >/dev/null; then
-    getent group libvirt-qemu >/dev/null || $SUDO groupadd --system libvirt-qemu
-    $SUDO useradd --system --no-create-home --home-dir /var/lib/libvirt \
-        --shell /usr/sbin/nologin -g libvirt-qemu libvirt-qemu
-fi

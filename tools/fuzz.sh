@@ -35,8 +35,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install --locked cargo-fuzz
 fi
 
-shared=${HIGHLANDER_SHARED:-$root/../shared}
-conformance=$shared/conformance/pacemaker-2.1.5/xml
+conformance=$root/testdata/pacemaker-2.1.5/xml
 corpus=$root/fuzz/corpus
 
 seed() { # seed TARGET NAME CONTENT
@@ -47,17 +46,16 @@ seed() { # seed TARGET NAME CONTENT
 seed_all() {
     # CIBs: the conformance inputs, plus hand-made hostile ones.
     mkdir -p "$corpus/cib" "$corpus/cib_schedule" "$corpus/rule_date"
-    if [[ -d "$conformance" ]]; then
-        for f in "$conformance"/*.xml; do
-            cp -n "$f" "$corpus/cib/" 2>/dev/null || true
-            cp -n "$f" "$corpus/cib_schedule/" 2>/dev/null || true
-        done
-        # Rule targets start from the conformance CIBs that have rules.
-        grep -l '<rule' "$conformance"/*.xml | head -n 80 | xargs -r cp -n -t "$corpus/rule_date/" || true
-    else
-        echo "fuzz.sh: $conformance missing: CIB seeds are the hand-made ones only" >&2
-        [[ -n "${CI:-}" ]] && { echo "fuzz.sh: CI needs the conformance inputs" >&2; exit 1; }
+    if [[ ! -d "$conformance" ]]; then
+        echo "fuzz.sh: $conformance is missing: the corpus is part of the repository (testdata/)" >&2
+        exit 1
     fi
+    for f in "$conformance"/*.xml; do
+        cp -n "$f" "$corpus/cib/" 2>/dev/null || true
+        cp -n "$f" "$corpus/cib_schedule/" 2>/dev/null || true
+    done
+    # Rule targets start from the conformance CIBs that have rules.
+    grep -l '<rule' "$conformance"/*.xml | head -n 80 | xargs -r cp -n -t "$corpus/rule_date/" || true
     local cib='<cib have-quorum="1" execution-date="1700000000"><configuration><crm_config><cluster_property_set id="o"><nvpair id="o1" name="stonith-enabled" value="false"/></cluster_property_set></crm_config><nodes><node id="1" uname="n1"/><node id="2" uname="n2"/></nodes><resources><primitive id="vm" class="ocf" provider="heartbeat" type="VirtualDomain"><meta_attributes id="m"><nvpair id="m1" name="allow-migrate" value="true"/></meta_attributes><operations><op id="vm-mon" name="monitor" interval="10s"/></operations></primitive></resources><constraints><rsc_location id="l" rsc="vm" node="n1" score="INFINITY"/><rsc_order id="o" first="vm" then="vm"/><rsc_colocation id="c" rsc="vm" with-rsc="vm" score="-INFINITY"/></constraints></configuration><status><node_state id="1" uname="n1" in_ccm="true" crmd="online" join="member" expected="member"><lrm id="1"><lrm_resources><lrm_resource id="vm" class="ocf" provider="heartbeat" type="VirtualDomain"><lrm_rsc_op id="vm_last_0" operation="migrate_to" call-id="9" rc-code="1" op-status="0" interval="0" last-rc-change="99999999999" migrate_source="n1" migrate_target="n2"/></lrm_resource></lrm_resources></lrm></node_state></status></cib>'
     seed cib hostile "$cib"
     seed cib_schedule hostile "$cib"

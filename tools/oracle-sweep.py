@@ -37,9 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("HIGHLANDER_SHARED", ROOT / "../shared")) / "conformance/pacemaker-2.1.5/xml"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/conformance/pacemaker-2.1.5/xml")
+CORPUS = ROOT / "testdata/pacemaker-2.1.5/xml"
 
 MUTATIONS = ["up", "down", "fail", "mon1", "mon7", "probe0"]
 

@@ -4,7 +4,7 @@
 # Prints one line per case (PASS/FAIL name) and a total.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=${HIGHLANDER_SHARED:-$root/../shared}/conformance/pacemaker-2.1.5
+corpus=$root/testdata/pacemaker-2.1.5
 bin=$root/target/release/pengine
 list=${1:-}
 if [ -z "$list" ]; then list=$(mktemp); tail -n +2 "$corpus/tests.tsv" | cut -f1 > "$list"; fi

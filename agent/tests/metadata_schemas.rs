@@ -11,13 +11,10 @@ use ocf_metadata::{MetadataProfile, render_metadata};
 const RA_DIR: &str = "/usr/share/resource-agents";
 
 fn ocf11_rng() -> PathBuf {
-    let shared = std::env::var_os("HIGHLANDER_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let rng = shared.join("conformance/ocf-1.1/ra-api.rng");
+    let rng = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/ocf-1.1/ra-api.rng");
     assert!(
         rng.is_file(),
-        "{} is missing: the OCF 1.1 schema comes from ../shared (set HIGHLANDER_SHARED)",
+        "{} is missing: the OCF 1.1 schema is kept in the repository under testdata/",
         rng.display()
     );
     rng

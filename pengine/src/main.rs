@@ -4,13 +4,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cli_generate;
 mod cli_node;
 use pengine::{InjectionError, TicketChange, WhatIf};
 
 #[derive(Parser)]
 #[command(
     name = "pengine",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HIGHLANDER_COMMIT"), ")"),
     about = "Plan a Pacemaker transition from a CIB, as crm_simulate does"
 )]
 struct Cli {
@@ -29,6 +30,9 @@ enum Command {
     /// Node lifecycle requests for a live cluster (evacuate, restore, shutdown, sync): see
     /// docs/recovery.md.
     Node(cli_node::NodeArgs),
+    /// Write the man pages or shell completions (for packaging).
+    #[command(hide = true)]
+    Generate(cli_generate::GenerateArgs),
 }
 
 #[derive(clap::Args)]
@@ -263,6 +267,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => report("pengine", run(args)),
         Command::Explain(args) => report("pengine", explain(args)),
         Command::Node(args) => report("pengine node", cli_node::run(args)),
+        Command::Generate(args) => report("pengine generate", cli_generate::run::<Cli>(args)),
     }
 }
 

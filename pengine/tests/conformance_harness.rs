@@ -360,14 +360,6 @@ fi
 [ "$mode" = no-dot ] || cp "$dir/dot/$name.dot" "$dot"
 "#;
 
-fn corpus_or_skip(test: &str) -> Option<std::path::PathBuf> {
-    let dir = corpus::corpus_dir();
-    if dir.is_none() {
-        corpus::skip_without_corpus(test);
-    }
-    dir
-}
-
 fn cases(corpus_dir: &Path, names: &[&str]) -> Vec<Case> {
     let all = corpus::read_cases(corpus_dir).expect("tests.tsv");
     let picked: Vec<Case> = all
@@ -392,9 +384,7 @@ const REPLAYED: &[&str] = &["migrate-begin", "date-2", "group1", "simple7"];
 
 #[test]
 fn a_candidate_printing_the_expected_files_passes() {
-    let Some(corpus_dir) = corpus_or_skip("a_candidate_printing_the_expected_files_passes") else {
-        return;
-    };
+    let corpus_dir = corpus::corpus_dir();
     for result in run_replay(&corpus_dir, "exact", REPLAYED, Duration::from_secs(30)) {
         assert!(
             result.passes_all(),
@@ -407,9 +397,7 @@ fn a_candidate_printing_the_expected_files_passes() {
 
 #[test]
 fn wrong_outputs_are_reported_as_failures() {
-    let Some(corpus_dir) = corpus_or_skip("wrong_outputs_are_reported_as_failures") else {
-        return;
-    };
+    let corpus_dir = corpus::corpus_dir();
     let timeout = Duration::from_secs(30);
     let summary = run_replay(&corpus_dir, "wrong-summary", &["migrate-begin"], timeout);
     assert!(
@@ -451,9 +439,7 @@ fn wrong_outputs_are_reported_as_failures() {
 
 #[test]
 fn a_hanging_candidate_is_killed_and_fails() {
-    let Some(corpus_dir) = corpus_or_skip("a_hanging_candidate_is_killed_and_fails") else {
-        return;
-    };
+    let corpus_dir = corpus::corpus_dir();
     let started = Instant::now();
     let results = run_replay(
         &corpus_dir,
@@ -475,9 +461,7 @@ fn a_hanging_candidate_is_killed_and_fails() {
 
 #[test]
 fn a_missing_candidate_fails_every_case() {
-    let Some(corpus_dir) = corpus_or_skip("a_missing_candidate_fails_every_case") else {
-        return;
-    };
+    let corpus_dir = corpus::corpus_dir();
     let candidate = Candidate::parse("/nonexistent/pengine simulate").expect("command");
     let results = run_all(
         &corpus_dir,
@@ -496,9 +480,7 @@ fn a_missing_candidate_fails_every_case() {
 /// input).
 #[test]
 fn crm_simulate_passes_its_own_corpus() {
-    let Some(corpus_dir) = corpus_or_skip("crm_simulate_passes_its_own_corpus") else {
-        return;
-    };
+    let corpus_dir = corpus::corpus_dir();
     let found = std::process::Command::new("crm_simulate")
         .arg("--version")
         .output()

@@ -20,27 +20,24 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn corpus() -> Option<PathBuf> {
-    let shared = std::env::var_os("HIGHLANDER_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("../shared"));
-    let dir = shared.join("conformance/pacemaker-2.1.5/xml");
-    dir.is_dir().then_some(dir)
+/// The corpus CIBs kept in the repository (`testdata/`); a checkout without them fails.
+fn corpus() -> PathBuf {
+    let dir = workspace().join("testdata/pacemaker-2.1.5/xml");
+    assert!(dir.is_dir(), "the corpus {} is missing", dir.display());
+    dir
 }
 
-fn have_crm_simulate() -> bool {
+/// crm_simulate is the oracle: without it these tests cannot look at anything, so they fail.
+fn require_crm_simulate() {
     let found = Command::new("crm_simulate")
         .arg("--version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    if !found {
-        if std::env::var_os("CI").is_some() {
-            panic!("crm_simulate (Pacemaker 2.1.5) is required in CI for the injection oracle");
-        }
-        eprintln!("SKIPPED injection_oracle: crm_simulate is not installed");
-    }
-    found
+    assert!(
+        found,
+        "crm_simulate (Pacemaker 2.1.5) is not installed: the injection oracle needs it (tools/deps.sh)"
+    );
 }
 
 fn run(program: &str, sub: Option<&str>, cib: &Path, args: &[&str]) -> String {
@@ -143,7 +140,8 @@ fn cases() -> Vec<(PathBuf, Vec<&'static str>)> {
         (sample.clone(), vec!["-q", "0"]),
         (sample, vec!["-q", "0", "-u", "node3"]),
     ];
-    if let Some(dir) = corpus() {
+    {
+        let dir = corpus();
         for (name, args) in [
             ("simple1", vec!["-i", "rsc1_monitor_0@node1=0"]),
             ("simple1", vec!["-i", "rsc1_start_0@node1=1"]),
@@ -183,17 +181,13 @@ fn cases() -> Vec<(PathBuf, Vec<&'static str>)> {
         ] {
             cases.push((dir.join(format!("{name}.xml")), args));
         }
-    } else {
-        eprintln!("SKIPPED the corpus cases of injection_oracle: Pacemaker 2.1.5 corpus not found");
     }
     cases
 }
 
 #[test]
 fn injections_print_what_crm_simulate_prints() {
-    if !have_crm_simulate() {
-        return;
-    }
+    require_crm_simulate();
     let pengine = env!("CARGO_BIN_EXE_pengine");
     let mut failures = Vec::new();
     for (cib, args) in cases() {
@@ -211,9 +205,7 @@ fn injections_print_what_crm_simulate_prints() {
 
 #[test]
 fn saved_output_reads_back_as_the_revised_status() {
-    if !have_crm_simulate() {
-        return;
-    }
+    require_crm_simulate();
     let pengine = env!("CARGO_BIN_EXE_pengine");
     let dir = std::env::temp_dir().join(format!("pengine-inject-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -279,9 +271,7 @@ fn scores(text: &str) -> Vec<String> {
 
 #[test]
 fn own_cibs_score_and_plan_as_crm_simulate() {
-    if !have_crm_simulate() {
-        return;
-    }
+    require_crm_simulate();
     let dir = workspace().join("pengine/tests/oracle-cibs");
     let mut cibs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("pengine/tests/oracle-cibs")

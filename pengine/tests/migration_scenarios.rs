@@ -26,21 +26,6 @@ fn scenarios_dir() -> PathBuf {
     manifest_dir().join("scenarios").join("migration")
 }
 
-fn shared_dir() -> PathBuf {
-    std::env::var_os("HIGHLANDER_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("..").join("..").join("shared"))
-}
-
-fn in_ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-fn skip(what: &str) {
-    eprintln!("SKIPPED {what}");
-    assert!(!in_ci(), "CI is set: refusing to skip {what}");
-}
-
 fn bless() -> bool {
     std::env::var("HIGHLANDER_BLESS").is_ok_and(|v| v == "1")
 }
@@ -312,9 +297,10 @@ fn scenarios_match_their_goldens_and_keep_the_invariants() {
         dirs.len()
     );
     let pacemaker = crm_simulate_installed();
-    if !pacemaker {
-        skip("pacemaker.summary re-check: crm_simulate is not installed");
-    }
+    assert!(
+        pacemaker,
+        "crm_simulate is not installed: the pacemaker.summary re-check needs it (tools/deps.sh installs it)"
+    );
     let shadow = std::env::temp_dir().join(format!("highlander-shadow-{}", std::process::id()));
     std::fs::create_dir_all(&shadow).expect("shadow dir");
     let mut failures = Vec::new();
@@ -392,8 +378,15 @@ fn corpus_cases() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The Pacemaker 2.1.5 corpus kept in the repository (`testdata/`); a checkout without it fails.
 fn corpus_dir() -> PathBuf {
-    shared_dir().join("conformance").join("pacemaker-2.1.5")
+    let dir = manifest_dir().join("../testdata/pacemaker-2.1.5");
+    assert!(
+        dir.join("xml").is_dir(),
+        "the corpus {} is missing: it is part of the repository",
+        dir.display()
+    );
+    dir
 }
 
 /// A corpus CIB with every resource set to the atomic model (through rsc_defaults).
@@ -451,12 +444,6 @@ fn corpus_atomic_output(name: &str) -> Option<String> {
 
 #[test]
 fn corpus_cases_in_the_atomic_model() {
-    if !corpus_dir().join("xml").is_dir() {
-        skip(
-            "corpus cases: ../shared/conformance/pacemaker-2.1.5 not found (set HIGHLANDER_SHARED)",
-        );
-        return;
-    }
     let out_dir = scenarios_dir().join("corpus");
     std::fs::create_dir_all(&out_dir).expect("corpus golden dir");
     let mut failures = Vec::new();
@@ -765,10 +752,6 @@ controller could execute it.
 
 #[test]
 fn generated_doc_is_up_to_date() {
-    if !corpus_dir().join("xml").is_dir() {
-        skip("docs/atomic-migration.md check: the corpus goldens need ../shared");
-        return;
-    }
     let doc = render_doc();
     let path = manifest_dir()
         .join("..")

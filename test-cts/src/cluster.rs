@@ -218,9 +218,6 @@ pub fn unsupported_reason() -> Option<String> {
             missing.join(", ")
         ));
     }
-    if lookup_id("/etc/passwd", "libvirt-qemu").is_none() {
-        return Some("no user libvirt-qemu (Debian's QEMU driver needs it; tools/deps.sh)".into());
-    }
     None
 }
 
@@ -237,6 +234,7 @@ impl Cluster {
         if let Some(reason) = unsupported_reason() {
             return Err(ClusterError::Setup(reason));
         }
+        crate::host::prepare().map_err(|e| ClusterError::Setup(e.to_string()))?;
         for leftover in cleanup_stale() {
             eprintln!("cluster: removed leftover {leftover}");
         }

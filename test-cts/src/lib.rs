@@ -3,9 +3,9 @@
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
 pub mod cluster;
+pub mod host;
 pub mod libvirt;
 pub mod ocf;
 pub mod process;
-pub mod shared;
 pub mod sim;
 pub mod watcher;

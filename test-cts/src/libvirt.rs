@@ -93,8 +93,8 @@ pub enum LibvirtError {
     },
     #[error(transparent)]
     Process(#[from] ProcessError),
-    #[error("cannot create the libvirt-qemu user the Debian QEMU driver needs: {detail}")]
-    QemuUser { detail: String },
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
     #[error("libvirtd ({label}) exited during start-up: {output}")]
     DaemonExited { label: String, output: String },
     #[error("libvirtd ({label}) not ready after {waited_ms} ms: {detail}")]
@@ -280,8 +280,7 @@ impl LibvirtDaemon {
 
     /// Starts a daemon with `config` and waits until it answers.
     pub fn start_with(config: DaemonConfig) -> Result<Self, LibvirtError> {
-        ensure_qemu_user()?;
-        ensure_mountpoints()?;
+        crate::host::prepare()?;
         let work = make_work_dir(&config)?;
         let caps_prewarmed = config.prewarm_caps && prewarm_caps(&work).unwrap_or(false);
         let log = work.join("daemon.out");
@@ -775,64 +774,6 @@ pub fn real_infra_or_skip(test: &str, extra_programs: &[&str]) -> bool {
     false
 }
 
-/// The Debian QEMU driver refuses to initialise without the `libvirt-qemu` user, which
-/// `libvirt-daemon-system` would create; tools/deps.sh creates it too.
-pub fn ensure_qemu_user() -> Result<(), LibvirtError> {
-    let exists = |db: &str, name: &str| {
-        process::run_bounded(
-            Command::new("getent").args([db, name]),
-            Duration::from_secs(10),
-        )
-        .is_ok_and(|o| o.status.success())
-    };
-    if exists("passwd", "libvirt-qemu") {
-        return Ok(());
-    }
-    let mut detail = String::new();
-    if !exists("group", "libvirt-qemu") {
-        if let Ok(o) = process::run_bounded(
-            Command::new("groupadd").args(["--system", "libvirt-qemu"]),
-            Duration::from_secs(30),
-        ) {
-            detail.push_str(&o.stderr);
-        }
-    }
-    if let Ok(o) = process::run_bounded(
-        Command::new("useradd").args([
-            "--system",
-            "--no-create-home",
-            "--home-dir",
-            "/var/lib/libvirt",
-            "--shell",
-            "/usr/sbin/nologin",
-            "-g",
-            "libvirt-qemu",
-            "libvirt-qemu",
-        ]),
-        Duration::from_secs(30),
-    ) {
-        detail.push_str(&o.stderr);
-    }
-    // Another test process may have won the race; only the end result matters.
-    if exists("passwd", "libvirt-qemu") {
-        Ok(())
-    } else {
-        Err(LibvirtError::QemuUser { detail })
-    }
-}
-
-/// Bind mounts need their mountpoints. Created when missing and left in place (empty): removing
-/// them would race with daemons of other test processes.
-fn ensure_mountpoints() -> Result<(), LibvirtError> {
-    for (_, target) in MOUNTS {
-        let path = Path::new(target);
-        if !path.is_dir() {
-            std::fs::create_dir_all(path).map_err(io_err(path))?;
-        }
-    }
-    Ok(())
-}
-
 fn make_work_dir(config: &DaemonConfig) -> Result<PathBuf, LibvirtError> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -926,6 +867,16 @@ fn store_caps(work: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_preparation_makes_every_mountpoint_a_daemon_binds_over() {
+        for (_, target) in MOUNTS {
+            assert!(
+                crate::host::MOUNTPOINTS.contains(&target),
+                "{target} is bound over but host::prepare does not make it"
+            );
+        }
+    }
 
     #[test]
     fn states_parse_as_virsh_prints_them() {

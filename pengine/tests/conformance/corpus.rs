@@ -1,10 +1,10 @@
-//! Locating the corpus (`../shared/conformance/pacemaker-2.1.5` or `$HIGHLANDER_SHARED`) and
-//! reading its case list, `tests.tsv` (name, description, extra arguments).
+//! Locating the corpus (`testdata/pacemaker-2.1.5`, kept in the repository) and reading its case
+//! list, `tests.tsv` (name, description, extra arguments).
 
 use std::path::{Path, PathBuf};
 
-/// The corpus folder inside the shared directory.
-pub const CORPUS_SUBDIR: &str = "conformance/pacemaker-2.1.5";
+/// The corpus folder inside the workspace.
+pub const CORPUS_SUBDIR: &str = "testdata/pacemaker-2.1.5";
 
 /// One regression case of the corpus.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,28 +21,17 @@ pub fn workspace_root() -> PathBuf {
     pengine.parent().map(Path::to_path_buf).unwrap_or(pengine)
 }
 
-/// The shared directory: `$HIGHLANDER_SHARED`, else `../shared` beside the workspace root.
-pub fn shared_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HIGHLANDER_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared"));
-    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
-}
-
-/// The corpus folder, when the shared directory holds it.
-pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = shared_dir()?.join(CORPUS_SUBDIR);
-    dir.join("tests.tsv").is_file().then_some(dir)
-}
-
-/// Says loudly that `what` is skipped because the corpus is absent; panics when `CI` is set,
-/// where the corpus is always present and a skip would hide a broken test.
-pub fn skip_without_corpus(what: &str) {
-    let msg = format!(
-        "SKIPPED {what}: the corpus ../shared/{CORPUS_SUBDIR} (or $HIGHLANDER_SHARED/{CORPUS_SUBDIR}) is absent"
+/// The corpus folder. A clone always has it, so its absence is a broken checkout: the test
+/// fails here, naming the folder, rather than passing without having looked at anything.
+pub fn corpus_dir() -> PathBuf {
+    let dir = workspace_root().join(CORPUS_SUBDIR);
+    assert!(
+        dir.join("tests.tsv").is_file(),
+        "the Pacemaker 2.1.5 corpus {} is missing or incomplete (no tests.tsv): it is part of \
+         the repository; restore it with `git checkout -- {CORPUS_SUBDIR}`",
+        dir.display()
     );
-    assert!(std::env::var_os("CI").is_none(), "{msg}; CI must not skip");
-    eprintln!("{msg}");
+    dir
 }
 
 /// Parses `tests.tsv`: a header line, then `name<TAB>description<TAB>extra args`.

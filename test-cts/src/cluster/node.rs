@@ -574,3 +574,18 @@ fn chown_mode(path: &Path, uid: u32, gid: u32, mode: u32) -> Result<(), ClusterE
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
         .map_err(|e| ClusterError::io("chmod", path, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_preparation_makes_every_mountpoint_a_node_binds_over() {
+        for (_, target) in BINDS {
+            assert!(
+                crate::host::MOUNTPOINTS.contains(target),
+                "{target} is bound over but host::prepare does not make it"
+            );
+        }
+    }
+}
