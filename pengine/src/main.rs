@@ -266,7 +266,8 @@ fn simulate(args: SimulateArgs) -> Result<(), String> {
     let label = source.label();
     let text = source.read()?;
     let document = pengine::CibDocument::parse(&text).map_err(|e| format!("{label}: {e}"))?;
-    let cib = document.cib().map_err(|e| format!("{label}: {e}"))?;
+    let mut cib = document.cib().map_err(|e| format!("{label}: {e}"))?;
+    cib.live = matches!(source, Source::Live);
     // The document is only needed to write a CIB: free it now otherwise (peak memory).
     let writes = args.save_output.is_some() || args.save_input.is_some() || args.in_place;
     let document = writes.then_some(document);

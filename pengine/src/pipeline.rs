@@ -194,6 +194,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
             "{disabled} of {} resource instances DISABLED and {blocked} BLOCKED from further action due to failure\n\n",
             counted.len()
         ));
+    } else if printed {
+        // (the spacer crm_simulate prints after any banner)
+        out.push('\n');
     }
     out.push_str("Current cluster status:\n");
     out.push_str(&status::render_status(current, true));
