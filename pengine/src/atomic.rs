@@ -16,6 +16,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::cib::rc;
+
 /// The meta-attribute that selects a resource's migration model.
 pub const MIGRATION_MODEL_META: &str = "migration-model";
 
@@ -137,9 +139,9 @@ impl Answer {
             -1 => Answer::Pending,
             // done, error, hard error, fatal: the agent ran and answered
             0 | 4 | 5 | 6 => match rc_code {
-                0 => Answer::Ok,
-                7 => Answer::NotRunning,
-                193 => Answer::Pending,
+                rc::OK => Answer::Ok,
+                rc::NOT_RUNNING => Answer::NotRunning,
+                rc::PENDING => Answer::Pending,
                 // The agent's own failure is recorded with op-status 0 (done). An error status
                 // with a failure code is the executor's: the agent was killed by a signal or
                 // crashed mid-action and said nothing about where the VM is (seed 10056: a

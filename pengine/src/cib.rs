@@ -8,6 +8,7 @@ use quick_xml::events::{BytesStart, Event};
 pub mod bundles;
 pub mod clones;
 pub mod guests;
+pub mod rc;
 mod sets;
 mod templates;
 mod tickets;
@@ -640,6 +641,17 @@ impl<'a> Ctx<'a> {
             }
         }
         p
+    }
+}
+
+/// Adds scores saturating at +/- INFINITY, with -INFINITY winning.
+pub fn add_score(a: i64, b: i64) -> i64 {
+    if a <= -INFINITY || b <= -INFINITY {
+        -INFINITY
+    } else if a >= INFINITY || b >= INFINITY {
+        INFINITY
+    } else {
+        (a + b).clamp(-INFINITY, INFINITY)
     }
 }
 

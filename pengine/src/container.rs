@@ -166,7 +166,7 @@ pub fn failcount_with_fillers(obs: &Observed, ri: usize, ni: usize) -> i64 {
     };
     let mut total = own(ri);
     for &fi in &obs.resources[ri].fillers {
-        total = crate::placement::add_score(total, own(fi));
+        total = crate::cib::add_score(total, own(fi));
     }
     total
 }

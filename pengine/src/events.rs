@@ -436,8 +436,8 @@ pub fn apply_event(cib: &mut Cib, event: &Event, now: i64) -> Result<Vec<String>
             let op = OpResult {
                 task: "monitor",
                 interval_ms,
-                rc: 7,
-                target_rc: 0,
+                rc: crate::cib::rc::NOT_RUNNING,
+                target_rc: crate::cib::rc::OK,
                 when: now,
                 migrate: None,
             };

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::cib::add_score;
 use crate::cib::{Cib, INFINITY};
-use crate::placement::{Step, StepOp, Trace, add_score, score_text};
+use crate::placement::{Step, StepOp, Trace, score_text};
 use crate::{Transition, graph};
 
 /// `explain` was asked about something it cannot explain.

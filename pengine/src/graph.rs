@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::actions::{Kind, Plan, Rel};
+use crate::cib::rc;
 use crate::observed::{Observed, Top};
 use crate::reconcile::{Change, Reconciliation};
 
@@ -142,10 +143,12 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 runnable: a.runnable,
                 migrate: mig,
                 expected_rc: match a.kind {
-                    Kind::Probe | Kind::StoppedMonitor { .. } => 7,
+                    Kind::Probe | Kind::StoppedMonitor { .. } => rc::NOT_RUNNING,
                     // A Promoted-role monitor expects "running promoted".
-                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => 8,
-                    _ => 0,
+                    Kind::Monitor { interval_ms } if promoted_monitor(obs, a.rsc, interval_ms) => {
+                        rc::RUNNING_PROMOTED
+                    }
+                    _ => rc::OK,
                 },
                 call_id: match a.kind {
                     Kind::Cancel { call_id, .. } => call_id,
@@ -593,7 +596,7 @@ pub fn expand(obs: &Observed, plan: &Plan) -> TransitionGraph {
                 event: EventKind::RscOp,
                 runnable: false,
                 migrate: Some((source, target)),
-                expected_rc: 0,
+                expected_rc: rc::OK,
                 call_id: None,
                 optional: false,
                 notify: None,
@@ -1567,7 +1570,7 @@ pub fn render_graph_xml(obs: &Observed, g: &TransitionGraph) -> String {
                 }
             }
             // Probes and Stopped-role monitors expect "not running".
-            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != 0 {
+            if a.event == EventKind::RscOp && a.task == "monitor" && a.expected_rc != rc::OK {
                 attrs.push(("CRM_meta_op_target_rc".into(), a.expected_rc.to_string()));
             }
             // Every action of a resource carries its operation's timeout, pseudo ones too
@@ -2181,7 +2184,7 @@ fn bundle_scores(
                         })
                         .fold(
                             desired.group_scores[ci].get(&ni).copied().unwrap_or(0),
-                            |v, &(_, _, p)| crate::placement::add_score(v, p),
+                            |v, &(_, _, p)| crate::cib::add_score(v, p),
                         ),
                 };
                 push(clone_id, ni, v);
@@ -2201,7 +2204,7 @@ fn bundle_scores(
                     let stickiness = Some(r.stickiness())
                         .filter(|&s| s > 0 && r.managed && r.running_on == [*ni])
                         .unwrap_or(0);
-                    push(&r.id, *ni, crate::placement::add_score(500, stickiness));
+                    push(&r.id, *ni, crate::cib::add_score(500, stickiness));
                 }
             }
         }
@@ -2223,7 +2226,7 @@ fn connection_scores(
     match desired.assigned[r.container] {
         Some(c) => {
             if let Some(v) = work.get_mut(&c) {
-                *v = crate::placement::add_score(*v, SCORE);
+                *v = crate::cib::add_score(*v, SCORE);
             }
             // (its container on a remote node: with that node's connection, INFINITY)
             if let Some(rc) =
@@ -2231,7 +2234,7 @@ fn connection_scores(
             {
                 for (&ni, v) in work.iter_mut() {
                     if Some(ni) != desired.assigned[rc] {
-                        *v = crate::placement::add_score(*v, -crate::cib::INFINITY);
+                        *v = crate::cib::add_score(*v, -crate::cib::INFINITY);
                     }
                 }
             }
@@ -2239,7 +2242,7 @@ fn connection_scores(
         }
         None => {
             for v in work.values_mut() {
-                *v = crate::placement::add_score(*v, -SCORE);
+                *v = crate::cib::add_score(*v, -SCORE);
             }
             let available = work
                 .iter()

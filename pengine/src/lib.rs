@@ -50,6 +50,7 @@ mod recheck;
 mod reconcile;
 mod recovery;
 mod remote;
+mod rules;
 mod scenario;
 mod shutdown_lock;
 mod simulate;
@@ -77,7 +78,7 @@ pub fn parse_cib(text: &str) -> Result<Cib, CibError> {
 /// Parses an ISO 8601 date as `crm_simulate -t` takes it (`2024-05-01 12:00:00Z`,
 /// `2005-020T12:30`, ...) into seconds since the epoch; `None` when it is not one.
 pub fn parse_iso_date(text: &str) -> Option<i64> {
-    placement::parse_iso_date(text)
+    rules::parse_iso_date(text)
 }
 
 /// A time in seconds since the epoch as crm_simulate prints a CIB's `execution-date`
@@ -85,7 +86,7 @@ pub fn parse_iso_date(text: &str) -> Option<i64> {
 pub fn format_date(epoch_s: i64) -> String {
     let days = epoch_s.div_euclid(86400);
     let secs = epoch_s.rem_euclid(86400);
-    let (y, m, d) = placement::civil_from_days(days);
+    let (y, m, d) = rules::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
         secs / 3600,
@@ -442,8 +443,9 @@ pub mod unstable {
     pub use crate::graph::{EventKind, GraphAction, TransitionGraph};
     pub use crate::observed::{Role, configured_digest, observe};
     pub use crate::pipeline::{Transition, schedule};
-    pub use crate::placement::{RscData, Trace, eval_rule};
+    pub use crate::placement::Trace;
     pub use crate::reconcile::Change;
+    pub use crate::rules::{RscData, eval_rule};
     pub use crate::simulate::render_cib_xml;
     pub use crate::status::primitive_line;
 

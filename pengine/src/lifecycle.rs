@@ -143,7 +143,8 @@ fn lost_with(cib: &Cib, rsc: &str) -> Vec<String> {
             .collect();
         ops.sort_by_key(|o| o.call_id);
         let active = ops.last().is_some_and(|o| {
-            o.rc_code == 0 && matches!(o.operation.as_str(), "start" | "migrate_from" | "monitor")
+            o.rc_code == crate::cib::rc::OK
+                && matches!(o.operation.as_str(), "start" | "migrate_from" | "monitor")
         });
         if active {
             out.push(st.uname.clone());

@@ -155,7 +155,7 @@ fn pseudo_base(gi: usize) -> GraphAction {
         event: EventKind::Pseudo,
         runnable: true,
         migrate: None,
-        expected_rc: 0,
+        expected_rc: crate::cib::rc::OK,
         call_id: None,
         optional: false,
         notify: None,

@@ -2,6 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use ocf_metadata::Recovery;
+
+use crate::cib::rc;
 use crate::cib::{
     Cib, INFINITY, LrmResource, NodeState, NvSet, OpDef, Primitive, ResourceDef, RscOp, is_true,
     parse_interval_ms, parse_score,
@@ -617,7 +620,7 @@ pub fn merge_sets(
     for set in sorted {
         if !set.rules.is_empty()
             && !set.rules.iter().all(|r| {
-                crate::placement::eval_rule(r, node_attrs.unwrap_or(&BTreeMap::new()), now, None)
+                crate::rules::eval_rule(r, node_attrs.unwrap_or(&BTreeMap::new()), now, None)
             })
         {
             continue;
@@ -910,7 +913,7 @@ pub fn cluster_options(sets: &[NvSet], now: i64) -> BTreeMap<String, String> {
         if set
             .rules
             .iter()
-            .all(|r| crate::placement::eval_rule(r, &no_attrs, now, None))
+            .all(|r| crate::rules::eval_rule(r, &no_attrs, now, None))
         {
             for (k, v) in &set.pairs {
                 out.entry(k.clone()).or_insert_with(|| v.clone());
@@ -1776,7 +1779,7 @@ pub fn node_failcount(attrs: &BTreeMap<String, String>, rsc: &str, legacy: bool)
     let mut last = 0i64;
     for (k, v) in attrs {
         if failure_attr_rsc(k, "fail-count-", legacy) == Some(rsc) {
-            count = crate::placement::add_score(count, parse_score(v).unwrap_or(0));
+            count = crate::cib::add_score(count, parse_score(v).unwrap_or(0));
         } else if failure_attr_rsc(k, "last-failure-", legacy) == Some(rsc) {
             last = last.max(v.trim().parse().unwrap_or(0));
         }
@@ -1870,7 +1873,8 @@ fn unpack_lrm_resource(
             // Fail counts of failures whose on-fail is block never expire.
             let block_failure = sorted.iter().any(|o| {
                 let t = target_rc(o);
-                (o.op_status != 0 || (t >= 0 && o.rc_code != t && !(is_probe(o) && o.rc_code == 7)))
+                (o.op_status != 0
+                    || (t >= 0 && o.rc_code != t && !(is_probe(o) && o.rc_code == rc::NOT_RUNNING)))
                     && o.op_status != -1
                     && rsc.on_fail_for(&o.operation, o.interval_ms, stonith_enabled)
                         == OnFail::Block
@@ -1915,13 +1919,27 @@ fn unpack_lrm_resource(
                 rsc.clear_failcount_on.push(ni);
             }
         }
-        if expired && probe && matches!(rc, 0 | 7 | 8 | 190 | 191) {
+        if expired
+            && probe
+            && matches!(
+                rc,
+                rc::OK
+                    | rc::NOT_RUNNING
+                    | rc::RUNNING_PROMOTED
+                    | rc::DEGRADED
+                    | rc::DEGRADED_PROMOTED
+            )
+        {
             expired = false;
         }
         // remap
-        let mask_probe = probe && (rc == 5 || rc == 2 || status == 7);
-        if op.operation == "monitor" && (rc == 190 || rc == 191) {
-            rc = if rc == 190 { 0 } else { 8 };
+        let mask_probe = probe && (rc == rc::ERR_INSTALLED || rc == rc::ERR_ARGS || status == 7);
+        if op.operation == "monitor" && (rc == rc::DEGRADED || rc == rc::DEGRADED_PROMOTED) {
+            rc = if rc == rc::DEGRADED {
+                rc::OK
+            } else {
+                rc::RUNNING_PROMOTED
+            };
         }
         if status == 0 || status == 4 {
             status = 0;
@@ -1929,31 +1947,35 @@ fn unpack_lrm_resource(
                 status = 4;
             }
             match rc {
-                0 => {
-                    if probe && trc == 7 {
+                rc::OK => {
+                    if probe && trc == rc::NOT_RUNNING {
                         status = 0;
                     }
                 }
-                7 => {
+                rc::NOT_RUNNING => {
                     if probe || trc == rc || !rsc.managed {
                         status = 0;
                         role = Role::Stopped;
                     }
                 }
-                8 => {
+                rc::RUNNING_PROMOTED => {
                     if probe && rc != trc {
                         status = 0;
                     }
                     role = Role::Promoted;
                 }
-                6 => status = 6,
-                3 => status = if op.interval_ms == 0 { 5 } else { 3 },
-                5 | 2 | 4 => status = 5,
-                _ => {
-                    if status == 0 {
-                        status = 4;
+                rc::ERR_UNIMPLEMENTED => status = if op.interval_ms == 0 { 5 } else { 3 },
+                // The other codes by their recovery class: hard errors ban the node, a fatal
+                // one the resource everywhere, the rest are soft.
+                _ => match rc::recovery(rc) {
+                    Some(Recovery::Fatal) => status = 6,
+                    Some(Recovery::Hard) => status = 5,
+                    _ => {
+                        if status == 0 {
+                            status = 4;
+                        }
                     }
-                }
+                },
             }
         }
         if expired && mask_probe && op.rc_code != trc {
@@ -2115,7 +2137,7 @@ fn unpack_lrm_resource(
             && implied_monitor_start
                 .map(|m| Some(m) <= stop_index)
                 .unwrap_or(true)
-            && (op.rc_code == 0 || op.rc_code == 8)
+            && (op.rc_code == rc::OK || op.rc_code == rc::RUNNING_PROMOTED)
         {
             implied_monitor_start = Some(i);
         } else if op.operation == "promote" || op.operation == "demote" {
@@ -2165,7 +2187,7 @@ fn unpack_lrm_resource(
         }
     }
     for (iv, op) in latest {
-        if op.rc_code == 7 && op.op_status == 0 && target_rc(op) == 7 {
+        if op.rc_code == rc::NOT_RUNNING && op.op_status == 0 && target_rc(op) == rc::NOT_RUNNING {
             rsc.stopped_monitors.push(ActiveRecurring {
                 node: ni,
                 name: "monitor".into(),
@@ -2404,7 +2426,7 @@ pub(crate) fn definition_changed(
                 let rid = failure_attr_rsc(k, "fail-count-", legacy)?;
                 (crate::clones::strip_instance(rid) == base).then(|| parse_score(v).unwrap_or(0))
             })
-            .fold(0, crate::placement::add_score),
+            .fold(0, crate::cib::add_score),
         None => node_failcount(&node.attrs, &rsc.id, legacy).0,
     };
     if changed && count != 0 && !rsc.clear_failcount_changed.contains(&ni) {
@@ -2553,9 +2575,11 @@ fn update_state(
 ) {
     let mut clear = false;
     let task = op.operation.as_str();
-    if rc == 5 || (is_probe(op) && (op.rc_code == 5 || op.rc_code == 2)) {
+    if rc == rc::ERR_INSTALLED
+        || (is_probe(op) && (op.rc_code == rc::ERR_INSTALLED || op.rc_code == rc::ERR_ARGS))
+    {
         *role = Role::Stopped;
-    } else if rc == 7 {
+    } else if rc == rc::NOT_RUNNING {
         clear = true;
     } else if task == "monitor" {
         if let Some(lf) = last_failure {
@@ -2772,7 +2796,7 @@ fn monitor_not_running_after(hist: Hist, ni: usize, reference: &RscOp, same_node
     ops_on(hist, ni).iter().any(|op| {
         !std::ptr::eq(op, reference)
             && op.operation == "monitor"
-            && op.rc_code == 7
+            && op.rc_code == rc::NOT_RUNNING
             && is_newer(op, reference, same_node)
     })
 }
@@ -2852,7 +2876,7 @@ fn find_migration_op<'a>(
 
 /// No finished entry for the resource on the node: a probe will tell.
 fn unknown_on_node(hist: Hist, ni: usize) -> bool {
-    ops_on(hist, ni).iter().all(|op| op.rc_code == 193)
+    ops_on(hist, ni).iter().all(|op| op.rc_code == rc::PENDING)
 }
 
 fn add_running(rsc: &mut Resource, ni: usize) {
@@ -2928,7 +2952,7 @@ fn migrate_to_success(
     *role = Role::Started;
     let target_up = target_ni.filter(|&t| nodes[t].online);
     match migrate_from {
-        Some(f) if f.rc_code == 0 && f.op_status == 0 => {
+        Some(f) if f.rc_code == rc::OK && f.op_status == 0 => {
             // Dangling: the target runs it; the source still needs its stop.
             *role = Role::Stopped;
             if !rsc.dangling_sources.contains(&ni) {
@@ -3054,14 +3078,14 @@ fn unpack_failure<'a>(
             *role = Role::Promoted;
             rsc.next_role = Some(Role::Stopped);
         } else {
-            *role = if rc == 7 {
+            *role = if rc == rc::NOT_RUNNING {
                 Role::Stopped
             } else {
                 Role::Unpromoted
             };
         }
     }
-    if is_probe(op) && rc == 5 {
+    if is_probe(op) && rc == rc::ERR_INSTALLED {
         *role = Role::Stopped;
     } else if *role < Role::Started {
         *role = Role::Started;

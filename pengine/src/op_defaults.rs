@@ -54,7 +54,7 @@ fn rule_passes(rule: &Element, ctx: &OpContext, now: i64) -> bool {
                     children: vec![c.clone()],
                     line: c.line,
                 };
-                crate::placement::eval_rule(&single, &BTreeMap::new(), now, None)
+                crate::rules::eval_rule(&single, &BTreeMap::new(), now, None)
             }
             _ => continue,
         };

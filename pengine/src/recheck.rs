@@ -12,65 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::cib::{Cib, Element, NvSet};
+use crate::cib::{Cib, NvSet};
 use crate::observed::Observed;
-use crate::placement::{RscData, date_window, eval_date_expression, eval_expression};
-
-/// When the result of a date expression changes after `now` (None: never, as far as Pacemaker
-/// tracks it).
-pub fn date_expression_change(e: &Element, now: i64) -> Option<i64> {
-    let (start, end) = date_window(e);
-    match e.attr("operation").unwrap_or("in_range") {
-        "in_range" => match (start, end) {
-            (Some(s), _) if now < s => Some(s),
-            (_, Some(en)) if now > en => None,
-            (_, Some(en)) => Some(en.saturating_add(1)),
-            _ => None,
-        },
-        "gt" => start.filter(|&s| now <= s).map(|s| s.saturating_add(1)),
-        "lt" => end.filter(|&en| now < en),
-        _ => None,
-    }
-}
-
-/// Evaluates a rule as `placement::eval_rule` does, stopping where Pacemaker stops, and lowers
-/// `next`, when given, to the change time of every date expression it evaluates.
-pub fn eval_rule_noting(
-    rule: &Element,
-    attrs: &BTreeMap<String, String>,
-    now: i64,
-    rsc: Option<RscData<'_>>,
-    mut next: Option<&mut Option<i64>>,
-) -> bool {
-    let or = rule
-        .attr("boolean-op")
-        .map(|b| b.eq_ignore_ascii_case("or"))
-        .unwrap_or(false);
-    let mut any = false;
-    for c in &rule.children {
-        let v = match c.name.as_str() {
-            "expression" => eval_expression(c, attrs, rsc),
-            "date_expression" => {
-                if let Some(next) = next.as_deref_mut() {
-                    if let Some(t) = date_expression_change(c, now) {
-                        if next.is_none_or(|n| n > t) {
-                            *next = Some(t);
-                        }
-                    }
-                }
-                eval_date_expression(c, now)
-            }
-            "rule" => eval_rule_noting(c, attrs, now, rsc, next.as_deref_mut()),
-            "rsc_expression" | "op_expression" => true,
-            _ => continue,
-        };
-        any = true;
-        if or == v {
-            return v;
-        }
-    }
-    !any || !or
-}
+use crate::rules::{RscData, eval_rule_noting};
 
 /// The rules of a set, evaluated until one passes.
 fn note_set(set: &NvSet, attrs: &BTreeMap<String, String>, now: i64, next: &mut Option<i64>) {
@@ -143,7 +87,8 @@ pub fn apply(cib: &Cib, obs: &mut Observed) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::parse_iso_date;
+    use crate::cib::Element;
+    use crate::rules::{date_expression_change, parse_iso_date};
 
     fn date(op: &str, attrs: &[(&str, &str)]) -> Element {
         let mut a = vec![("operation".to_string(), op.to_string())];

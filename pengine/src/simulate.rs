@@ -364,7 +364,12 @@ fn count_failure(
 ) -> Option<i64> {
     let (task, interval_ms, rc) = (op.task, op.interval_ms, op.rc);
     let fatal = match counting {
-        FailCounting::Simulator if rc == 0 || (rc == 7 && interval_ms == 0) => return None,
+        FailCounting::Simulator
+            if rc == crate::cib::rc::OK
+                || (rc == crate::cib::rc::NOT_RUNNING && interval_ms == 0) =>
+        {
+            return None;
+        }
         FailCounting::Simulator => false,
         // Pacemaker 2.1.5's controller (daemons/controld/controld_te_events.c,
         // update_failcount(), with the graph's failed-stop-offset="INFINITY" and
@@ -618,7 +623,7 @@ pub fn inject(cib: &Cib, injections: &[Injection], when: i64, now: i64) -> Injec
                     task: &spec.task,
                     interval_ms: spec.interval_ms,
                     rc: spec.rc,
-                    target_rc: 0,
+                    target_rc: crate::cib::rc::OK,
                     when,
                     migrate: None,
                 };

@@ -1,7 +1,7 @@
 //! Recovery and node-lifecycle scenarios in pve-ha-manager's style: every directory under
 //! `scenarios/recovery/` holds `cib.xml`, `cmdlist` and a reviewed golden `log.expect`; the runner
 //! (`pengine::scenario`) replays the events over virtual time and the log must match exactly.
-//! `UPDATE_EXPECT=1` rewrites the goldens (review the diff like code). Where a directory holds
+//! `HIGHLANDER_BLESS=1` rewrites the goldens (review the diff like code). Where a directory holds
 //! `crm_simulate.expect` (Pacemaker 2.1.5 on the same `cib.xml`, written by `regen.sh`), our
 //! Transition Summary for that CIB must equal Pacemaker's.
 
@@ -24,7 +24,7 @@ fn scenarios() -> Vec<PathBuf> {
 }
 
 fn update() -> bool {
-    std::env::var("UPDATE_EXPECT").is_ok_and(|v| v == "1")
+    std::env::var("HIGHLANDER_BLESS").is_ok_and(|v| v == "1")
 }
 
 fn read(p: &Path) -> String {
@@ -73,7 +73,7 @@ fn every_scenario_matches_its_golden_log() {
                 "{name}: log differs from log.expect\n--- expected\n{expected}\n--- actual\n{log}"
             )),
             Err(_) => failures.push(format!(
-                "{name}: no log.expect (run with UPDATE_EXPECT=1 and review it); actual:\n{log}"
+                "{name}: no log.expect (run with HIGHLANDER_BLESS=1 and review it); actual:\n{log}"
             )),
         }
     }

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 /// the stage of their parent module). Feature modules sit with the earliest stage that uses
 /// them: their hooks for later stages are what `KNOWN_BACK_IMPORTS` counts.
 const STAGES: &[(&str, &[&str])] = &[
-    // The CIB read into typed configuration and status.
-    ("cib", &["cib"]),
+    // The CIB read into typed configuration and status; rules and dates, evaluated by every
+    // later stage.
+    ("cib", &["cib", "rules"]),
     // The cluster as it is: nodes, resources, what runs where, failures; the features that only
     // add facts or bans before placement.
     (
@@ -66,7 +67,6 @@ const KNOWN_BACK_IMPORTS: &[(&str, &str)] = &[
     ("bundles", "status"),
     ("clone_groups", "status"),
     ("clones", "status"),
-    ("container", "placement"),
     ("graph", "simulate"),
     ("graph", "summary"),
     ("guest", "actions"),
@@ -74,15 +74,12 @@ const KNOWN_BACK_IMPORTS: &[(&str, &str)] = &[
     ("guest", "placement"),
     ("guest", "reconcile"),
     ("observed", "atomic"),
-    ("observed", "placement"),
     ("observed", "reconcile"),
-    ("op_defaults", "placement"),
     ("probe_restarts", "actions"),
     ("promotable", "actions"),
     ("promotable", "graph"),
     ("promotable", "placement"),
     ("promotable", "reconcile"),
-    ("recheck", "placement"),
     ("recovery", "placement"),
     ("remote", "actions"),
     ("remote", "graph"),

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 
 use super::members::record_changes;
 use super::{
-    Ctx, ScoreNote, Step, StepOp, Trace, add_score, node_available, record, same_attribute,
-    score_text, target_stopped, unit_of,
+    Ctx, ScoreNote, Step, StepOp, Trace, node_available, record, same_attribute, score_text,
+    target_stopped, unit_of,
 };
 use crate::cib::INFINITY;
+use crate::cib::add_score;
 
 /// The nodes where the primary of a colocation is placed (every instance's, for a clone).
 pub(super) fn placed_nodes(ctx: &Ctx, u: super::Unit) -> Vec<usize> {

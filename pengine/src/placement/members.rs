@@ -18,11 +18,12 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Ctx, ScoreNote, Step, StepOp, Trace, Unit, add_score, base_scores, base_scores_as,
-    capacity_cmp, colocated_need, fits_need, no_fencing_device, node_available, record,
-    same_attribute, score_text, target_stopped,
+    Ctx, ScoreNote, Step, StepOp, Trace, Unit, base_scores, base_scores_as, capacity_cmp,
+    colocated_need, fits_need, no_fencing_device, node_available, record, same_attribute,
+    score_text, target_stopped,
 };
 use crate::cib::INFINITY;
+use crate::cib::add_score;
 use crate::observed::is_orphan_node;
 
 /// A resource a colocation names: a primitive (a group member included) or a whole group.
@@ -883,10 +884,10 @@ pub(super) fn location_scores(ctx: &Ctx, gi: usize) -> BTreeMap<usize, i64> {
                 }
                 for ni in 0..obs.nodes.len() {
                     let attrs = &obs.nodes[ni].attrs;
-                    if !super::eval_rule(rule, attrs, obs.now, None) {
+                    if !crate::rules::eval_rule(rule, attrs, obs.now, None) {
                         continue;
                     }
-                    let score = super::rule_score(rule, attrs);
+                    let score = crate::rules::rule_score(rule, attrs);
                     let cur = group_scores
                         .get(&ni)
                         .copied()

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Ctx, add_score, node_available, same_attribute, unit_of};
+use super::{Ctx, node_available, same_attribute, unit_of};
+use crate::cib::add_score;
 use crate::cib::{INFINITY, parse_score};
 use crate::observed::{NoQuorum, Observed, Role};
 use crate::promotable::PromotableSpec;
@@ -172,14 +173,14 @@ fn promoted_locations(ctx: &Ctx, ri: usize, ids: &[&str], ni: usize) -> i64 {
                 continue;
             }
             let attrs = &obs.nodes[ni].attrs;
-            let rsc = super::RscData {
+            let rsc = crate::rules::RscData {
                 params: &r.params,
                 meta: &r.meta,
             };
-            if !super::eval_rule(rule, attrs, obs.now, Some(rsc)) {
+            if !crate::rules::eval_rule(rule, attrs, obs.now, Some(rsc)) {
                 continue;
             }
-            let s = super::rule_score(rule, attrs);
+            let s = crate::rules::rule_score(rule, attrs);
             total = add_score(total, s);
         }
     }

@@ -6,6 +6,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::{ArgGroup, Parser};
+
 use test_cts::sim::options::{PlannerKind, Profile};
 use test_cts::sim::oracle::{DiffConfig, DiffTally};
 use test_cts::sim::{Extras, Report, run_scenario_2013, run_seed_with};
@@ -19,12 +21,84 @@ macro_rules! say {
     }};
 }
 
-const USAGE: &str = "usage: cts-sim [--seed N | --seeds A..B | --soak MINUTES | --scenario 2013] [--planner pengine|pacemaker-1.0] [--profile atomic|full|no-migrate] [--jobs N] [--verbose] [--dump-cib DIR] [--crm-simulate] [--diff-crm-simulate [--diff-every N] [--diff-out DIR] [--pengine PATH]]\n\
+/// How the flags combine (shown after the flag list by `--help`).
+const AFTER_HELP: &str = "\
   atomic (default): the VMs as a Highlander cluster runs them (ocf:highlander:VirtualDomain, atomic migration model); every violation fails the run.\n\
   full, no-migrate: pengine's two-phase model (Pacemaker's); violations labelled with a known gap are counted apart (known-gaps=N) and do not fail the run.\n\
   --dump-cib DIR (with --seed): writes every CIB the DC plans from as DIR/seed<N>-T<id>.xml (and -T<id>-idle.xml after a transition ended without an abort), for crm_simulate -x FILE -S.\n\
   --crm-simulate (two-phase profiles): a stall not explained otherwise is checked with crm_simulate (Pacemaker 2.1.5, installed) on the same CIB; when Pacemaker's scheduler has work there too the stall is counted faithful (faithful-stalls=N).\n\
   --diff-crm-simulate (two-phase profiles): on every planner call (every Nth with --diff-every N) the CIB the planner reads goes to `pengine simulate -x CIB -S` (--pengine PATH, default the pengine next to cts-sim) and `crm_simulate -x CIB -S`; their normalised outputs are compared. A seed's first differing CIB is kept in --diff-out DIR (default /tmp/cts-sim-diff) with both outputs (.crm, .pe); the last line tallies the comparisons.";
+
+/// The command line.
+#[derive(Parser)]
+#[command(
+    name = "cts-sim",
+    about = "Run the deterministic cluster simulator; exit 0 only when no checker fired",
+    after_help = AFTER_HELP
+)]
+#[command(group(ArgGroup::new("what").required(true).args(["seed", "seeds", "soak", "scenario"])))]
+struct Cli {
+    /// One seed.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// A range of seeds, both ends included.
+    #[arg(long, value_name = "A..B", value_parser = parse_range)]
+    seeds: Option<(u64, u64)>,
+    /// Random seeds for this many minutes.
+    #[arg(long, value_name = "MINUTES")]
+    soak: Option<u64>,
+    /// A named scenario.
+    #[arg(long, value_parser = ["2013"])]
+    scenario: Option<String>,
+    /// The planner the simulated DC asks.
+    #[arg(long, value_parser = parse_planner, default_value = "pengine", value_name = "pengine|pacemaker-1.0")]
+    planner: PlannerKind,
+    /// The VMs' migration model and fault mix.
+    #[arg(long, value_parser = parse_profile, default_value = "atomic", value_name = "atomic|full|no-migrate")]
+    profile: Profile,
+    /// Seeds run in parallel (1 to 64).
+    #[arg(long, default_value_t = 1)]
+    jobs: u64,
+    /// Print every event.
+    #[arg(short, long)]
+    verbose: bool,
+    /// With --seed: write every CIB the DC plans from into DIR.
+    #[arg(long, value_name = "DIR")]
+    dump_cib: Option<std::path::PathBuf>,
+    /// Check unexplained stalls with crm_simulate (two-phase profiles).
+    #[arg(long)]
+    crm_simulate: bool,
+    /// Compare pengine with crm_simulate on the planner's CIBs (two-phase profiles).
+    #[arg(long)]
+    diff_crm_simulate: bool,
+    /// With --diff-crm-simulate: every Nth planner call.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    diff_every: u64,
+    /// With --diff-crm-simulate: where a seed's first differing CIB is kept.
+    #[arg(long, default_value = "/tmp/cts-sim-diff", value_name = "DIR")]
+    diff_out: std::path::PathBuf,
+    /// With --diff-crm-simulate: the pengine binary (default: next to cts-sim).
+    #[arg(long, value_name = "PATH")]
+    pengine: Option<std::path::PathBuf>,
+}
+
+fn parse_range(v: &str) -> Result<(u64, u64), String> {
+    let (a, b) = v.split_once("..").ok_or("expected A..B")?;
+    let a = a.parse::<u64>().map_err(|e| e.to_string())?;
+    let b = b.parse::<u64>().map_err(|e| e.to_string())?;
+    if b < a {
+        return Err("A..B needs A <= B".into());
+    }
+    Ok((a, b))
+}
+
+fn parse_planner(v: &str) -> Result<PlannerKind, String> {
+    PlannerKind::parse(v).ok_or(format!("unknown planner {v}"))
+}
+
+fn parse_profile(v: &str) -> Result<Profile, String> {
+    Profile::parse(v).ok_or(format!("unknown profile {v}"))
+}
 
 enum What {
     Seeds(u64, u64),
@@ -44,75 +118,16 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = std::env::args().skip(1);
-    let mut what = None;
-    let mut planner = PlannerKind::Pengine;
-    let mut profile = Profile::Atomic;
-    let mut jobs = 1;
-    let mut verbose = false;
-    let mut dump_dir = None;
-    let mut crm_simulate = false;
-    let mut diff = false;
-    let mut diff_every = 1;
-    let mut diff_out = std::path::PathBuf::from("/tmp/cts-sim-diff");
-    let mut pengine = None;
-    let num = |s: Option<String>, flag: &str| -> Result<u64, String> {
-        s.ok_or(format!("{flag} needs a value"))?
-            .parse::<u64>()
-            .map_err(|e| format!("{flag}: {e}"))
+    let cli = Cli::parse();
+    let what = match (cli.seed, cli.seeds, cli.soak) {
+        (Some(n), _, _) => What::Seeds(n, n),
+        (_, Some((a, b)), _) => What::Seeds(a, b),
+        (_, _, Some(minutes)) => What::Soak(minutes),
+        // (the group requires one of them; `--scenario` takes only 2013)
+        _ => What::Scenario2013,
     };
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--seed" => {
-                let n = num(args.next(), "--seed")?;
-                what = Some(What::Seeds(n, n));
-            }
-            "--seeds" => {
-                let v = args.next().ok_or("--seeds needs A..B")?;
-                let (a, b) = v.split_once("..").ok_or("--seeds needs A..B")?;
-                let a = a.parse::<u64>().map_err(|e| format!("--seeds: {e}"))?;
-                let b = b.parse::<u64>().map_err(|e| format!("--seeds: {e}"))?;
-                if b < a {
-                    return Err("--seeds A..B needs A <= B".into());
-                }
-                what = Some(What::Seeds(a, b));
-            }
-            "--soak" => what = Some(What::Soak(num(args.next(), "--soak")?)),
-            "--scenario" => match args.next().as_deref() {
-                Some("2013") => what = Some(What::Scenario2013),
-                other => return Err(format!("unknown scenario {other:?} (known: 2013)")),
-            },
-            "--planner" => {
-                let v = args.next().ok_or("--planner needs a name")?;
-                planner = PlannerKind::parse(&v).ok_or(format!("unknown planner {v}"))?;
-            }
-            "--profile" => {
-                let v = args.next().ok_or("--profile needs a name")?;
-                profile = Profile::parse(&v).ok_or(format!("unknown profile {v}"))?;
-            }
-            "--jobs" => jobs = num(args.next(), "--jobs")?.clamp(1, 64) as usize,
-            "--verbose" | "-v" => verbose = true,
-            "--crm-simulate" => crm_simulate = true,
-            "--diff-crm-simulate" => diff = true,
-            "--diff-every" => diff_every = num(args.next(), "--diff-every")?.max(1),
-            "--diff-out" => {
-                diff_out =
-                    std::path::PathBuf::from(args.next().ok_or("--diff-out needs a directory")?);
-            }
-            "--pengine" => {
-                pengine = Some(std::path::PathBuf::from(
-                    args.next().ok_or("--pengine needs a path")?,
-                ));
-            }
-            "--dump-cib" => {
-                dump_dir = Some(std::path::PathBuf::from(
-                    args.next().ok_or("--dump-cib needs a directory")?,
-                ));
-            }
-            "--help" | "-h" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
-        }
-    }
+    let (planner, profile, diff) = (cli.planner, cli.profile, cli.diff_crm_simulate);
+    let (diff_every, diff_out, pengine) = (cli.diff_every.max(1), cli.diff_out, cli.pengine);
     if diff && profile.migration_model() != "two-phase" {
         return Err(
             "--diff-crm-simulate needs a two-phase profile (--profile full|no-migrate)".into(),
@@ -142,13 +157,13 @@ fn parse_args() -> Result<Args, String> {
         None
     };
     Ok(Args {
-        what: what.ok_or(USAGE)?,
+        what,
         planner,
         profile,
-        jobs,
-        verbose,
-        dump_dir,
-        crm_simulate,
+        jobs: cli.jobs.clamp(1, 64) as usize,
+        verbose: cli.verbose,
+        dump_dir: cli.dump_cib,
+        crm_simulate: cli.crm_simulate,
         diff,
     })
 }
