@@ -18,7 +18,11 @@ fn workspace() -> PathBuf {
 /// A corpus CIB kept in the repository; a checkout without it fails.
 fn corpus(name: &str) -> PathBuf {
     let path = workspace().join(format!("testdata/pacemaker-2.1.5/xml/{name}.xml"));
-    assert!(path.is_file(), "the corpus CIB {} is missing", path.display());
+    assert!(
+        path.is_file(),
+        "the corpus CIB {} is missing",
+        path.display()
+    );
     path
 }
 
@@ -78,7 +82,9 @@ impl<'a> Run<'a> {
             c.arg("simulate");
             c
         };
-        cmd.env("LC_ALL", "C").env_remove("CIB_file").args(&self.args);
+        cmd.env("LC_ALL", "C")
+            .env_remove("CIB_file")
+            .args(&self.args);
         if let Some(file) = self.cib_file {
             cmd.env("CIB_file", file);
         }
@@ -133,7 +139,11 @@ fn without_an_operation_or_with_r_the_status_and_summary_are_crm_simulates() {
     ] {
         let out = Run::x(&corpus(name), &args).same();
         let planned = args.iter().any(|a| *a == "-R" || *a == "-G");
-        assert_eq!(out.contains("Transition Summary:"), planned, "{name} {args:?}");
+        assert_eq!(
+            out.contains("Transition Summary:"),
+            planned,
+            "{name} {args:?}"
+        );
         assert!(!out.contains("Revised Cluster Status"), "{name} {args:?}");
     }
 }
@@ -209,7 +219,10 @@ fn i_saves_the_input_after_the_injections() {
         ("migrate-2", vec!["-i", "rsc3_stop_0@node1=1"]),
     ] {
         let cib = corpus(name);
-        let (ours, theirs) = (dir.join(format!("{name}-p.xml")), dir.join(format!("{name}-c.xml")));
+        let (ours, theirs) = (
+            dir.join(format!("{name}-p.xml")),
+            dir.join(format!("{name}-c.xml")),
+        );
         for (path, crm) in [(&ours, false), (&theirs, true)] {
             let mut all = args.clone();
             all.extend(["-I", path.to_str().expect("utf-8")]);
@@ -219,7 +232,11 @@ fn i_saves_the_input_after_the_injections() {
         let want = read_back(&theirs, &["-R"]);
         assert_eq!(read_back(&ours, &["-R"]), want, "{name} {args:?}: -I");
         // The injections are in it: the input as read plans otherwise.
-        assert_ne!(read_back(&cib, &["-R"]), want, "{name} {args:?}: injections lost");
+        assert_ne!(
+            read_back(&cib, &["-R"]),
+            want,
+            "{name} {args:?}: injections lost"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -229,7 +246,10 @@ fn x_stores_the_simulated_result_in_the_input_file() {
     require_crm_simulate();
     let dir = scratch("in-place");
     for (name, args) in [("migrate-2", vec!["-d", "node1"]), ("simple3", vec![])] {
-        let (ours, theirs) = (dir.join(format!("{name}-p.xml")), dir.join(format!("{name}-c.xml")));
+        let (ours, theirs) = (
+            dir.join(format!("{name}-p.xml")),
+            dir.join(format!("{name}-c.xml")),
+        );
         let mut outputs = Vec::new();
         for (path, crm) in [(&ours, false), (&theirs, true)] {
             std::fs::copy(corpus(name), path).expect("copy the CIB");
@@ -238,10 +258,22 @@ fn x_stores_the_simulated_result_in_the_input_file() {
             outputs.push(out);
         }
         assert_eq!(outputs[0], outputs[1], "{name} -X {args:?}: output");
-        assert!(outputs[0].contains("Revised Cluster Status:"), "{}", outputs[0]);
+        assert!(
+            outputs[0].contains("Revised Cluster Status:"),
+            "{}",
+            outputs[0]
+        );
         let want = read_back(&theirs, &[]);
-        assert_eq!(read_back(&ours, &[]), want, "{name} -X {args:?}: stored CIB");
-        assert_ne!(read_back(&corpus(name), &[]), want, "{name}: nothing was stored");
+        assert_eq!(
+            read_back(&ours, &[]),
+            want,
+            "{name} -X {args:?}: stored CIB"
+        );
+        assert_ne!(
+            read_back(&corpus(name), &[]),
+            want,
+            "{name}: nothing was stored"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -312,6 +344,9 @@ fn refused_flags_exit_1_naming_the_flag() {
         let (out, err, ok) = Run::x(&cib, &args).output(false);
         assert!(!ok, "{flag:?} accepted");
         assert!(out.is_empty(), "{flag:?} printed {out}");
-        assert!(err.contains(name) && err.contains("refused"), "{flag:?}: {err}");
+        assert!(
+            err.contains(name) && err.contains("refused"),
+            "{flag:?}: {err}"
+        );
     }
 }
