@@ -56,7 +56,17 @@ const STAGES: &[(&str, &[&str])] = &[
     // The pipeline itself and what drives it.
     (
         "driver",
-        &["pipeline", "explain", "scenario", "lib", "main", "cli_node"],
+        &[
+            "pipeline",
+            "explain",
+            "scenario",
+            "lib",
+            "main",
+            "cli_node",
+            "cli_generate",
+            "cli_source",
+            "cli_refused",
+        ],
     ),
 ];
 
