@@ -36,8 +36,7 @@ impl Source {
     /// The CIB's text.
     pub fn read(&self) -> Result<String, String> {
         match self {
-            Source::File(path) => std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display())),
+            Source::File(path) => read_file(path),
             Source::Stdin => {
                 let mut text = String::new();
                 std::io::stdin()
@@ -48,6 +47,28 @@ impl Source {
             Source::Live => live_cib(),
         }
     }
+}
+
+/// Reads a CIB file, plain or bzip2-compressed (the scheduler's saved `pe-input-N.bz2`,
+/// decompressed by the system's `bzip2`).
+fn read_file(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !bytes.starts_with(b"BZh") {
+        return String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()));
+    }
+    let out = std::process::Command::new("bzip2")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("cannot run bzip2 for {}: {e}", path.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: bzip2 -dc failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("{}: not UTF-8", path.display()))
 }
 
 /// `cibadmin -Q`: the live CIB, as crm_simulate -L reads it.
