@@ -487,6 +487,10 @@ pub struct Cib {
     pub execution_date: Option<i64>,
     /// The root's `crm_feature_set` (for digests of history entries that record none).
     pub feature_set: Option<String>,
+    /// Read from a running cluster (`simulate -L`), not a saved file: as for Pacemaker's
+    /// scheduler in the cluster (crm_simulate -L clears `pe_flag_sanitized`), a history entry
+    /// whose private parameters alone changed is a definition change.
+    pub live: bool,
     /// Unfencing is in use (Pacemaker's `enable_unfencing`, found before unpacking): a
     /// `meta_attributes` nvpair anywhere under `resources`, or in `rsc_defaults`, sets
     /// `provides` or `requires` to exactly "unfencing".

@@ -66,6 +66,7 @@ pub use cib::{Cib, CibError, Diagnostic, SCHEMA_VALIDATION_DISABLED};
 pub use events::EventError;
 pub use explain::ExplainError;
 pub use lifecycle::{CibChange, LifecycleError, NodeRequest, Pin};
+pub use pipeline::RunTo;
 pub use scenario::ScenarioError;
 pub use simulate::{Injection, InjectionError, OpSpec, TicketChange};
 
@@ -165,6 +166,7 @@ impl Cib {
             inject_time: None,
             show_date: None,
             summary: false,
+            run_to: RunTo::Revised,
         }
     }
 
@@ -274,6 +276,7 @@ pub struct WhatIf<'a> {
     inject_time: Option<i64>,
     show_date: Option<String>,
     summary: bool,
+    run_to: RunTo,
 }
 
 impl WhatIf<'_> {
@@ -336,6 +339,14 @@ impl WhatIf<'_> {
         self
     }
 
+    /// How far [`WhatIf::run`] goes: the status and modifications only (crm_simulate without
+    /// `-R` or `-S`), up to the transition summary (`-R`), or the whole run (`-S`, the default).
+    /// Stopped before the run, the result CIB is the injected one and there is no JSON report.
+    pub fn run_to(mut self, run_to: RunTo) -> Self {
+        self.run_to = run_to;
+        self
+    }
+
     /// Also keeps the report as data, for [`Simulation::to_json`].
     pub fn with_json(mut self) -> Self {
         self.summary = true;
@@ -365,6 +376,7 @@ impl WhatIf<'_> {
             op_fail: &self.op_fail,
             inject_time: self.inject_time,
             summary: self.summary,
+            run_to: self.run_to,
         };
         let sim = pipeline::run_simulation(self.cib, self.now, &input);
         Simulation { sim }

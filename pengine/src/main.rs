@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 
 mod cli_generate;
 mod cli_node;
+mod cli_refused;
+mod cli_source;
+use cli_source::Source;
 use pengine::{InjectionError, TicketChange, WhatIf};
 
 #[derive(Parser)]
@@ -68,12 +71,24 @@ fn explain(args: ExplainArgs) -> Result<(), String> {
 
 #[derive(clap::Args)]
 struct SimulateArgs {
-    /// CIB XML file to read.
-    #[arg(short = 'x', long = "xml-file")]
-    xml_file: std::path::PathBuf,
+    /// CIB XML file to read (without -x, -L or -P the CIB is read from stdin, as with -p).
+    #[arg(short = 'x', long = "xml-file", conflicts_with_all = ["xml_pipe", "live_check"])]
+    xml_file: Option<std::path::PathBuf>,
+    /// Read the CIB from stdin.
+    #[arg(short = 'p', long = "xml-pipe", conflicts_with = "live_check")]
+    xml_pipe: bool,
+    /// Read the live CIB (`cibadmin -Q`, which honours `CIB_file` and `CIB_shadow`).
+    #[arg(short = 'L', long = "live-check")]
+    live_check: bool,
+    /// Plan and show the transition summary, without simulating it.
+    #[arg(short = 'R', long = "run")]
+    run: bool,
     /// Simulate the transition's execution and show the resulting state.
     #[arg(short = 'S', long = "simulate")]
     simulate: bool,
+    /// Like -S, and store the resulting CIB back into the -x file.
+    #[arg(short = 'X', long = "in-place", conflicts_with = "save_output")]
+    in_place: bool,
     /// Show allocation scores.
     #[arg(short = 's', long = "show-scores")]
     show_scores: bool,
@@ -112,6 +127,9 @@ struct SimulateArgs {
     /// (e.g. vm1_migrate_to_0@node1=1; repeatable).
     #[arg(short = 'F', long = "op-fail", value_name = "OPSPEC")]
     op_fail: Vec<String>,
+    /// Write the input CIB, after the injections and before planning, here.
+    #[arg(short = 'I', long = "save-input", value_name = "FILE")]
+    save_input: Option<std::path::PathBuf>,
     /// Write the resulting CIB (after the injections and, with -S, the transition) here.
     #[arg(short = 'O', long = "save-output", value_name = "FILE")]
     save_output: Option<std::path::PathBuf>,
@@ -124,6 +142,18 @@ struct SimulateArgs {
     /// Evaluate as of this date (ISO 8601).
     #[arg(short = 't', long = "set-datetime")]
     set_datetime: Option<String>,
+    /// Plan every XML file of this directory and print the time each took (other flags but
+    /// -N and -t are ignored, as by crm_simulate).
+    #[arg(short = 'P', long = "profile", value_name = "DIR")]
+    profile: Option<std::path::PathBuf>,
+    /// With -P, plan each file N times.
+    #[arg(short = 'N', long = "repeat", value_name = "N", default_value_t = 1)]
+    repeat: u32,
+    /// Show pending operations (always on; crm_simulate's deprecated -j).
+    #[arg(short = 'j', long = "pending", hide = true)]
+    pending: bool,
+    #[command(flatten)]
+    refused: cli_refused::RefusedFlags,
     /// Output format of the -S report: crm_simulate's text, or one JSON document.
     #[arg(long = "output-as", value_enum, default_value_t = OutputAs::Text)]
     output_as: OutputAs,
@@ -184,52 +214,66 @@ fn wall_clock() -> i64 {
         .unwrap_or(0)
 }
 
-/// Reads a CIB file, plain or bzip2-compressed (the scheduler's saved `pe-input-N.bz2`,
-/// decompressed by the system's `bzip2`).
-fn read_input(path: &std::path::Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !bytes.starts_with(b"BZh") {
-        return String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()));
+/// How far the report goes: `-S`/`-X` run the transition; `-R`, and whatever plans (`-s`, `-G`,
+/// `-D`), stop after its summary; otherwise the status and modifications only (crm_simulate's
+/// `pcmk_sim_process` and `pcmk_sim_simulate`).
+fn run_to(args: &SimulateArgs) -> pengine::RunTo {
+    if args.simulate || args.in_place {
+        pengine::RunTo::Revised
+    } else if args.run
+        || args.show_scores
+        || args.save_graph.is_some()
+        || args.save_dotfile.is_some()
+    {
+        pengine::RunTo::Summary
+    } else {
+        pengine::RunTo::Status
     }
-    let out = std::process::Command::new("bzip2")
-        .arg("-dc")
-        .arg(path)
-        .output()
-        .map_err(|e| format!("cannot run bzip2 for {}: {e}", path.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{}: bzip2 -dc failed: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    String::from_utf8(out.stdout).map_err(|_| format!("{}: not UTF-8", path.display()))
 }
 
-fn run(args: SimulateArgs) -> Result<(), String> {
-    let text = read_input(&args.xml_file)?;
-    let document = pengine::CibDocument::parse(&text)
-        .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
-    let cib = document
-        .cib()
-        .map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
-    // The document is only needed to write `-O`: free it now otherwise (peak memory).
-    let document = args.save_output.is_some().then_some(document);
+/// Flag combinations refused before anything is read.
+fn check_flags(args: &SimulateArgs, source: &Source) -> Result<(), String> {
+    args.refused.check()?;
+    if args.in_place && !matches!(source, Source::File(_)) {
+        return Err("-X/--in-place stores the result back into the -x FILE: give -x".into());
+    }
+    if args.output_as == OutputAs::Json && !(args.simulate || args.in_place) {
+        return Err("--output-as json describes a -S run: add -S".into());
+    }
+    Ok(())
+}
+
+fn simulate(args: SimulateArgs) -> Result<(), String> {
+    if let Some(dir) = &args.profile {
+        let date = match &args.set_datetime {
+            Some(t) => {
+                Some(pengine::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?)
+            }
+            None => None,
+        };
+        args.refused.check()?;
+        if args.show_scores {
+            return Err(
+                "-P with -s is refused: crm_simulate then prints every file's scores in \
+                        its plain text layout, which is not implemented"
+                    .into(),
+            );
+        }
+        return cli_source::profile(dir, args.repeat, date, wall_clock());
+    }
+    let source = Source::from_flags(args.xml_file.as_deref(), args.live_check);
+    check_flags(&args, &source)?;
+    let label = source.label();
+    let text = source.read()?;
+    let document = pengine::CibDocument::parse(&text).map_err(|e| format!("{label}: {e}"))?;
+    let mut cib = document.cib().map_err(|e| format!("{label}: {e}"))?;
+    cib.live = matches!(source, Source::Live);
+    // The document is only needed to write a CIB: free it now otherwise (peak memory).
+    let writes = args.save_output.is_some() || args.save_input.is_some() || args.in_place;
+    let document = writes.then_some(document);
     // Bad injection arguments are reported before anything about the CIB.
     what_if(&args, &cib, 0).map_err(|e| e.to_string())?;
-    if cib.schema_validation_disabled() {
-        eprintln!("{}", pengine::SCHEMA_VALIDATION_DISABLED);
-    }
-    for d in &cib.diagnostics {
-        eprintln!(
-            "pengine: {}: <{} id=\"{}\"> line {}: {}",
-            args.xml_file.display(),
-            d.element,
-            d.id,
-            d.line,
-            d.message
-        );
-    }
+    report_diagnostics(&cib, &label);
     let (now, show) = match (&args.set_datetime, cib.execution_date) {
         (Some(t), _) => (
             pengine::parse_iso_date(t).ok_or_else(|| format!("invalid date '{t}'"))?,
@@ -238,46 +282,82 @@ fn run(args: SimulateArgs) -> Result<(), String> {
         (None, Some(e)) => (e, Some(pengine::format_date(e))),
         (None, None) => (wall_clock(), None),
     };
-    let mut what_if = what_if(&args, &cib, now).map_err(|e| e.to_string())?;
+    let mut what_if = what_if(&args, &cib, now)
+        .map_err(|e| e.to_string())?
+        .run_to(run_to(&args));
     if let Some(date) = &show {
         what_if = what_if.show_date(date);
     }
-    if args.output_as == OutputAs::Json && !args.simulate {
-        return Err("--output-as json describes a -S run: add -S".into());
-    }
-    let mut result: Option<pengine::Cib> = None;
-    if args.simulate {
-        let sim = what_if.run();
-        if !args.quiet && !args.show_scores {
-            match sim.to_json() {
-                Some(json) => println!("{json}"),
-                None => print!("{}", sim.text()),
-            }
+    let sim = what_if.run();
+    if !args.quiet && !args.show_scores {
+        match sim.to_json() {
+            Some(json) => println!("{json}"),
+            None => print!("{}", sim.text()),
         }
-        for e in sim.errors() {
-            eprintln!("{e}");
-        }
-        result = Some(sim.cib().clone());
     }
-    let planned = what_if.injected();
-    if let (Some(path), Some(document)) = (&args.save_output, &document) {
-        let out = result.as_ref().unwrap_or(planned.as_ref());
-        std::fs::write(path, document.render_with_status(out))
+    for e in sim.errors() {
+        eprintln!("{e}");
+    }
+    if let Some(document) = &document {
+        write_cibs(&args, document, &what_if, sim.cib())?;
+    }
+    write_plan(&args, &what_if, now)
+}
+
+/// What the CLI says about the CIB before the report: schema validation off, ignored input.
+fn report_diagnostics(cib: &pengine::Cib, label: &str) {
+    if cib.schema_validation_disabled() {
+        eprintln!("{}", pengine::SCHEMA_VALIDATION_DISABLED);
+    }
+    for d in &cib.diagnostics {
+        eprintln!(
+            "pengine: {label}: <{} id=\"{}\"> line {}: {}",
+            d.element, d.id, d.line, d.message
+        );
+    }
+}
+
+/// `-I` (the injected input), `-O` and `-X` (the result: injected and, with -S, run).
+fn write_cibs(
+    args: &SimulateArgs,
+    document: &pengine::CibDocument,
+    what_if: &WhatIf,
+    result: &pengine::Cib,
+) -> Result<(), String> {
+    let write = |path: &std::path::Path, cib: &pengine::Cib| {
+        std::fs::write(path, document.render_with_status(cib))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    if let Some(path) = &args.save_input {
+        write(path, what_if.injected().as_ref())?;
+    }
+    let stored = if args.in_place {
+        args.xml_file.as_ref()
+    } else {
+        args.save_output.as_ref()
+    };
+    match stored {
+        Some(path) => write(path, result),
+        None => Ok(()),
+    }
+}
+
+/// `-s`, `-G` and `-D`: the plan of the injected CIB.
+fn write_plan(args: &SimulateArgs, what_if: &WhatIf, now: i64) -> Result<(), String> {
+    if !(args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some()) {
+        return Ok(());
+    }
+    let plan = what_if.injected().plan(now);
+    if args.show_scores {
+        print!("{}", plan.scores());
+    }
+    if let Some(path) = &args.save_graph {
+        std::fs::write(path, plan.graph_xml())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    if args.show_scores || args.save_graph.is_some() || args.save_dotfile.is_some() {
-        let plan = planned.plan(now);
-        if args.show_scores {
-            print!("{}", plan.scores());
-        }
-        if let Some(path) = &args.save_graph {
-            std::fs::write(path, plan.graph_xml())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
-        if let Some(path) = &args.save_dotfile {
-            std::fs::write(path, plan.dot())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
+    if let Some(path) = &args.save_dotfile {
+        std::fs::write(path, plan.dot())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -285,7 +365,7 @@ fn run(args: SimulateArgs) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Simulate(args) => report("pengine", run(args)),
+        Command::Simulate(args) => report("pengine", simulate(args)),
         Command::Explain(args) => report("pengine", explain(args)),
         Command::Node(args) => report("pengine node", cli_node::run(args)),
         Command::Generate(args) => report("pengine generate", cli_generate::run::<Cli>(args)),

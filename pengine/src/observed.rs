@@ -222,6 +222,9 @@ pub struct Resource {
     pub param_sets: Vec<NvSet>,
     /// The CIB's feature set (for digests of entries that record none).
     pub feature_set: String,
+    /// Not read from a live cluster: a change of private parameters alone is no definition
+    /// change (Pacemaker's `pe_flag_sanitized`, which crm_simulate clears for `-L`).
+    pub sanitized: bool,
     /// The CIB counts failures per resource, not per operation (see `legacy_fail_counts`).
     pub legacy_fail_counts: bool,
     /// Nodes where a start-like entry's digest changed so that the resource restarts there
@@ -684,6 +687,7 @@ pub(crate) fn make_resource(
             .clone()
             .unwrap_or_else(|| FEATURE_SET.to_string()),
         legacy_fail_counts: legacy_fail_counts(cib.feature_set.as_deref()),
+        sanitized: !cib.live,
         role: Role::Stopped,
         managed: true,
         target_role,
@@ -1383,6 +1387,7 @@ pub fn observe(cib: &Cib, now: i64) -> Observed {
                                 op_default_sets: cib.op_defaults.clone(),
                                 evaluated_at: now,
                                 legacy_fail_counts: legacy_fail_counts(cib.feature_set.as_deref()),
+                                sanitized: !cib.live,
                                 ..Default::default()
                             });
                             if let Some(c) = &lr.container {
@@ -2390,7 +2395,7 @@ pub(crate) fn definition_changed(
         if let Some(addr) = addr {
             params.params.insert("addr".into(), addr.to_string());
         }
-        let check = crate::digest::check(&params, &op.element, &rsc.feature_set, true);
+        let check = crate::digest::check(&params, &op.element, &rsc.feature_set, rsc.sanitized);
         let restart = match check {
             DigestCheck::Match => continue,
             DigestCheck::Restart => true,

@@ -99,6 +99,21 @@ pub struct SimulationInput<'a> {
     pub inject_time: Option<i64>,
     /// Also return the summary as data (`Simulation::summary`, for `--output-as json`).
     pub summary: bool,
+    /// How far the report goes: crm_simulate without `-R`/`-S`, with `-R`, or with `-S`.
+    pub run_to: RunTo,
+}
+
+/// How far a simulation report goes, as crm_simulate's operations choose it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunTo {
+    /// The current status and the requested modifications (no `-R`, no `-S`).
+    Status,
+    /// Also the planned transition's summary, nothing run (`-R`).
+    Summary,
+    /// Also the transition run and the revised status (`-S`).
+    #[default]
+    Revised,
 }
 
 /// The text `crm_simulate -S` prints, and the CIB after the transition ran (`-O`).
@@ -110,6 +125,24 @@ pub struct Simulation {
     pub errors: Vec<String>,
     /// The same information as `text`, as data (when `SimulationInput::summary` is set).
     pub summary: Option<summary::SimulationSummary>,
+}
+
+/// A report that stops before the transition runs: no blank line at its end, and the injected
+/// CIB as its result (what crm_simulate's `-O` writes then).
+fn stopped(mut text: String, injected: Option<simulate::Injected>, cib: &Cib) -> Simulation {
+    while text.ends_with("\n\n") {
+        text.pop();
+    }
+    let (result, errors) = match injected {
+        Some(i) => (i.cib, i.errors),
+        None => (cib.clone(), Vec::new()),
+    };
+    Simulation {
+        text,
+        result,
+        errors,
+        summary: None,
+    }
 }
 
 /// Runs what `crm_simulate -S [-q -u -d -f -i -F]` runs: the status of `cib`, the injections,
@@ -161,6 +194,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
             "{disabled} of {} resource instances DISABLED and {blocked} BLOCKED from further action due to failure\n\n",
             counted.len()
         ));
+    } else if printed {
+        // (the spacer crm_simulate prints after any banner)
+        out.push('\n');
     }
     out.push_str("Current cluster status:\n");
     out.push_str(&status::render_status(current, true));
@@ -173,6 +209,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
             out.push_str(&format!("Using the original execution date of: {d}\n"));
         }
         out.push('\n');
+    }
+    if input.run_to == RunTo::Status {
+        return stopped(out, injected, cib);
     }
     out.push_str("Transition Summary:\n");
     out.push_str(&graph::render_summary(
@@ -194,6 +233,9 @@ pub fn run_simulation(cib: &Cib, now: i64, input: &SimulationInput) -> Simulatio
             out.push('\n');
             out.push_str(&notes);
         }
+    }
+    if input.run_to == RunTo::Summary {
+        return stopped(out, injected, cib);
     }
     // `-F`: a named resource action is flagged failed with the spec's rc; the rest succeed.
     let outcome_of = |a: &graph::GraphAction| -> graph::Outcome {

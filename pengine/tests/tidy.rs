@@ -64,6 +64,8 @@ const STAGES: &[(&str, &[&str])] = &[
             "main",
             "cli_node",
             "cli_generate",
+            "cli_source",
+            "cli_refused",
         ],
     ),
 ];
