@@ -4,6 +4,9 @@
 use super::generator::{Model, Shape};
 use super::rng::Rng;
 
+/// A top-level resource: its id and shape.
+type TopRef = (String, Shape);
+
 const SCORES: [&str; 6] = ["INFINITY", "-INFINITY", "100", "-100", "50", "200"];
 
 /// Generates the constraints between the model's top-level resources.
@@ -78,10 +81,7 @@ fn location_rule(
 }
 
 /// Two different tops, or none when there is only one.
-fn pair<'a>(
-    rng: &mut Rng,
-    tops: &'a [(String, Shape)],
-) -> Option<(&'a (String, Shape), &'a (String, Shape))> {
+fn pair<'a>(rng: &mut Rng, tops: &'a [(String, Shape)]) -> Option<(&'a TopRef, &'a TopRef)> {
     if tops.len() < 2 {
         return None;
     }

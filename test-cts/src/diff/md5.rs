@@ -20,6 +20,7 @@ fn block(state: &mut [u32; 4], chunk: &[u8]) {
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect();
     let [mut a, mut b, mut c, mut d] = *state;
+    #[allow(clippy::needless_range_loop)]
     for i in 0..64 {
         let (f, g) = match i / 16 {
             0 => ((b & c) | (!b & d), i),
