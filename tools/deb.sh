@@ -2,9 +2,10 @@
 # Builds the Debian package of Highlander for this machine's architecture:
 #   tools/deb.sh [OUT_DIR]     (default target/debian; prints the .deb's path on its last line)
 # Install it with `apt install ./highlander_<version>_<arch>.deb` on Debian 12. It holds the agent
-# (ocf:highlander:VirtualDomain), the pengine CLI, their man pages (the CLI's from its clap
-# definition, the agent's from its parameter table), shell completions, the docs, a changelog and
-# a machine-readable copyright file. `lintian` runs on the result and must report no error.
+# (ocf:highlander:VirtualDomain), the pengine CLI, highlander-schedulerd, their man pages (the
+# CLIs' from their clap definitions, the agent's from its parameter table), shell completions, the
+# docs, a changelog and a machine-readable copyright file. `lintian` runs on the result and must
+# report no error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,7 +22,7 @@ export SOURCE_DATE_EPOCH=$(git log -1 --format=%at 2>/dev/null || date +%s)
 # What to build: by default only what the package holds. The package test passes the selection
 # tools/test.sh builds (`--workspace --all-targets`), so that features unify as they did there and
 # nothing is compiled twice.
-read -r -a selection <<<"${HIGHLANDER_DEB_CARGO_ARGS:--p highlander-agent --bins --example man-page -p pengine}"
+read -r -a selection <<<"${HIGHLANDER_DEB_CARGO_ARGS:--p highlander-agent --bins --example man-page -p pengine -p highlander-schedulerd}"
 cargo build --release --quiet "${selection[@]}"
 
 stage=$(mktemp -d)
@@ -35,15 +36,20 @@ mkdir -p "$pkg/DEBIAN" "$pkg/usr/bin" "$ocf" "$doc" "$pkg/usr/share/man/man1" \
 
 # Binaries, stripped (Debian ships debug symbols apart).
 install -m 0755 target/release/pengine "$pkg/usr/bin/pengine"
+install -D -m 0755 target/release/highlander-schedulerd "$pkg/usr/sbin/highlander-schedulerd"
 install -m 0755 target/release/VirtualDomain "$ocf/VirtualDomain"
 install -m 0755 target/release/VirtualDomain-libvirt "$ocf/.VirtualDomain-libvirt"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-    "$pkg/usr/bin/pengine" "$ocf/VirtualDomain" "$ocf/.VirtualDomain-libvirt"
+    "$pkg/usr/bin/pengine" "$pkg/usr/sbin/highlander-schedulerd" "$ocf/VirtualDomain" \
+    "$ocf/.VirtualDomain-libvirt"
 
 # Man pages and completions, generated from the code.
 target/release/pengine generate man --out "$stage/man1"
 target/release/pengine generate completions --out "$stage/completions"
 target/release/examples/man-page "$version" "$date_iso" >"$stage/ocf_highlander_VirtualDomain.7"
+target/release/highlander-schedulerd man --out "$stage/man8"
+mkdir -p "$pkg/usr/share/man/man8"
+gzip -9n <"$stage/man8/highlander-schedulerd.8" >"$pkg/usr/share/man/man8/highlander-schedulerd.8.gz"
 for page in "$stage"/man1/*.1; do
     gzip -9n <"$page" >"$pkg/usr/share/man/man1/$(basename "$page").gz"
 done
@@ -84,7 +90,8 @@ EOF
 # Depends: the shared libraries the binaries link, as dpkg-shlibdeps finds them.
 mkdir -p "$stage/src/debian"
 printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$package" "$package" >"$stage/src/debian/control"
-shlibs=$(cd "$stage/src" && dpkg-shlibdeps -O "$pkg/usr/bin/pengine" "$ocf/VirtualDomain" \
+shlibs=$(cd "$stage/src" && dpkg-shlibdeps -O "$pkg/usr/bin/pengine" \
+    "$pkg/usr/sbin/highlander-schedulerd" "$ocf/VirtualDomain" \
     "$ocf/.VirtualDomain-libvirt" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 installed_kb=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat >"$pkg/DEBIAN/control" <<EOF
@@ -95,6 +102,7 @@ Maintainer: Highlander developers <highlander@example.invalid>
 Installed-Size: $installed_kb
 Depends: $shlibs
 Recommends: pacemaker, resource-agents, libvirt-daemon-driver-qemu
+Suggests: qemu-utils, csync2
 Section: admin
 Priority: optional
 Homepage: https://example.invalid/highlander
@@ -109,6 +117,9 @@ Description: Pacemaker resource agent and planner for virtual machines
  pengine plans a Pacemaker transition from a CIB as Pacemaker 2.1.5's
  scheduler does (crm_simulate's summary, graph, DOT and scores), and explains
  why a resource goes where it goes.
+ .
+ highlander-schedulerd can stand in for pacemaker-schedulerd (installed with
+ `highlander-schedulerd install`), guarded by Pacemaker's own plan.
 EOF
 (cd "$pkg" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$pkg/DEBIAN/md5sums"
 find "$pkg" -type d -exec chmod 0755 {} +

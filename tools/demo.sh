@@ -4,7 +4,9 @@
 #     so vm-web live-migrates), beside Pacemaker 2.1.5's crm_simulate on the same CIB;
 #  2. a live two-node corosync + Pacemaker cluster (network and mount namespaces on this machine)
 #     runs one tiny QEMU guest with our agent and live-migrates it back and forth, printing what
-#     Pacemaker and the agent do; then everything is torn down.
+#     Pacemaker and the agent do; then everything is torn down;
+#  3. the 2013 case (ban cleared while migrate_to runs) under Pacemaker's scheduler and under
+#     highlander-schedulerd, side by side: the guest rebooted, or the same guest still running.
 # Installs what is missing first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +25,6 @@ echo "   ..."
 echo
 echo "== a live two-node cluster with our agent"
 target/release/cluster-demo highlander "${DEMO_MOVES:-2}"
+echo
+echo "== the 2013 case under Pacemaker's scheduler, then under highlander-schedulerd"
+target/release/cluster-demo 2013

@@ -10,10 +10,14 @@ PACKAGES=(
     pkg-config libvirt-dev
     # real libvirt with QEMU in software emulation (TCG), as the agent tests run it
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 tini
+    # qemu-img: the agent's backingfile/stateless overlays
+    qemu-utils
     # OCF tooling: ocf-tester, the DTD and metadata.rng, xmllint
     resource-agents libxml2-utils
     # Pacemaker's CLIs (crm_simulate is the scheduler's oracle) and a real cluster
     pacemaker-cli-utils pacemaker corosync
+    # highlander-schedulerd links libqb (its IPC server) and libbz2 (message compression)
+    libqb-dev libbz2-dev
     # namespaces for test nodes
     iproute2 util-linux procps
     # benchmarks (bench/agent.sh): medians of repeated runs

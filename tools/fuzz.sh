@@ -25,7 +25,7 @@ elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
     seconds=$1
     shift
 fi
-all_targets=(ocf_env domain_xml journal cib cib_schedule rule_date op_spec)
+all_targets=(ocf_env domain_xml journal cib cib_schedule rule_date op_spec schedulerd_message)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -80,6 +80,9 @@ seed_all() {
     seed ocf_env nonutf8 $'config=/etc/\xff\xfe.xml\nOCF_RESOURCE_INSTANCE=\xc3'
 
     # Journals: a well-formed one and broken ones.
+    # schedulerd_message: an odd first byte ("1") sends the rest through the encoder, an even one
+    # decodes it as raw frame bytes (a shell string cannot hold the header's NULs).
+    seed schedulerd_message request '1<create_request_adv t="crmd" subt="request" reference="r" crm_task="pe_calc" crm_sys_to="pengine" crm_sys_from="1_crmd"><crm_xml><cib/></crm_xml></create_request_adv>'
     seed journal good '[{"at_unix_ms":1,"pid":2,"action":"migrate_to","domain":"vm1","source":"a","target":"b","phase":"begin","detail":""}]'
     seed journal object '{"phase":"answer","detail":"0"}'
     seed journal deep "$(printf '[%.0s' $(seq 1 200))"

@@ -26,7 +26,11 @@
 //! Graceful shutdown (with `shutdown_mode`) until half the budget (at most 30 s) is left, then
 //! destroy, then confirm. `force_stop`, and any state a guest cannot shut down from (paused,
 //! crashed, migrating), destroy at once. Success whenever the domain is provably not running here,
-//! including libvirtd down or hung with no QEMU process for the domain in `/proc`.
+//! including libvirtd down or hung with no QEMU process for the domain in `/proc`. libvirt calls
+//! end a third of the budget (at most 10 s) before the deadline; when libvirtd does not answer and
+//! the domain's QEMU still runs, that time ends the process directly (`qemukill.rs`: a forced stop
+//! at once, otherwise once the graceful phase is over), then the stop succeeds once no QEMU
+//! process names the domain. A failed stop would get the node fenced, with every other guest.
 
 use ocf_metadata::{CheckLevel, OcfExitCode};
 
@@ -45,6 +49,9 @@ const POLL_FIRST_MS: u64 = 100;
 const POLL_MAX_MS: u64 = 1_000;
 /// Time the stop keeps for destroy and confirmation at most.
 pub const DESTROY_RESERVE_CAP_MS: u64 = 30_000;
+/// Time the stop keeps, at most, to end the domain's QEMU process itself when libvirtd does not
+/// answer (a third of the budget below that).
+pub const KILL_RESERVE_CAP_MS: u64 = 10_000;
 
 /// What every action works with.
 pub struct Ctx<'a> {
@@ -319,33 +326,63 @@ pub struct StopPlan {
 /// stop: every named domain shut down or destroyed; success only when each provably does not run.
 pub fn stop(ctx: &Ctx, names: &[String], plan: &StopPlan, deadline: Deadline) -> Outcome {
     let reserve = (plan.budget_ms / 2).min(DESTROY_RESERVE_CAP_MS);
-    let graceful_end = deadline.minus(reserve);
+    let kill_reserve = (plan.budget_ms / 3).min(KILL_RESERVE_CAP_MS);
+    let phases = StopPhases {
+        graceful_end: deadline.minus(reserve),
+        daemon_end: deadline.minus(kill_reserve),
+        deadline,
+    };
     for name in names {
-        if let Err(reason) = stop_one(ctx, name, plan, graceful_end, deadline) {
+        if let Err(reason) = stop_one(ctx, name, plan, &phases) {
             return fail(OcfExitCode::ErrGeneric, reason);
         }
     }
     Outcome::success()
 }
 
-fn stop_one(
-    ctx: &Ctx,
-    name: &str,
-    plan: &StopPlan,
+/// The time of a stop: graceful shutdown until `graceful_end`, then libvirt's destroy; libvirt
+/// calls end by `daemon_end`, so that when the daemon does not answer, the rest is enough to end
+/// the domain's QEMU process directly ([`kill_without_daemon`]).
+struct StopPhases {
     graceful_end: Deadline,
+    daemon_end: Deadline,
     deadline: Deadline,
-) -> Result<(), String> {
+}
+
+impl StopPhases {
+    /// Where a libvirt call must end: by `daemon_end`, or once that passed (the daemon answers but
+    /// the domain is not yet stopped), by the deadline.
+    fn call_end(&self, clock: &dyn Clock) -> Deadline {
+        if self.daemon_end.passed(clock) {
+            self.deadline
+        } else {
+            self.daemon_end
+        }
+    }
+}
+
+fn stop_one(ctx: &Ctx, name: &str, plan: &StopPlan, phases: &StopPhases) -> Result<(), String> {
     let mut destroying = plan.force;
     let mut shutdown_sent = false;
     let mut backoff = Backoff::new();
     let mut last = String::from("no answer yet");
+    // The daemon's last failure to answer while QEMU process(es) of the domain exist.
+    let mut unanswered: Option<HvError> = None;
     loop {
-        if deadline.passed(ctx.clock) {
+        if phases.deadline.passed(ctx.clock) {
             return Err(format!(
                 "domain {name} not stopped before the deadline: {last}"
             ));
         }
-        match ctx.state(name, deadline) {
+        if let Some(e) = unanswered
+            .as_ref()
+            .filter(|_| phases.daemon_end.passed(ctx.clock))
+        {
+            return kill_without_daemon(ctx, name, e, phases.deadline);
+        }
+        let call_end = phases.call_end(ctx.clock);
+        unanswered = None;
+        match ctx.state(name, call_end) {
             Ok(DomainState::Absent | DomainState::ShutOff) | Err(HvError::NoDomain { .. }) => {
                 ctx.log.info(&format!("domain {name} is stopped"));
                 return Ok(());
@@ -353,7 +390,7 @@ fn stop_one(
             Ok(state) => {
                 last = format!("domain {name} is {state}");
                 let can_shut_down = matches!(state, DomainState::Running | DomainState::InShutdown);
-                if !destroying && (!can_shut_down || graceful_end.passed(ctx.clock)) {
+                if !destroying && (!can_shut_down || phases.graceful_end.passed(ctx.clock)) {
                     ctx.log.info(&format!(
                         "domain {name} is {state}; graceful shutdown {}: destroying it",
                         if can_shut_down {
@@ -364,34 +401,23 @@ fn stop_one(
                     ));
                     destroying = true;
                 }
-                if destroying {
-                    match ctx.hv.destroy(name, long_call_ms(ctx, deadline)) {
-                        Ok(()) => {
-                            ctx.log.info(&format!("domain {name} destroyed"));
-                            continue;
-                        }
-                        Err(HvError::NotRunning { .. } | HvError::NoDomain { .. }) => continue,
-                        Err(e) => {
-                            ctx.log.warn(&e.to_string());
-                            last = e.to_string();
-                        }
-                    }
+                let step = if destroying {
+                    destroy_step(ctx, name, call_end)
                 } else if !shutdown_sent {
-                    let timeout_ms = graceful_end.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
-                    match ctx.hv.shutdown(name, &plan.modes, timeout_ms) {
-                        Ok(()) => {
-                            ctx.log.info(&format!(
-                                "asked domain {name} to shut down (mode {})",
-                                plan.modes
-                            ));
-                            shutdown_sent = true;
-                        }
-                        Err(HvError::NotRunning { .. } | HvError::NoDomain { .. }) => continue,
-                        Err(e) => {
-                            ctx.log.warn(&format!("{e}; destroying instead"));
-                            destroying = true;
-                            continue;
-                        }
+                    shutdown_step(ctx, name, plan, phases.graceful_end, &mut shutdown_sent)
+                } else {
+                    Step::Wait
+                };
+                match step {
+                    Step::Again => continue,
+                    Step::Destroy => {
+                        destroying = true;
+                        continue;
+                    }
+                    Step::Wait => {}
+                    Step::Failed(e) => {
+                        last = e.to_string();
+                        unanswered = e.daemon_unusable().then_some(e);
                     }
                 }
             }
@@ -402,8 +428,12 @@ fn stop_one(
                     ));
                     return Ok(());
                 }
+                ProcessCheck::Present(_) if destroying || phases.graceful_end.passed(ctx.clock) => {
+                    return kill_without_daemon(ctx, name, &e, phases.deadline);
+                }
                 ProcessCheck::Present(pids) => {
                     last = format!("{e}; QEMU process(es) {pids:?} of domain {name} still exist");
+                    unanswered = Some(e);
                 }
                 ProcessCheck::Unknown(why) => {
                     last = format!("{e}; and the domain's processes cannot be checked: {why}");
@@ -413,12 +443,103 @@ fn stop_one(
         }
         ctx.log.debug(&last);
         // While shutting down gracefully, wake up at the end of that phase at the latest.
-        let sleep_until = if destroying || graceful_end.passed(ctx.clock) {
-            deadline
+        let sleep_until = if destroying || phases.graceful_end.passed(ctx.clock) {
+            phases.call_end(ctx.clock)
         } else {
-            graceful_end
+            phases.graceful_end
         };
         backoff.sleep(ctx.clock, sleep_until);
+    }
+}
+
+/// What a stop does after one destroy or shutdown request.
+enum Step {
+    /// Look at the state again at once.
+    Again,
+    /// Graceful shutdown is impossible: destroy.
+    Destroy,
+    /// Wait before looking again.
+    Wait,
+    /// The request failed.
+    Failed(HvError),
+}
+
+fn destroy_step(ctx: &Ctx, name: &str, call_end: Deadline) -> Step {
+    match ctx.hv.destroy(name, long_call_ms(ctx, call_end)) {
+        Ok(()) => {
+            ctx.log.info(&format!("domain {name} destroyed"));
+            Step::Again
+        }
+        Err(HvError::NotRunning { .. } | HvError::NoDomain { .. }) => Step::Again,
+        Err(e) => {
+            ctx.log.warn(&e.to_string());
+            Step::Failed(e)
+        }
+    }
+}
+
+fn shutdown_step(
+    ctx: &Ctx,
+    name: &str,
+    plan: &StopPlan,
+    graceful_end: Deadline,
+    sent: &mut bool,
+) -> Step {
+    let timeout_ms = graceful_end.remaining_ms(ctx.clock).min(STATE_CALL_CAP_MS);
+    match ctx.hv.shutdown(name, &plan.modes, timeout_ms) {
+        Ok(()) => {
+            ctx.log.info(&format!(
+                "asked domain {name} to shut down (mode {})",
+                plan.modes
+            ));
+            *sent = true;
+            Step::Wait
+        }
+        Err(HvError::NotRunning { .. } | HvError::NoDomain { .. }) => Step::Again,
+        Err(e) => {
+            ctx.log.warn(&format!("{e}; destroying instead"));
+            Step::Destroy
+        }
+    }
+}
+
+/// The daemon does not answer and QEMU process(es) of the domain exist: ends the domain's own
+/// process directly (only one proven to be this domain's, see `qemukill.rs`), then confirms that
+/// no QEMU process names the domain any more. The node keeps running: a failed stop would get it
+/// fenced, with every other guest on it.
+fn kill_without_daemon(
+    ctx: &Ctx,
+    name: &str,
+    e: &HvError,
+    deadline: Deadline,
+) -> Result<(), String> {
+    if ctx.hv.emulator_processes(name) == ProcessCheck::Absent {
+        ctx.log.warn(&format!(
+            "{e}; no QEMU process for domain {name} exists: stopped"
+        ));
+        return Ok(());
+    }
+    ctx.log.warn(&format!(
+        "{e}; ending domain {name}'s QEMU process without libvirtd"
+    ));
+    let done = ctx
+        .hv
+        .kill_emulator(name, deadline.remaining_ms(ctx.clock))
+        .map_err(|why| format!("{e}; domain {name}'s QEMU process was not ended: {why}"))?;
+    match ctx.hv.emulator_processes(name) {
+        ProcessCheck::Absent => {
+            ctx.log.warn(&format!(
+                "domain {name} stopped without libvirtd: {done}; no QEMU process names it any \
+                 more. libvirtd, once it answers, shows it shut off"
+            ));
+            Ok(())
+        }
+        ProcessCheck::Present(pids) => Err(format!(
+            "{e}; {done}, but QEMU process(es) {pids:?} still name domain {name}"
+        )),
+        ProcessCheck::Unknown(why) => Err(format!(
+            "{e}; {done}, but the domain's processes cannot be checked: {why}"
+        )),
     }
 }
 

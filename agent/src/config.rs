@@ -21,15 +21,7 @@ const MAX_XML_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parameters accepted by name that this version cannot honour: any non-default value is refused
 /// with `OCF_ERR_CONFIGURED`, naming them.
-pub const UNIMPLEMENTED: [&str; 7] = [
-    "snapshot",
-    "backingfile",
-    "stateless",
-    "copyindirs",
-    "save_config_on_stop",
-    "sync_config_on_stop",
-    "start_resources",
-];
+pub const UNIMPLEMENTED: [&str; 1] = ["copyindirs"];
 
 /// A configuration problem; [`ConfigError::code`] is the OCF answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -308,6 +300,16 @@ pub struct Config {
     pub monitor_scripts: Vec<String>,
     pub migration: MigrationParams,
     pub utilization: UtilizationParams,
+    /// `save_config_on_stop`, `sync_config_on_stop` (which implies saving).
+    pub save_config: crate::saveconf::SaveConfig,
+    /// `start_resources`: the pools and networks the domain uses are started first.
+    pub start_resources: bool,
+    /// `snapshot`: the directory for the domain's saved memory state (absolute).
+    pub snapshot: Option<PathBuf>,
+    /// `backingfile`: the image the domain's qcow2 overlay is based on (absolute).
+    pub backingfile: Option<PathBuf>,
+    /// `stateless`: a new overlay on every start (needs `backingfile`).
+    pub stateless: bool,
     /// Parameters given that the agent does not know (warned about, as heartbeat ignores them).
     pub unknown: Vec<String>,
 }
@@ -452,7 +454,46 @@ impl Config {
             unset_host_memory: resolved.flag("unset_utilization_host_memory"),
             unset_hv_memory: resolved.flag("unset_utilization_hv_memory"),
         };
+        let snapshot = opt("snapshot").map(PathBuf::from);
+        if let Some(dir) = &snapshot {
+            let why = if !dir.is_absolute() {
+                Some("must be an absolute path")
+            } else if resolved.flag("force_stop") {
+                Some("cannot be used together with force_stop")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(ConfigError::BadValue {
+                    name: "snapshot",
+                    value: dir.display().to_string(),
+                    why,
+                });
+            }
+        }
+        let backingfile = opt("backingfile").map(PathBuf::from);
+        let stateless = resolved.flag("stateless");
+        match &backingfile {
+            Some(b) if !b.is_absolute() => {
+                return Err(ConfigError::BadValue {
+                    name: "backingfile",
+                    value: b.display().to_string(),
+                    why: "must be an absolute path",
+                });
+            }
+            None if stateless => {
+                return Err(ConfigError::BadValue {
+                    name: "stateless",
+                    value: "true".into(),
+                    why: "stateless functionality can't be achieved without a backing file",
+                });
+            }
+            _ => {}
+        }
         Ok(Config {
+            snapshot,
+            backingfile,
+            stateless,
             config_path: PathBuf::from(config),
             hypervisor_uri,
             force_stop: resolved.flag("force_stop"),
@@ -465,6 +506,15 @@ impl Config {
                 .collect(),
             migration,
             utilization,
+            save_config: match (
+                resolved.flag("save_config_on_stop"),
+                resolved.flag("sync_config_on_stop"),
+            ) {
+                (_, true) => crate::saveconf::SaveConfig::SaveAndSync,
+                (true, false) => crate::saveconf::SaveConfig::Save,
+                (false, false) => crate::saveconf::SaveConfig::Off,
+            },
+            start_resources: resolved.flag("start_resources"),
             unknown: resolved.unknown.clone(),
             raw,
         })
@@ -552,16 +602,22 @@ mod tests {
         assert!(e.to_string().contains("config"), "{e}");
         let e = Config::validate(raw(&[
             ("OCF_RESKEY_config", "/x.xml"),
-            ("OCF_RESKEY_snapshot", "/var/snap"),
-            ("OCF_RESKEY_start_resources", "yes"),
-            ("OCF_RESKEY_stateless", "false"),
+            ("OCF_RESKEY_copyindirs", "/etc/x"),
+            ("OCF_RESKEY_stateless", "no"),
+            ("OCF_RESKEY_backingfile", ""),
         ]))
         .unwrap_err();
-        assert_eq!(
-            e,
-            ConfigError::Unimplemented(vec!["snapshot".into(), "start_resources".into()])
-        );
-        assert!(e.to_string().contains("snapshot, start_resources"));
+        assert_eq!(e, ConfigError::Unimplemented(vec!["copyindirs".into()]));
+        assert!(e.to_string().contains("copyindirs"));
+        for (k, v, needle) in [
+            ("OCF_RESKEY_stateless", "yes", "without a backing file"),
+            ("OCF_RESKEY_backingfile", "base.img", "absolute"),
+            ("OCF_RESKEY_snapshot", "snap", "absolute"),
+        ] {
+            let e = Config::validate(raw(&[("OCF_RESKEY_config", "/x.xml"), (k, v)])).unwrap_err();
+            assert_eq!(e.code(), OcfExitCode::ErrConfigured);
+            assert!(e.to_string().contains(needle), "{e}");
+        }
         for (k, v, needle) in [
             ("OCF_RESKEY_shutdown_mode", "acpi,reboot", "reboot"),
             ("OCF_RESKEY_migration_user", "Root", "migration_user"),

@@ -230,6 +230,11 @@ pub enum Op {
     AbortJob,
     JobInfo,
     Resume,
+    Xml,
+    Pool,
+    Network,
+    Save,
+    Restore,
 }
 
 impl fmt::Display for Op {
@@ -245,6 +250,11 @@ impl fmt::Display for Op {
             Self::AbortJob => "abort job",
             Self::JobInfo => "job info",
             Self::Resume => "resume",
+            Self::Xml => "domain XML",
+            Self::Pool => "storage pool",
+            Self::Network => "virtual network",
+            Self::Save => "save",
+            Self::Restore => "restore",
         })
     }
 }
@@ -311,9 +321,67 @@ pub trait Hypervisor: Send + Sync {
     fn resume(&self, name: &str, timeout_ms: u64) -> Result<(), HvError>;
     /// The domain's current job, if any.
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError>;
+    /// The domain's persistent XML with its secrets (`virsh dumpxml --inactive --security-info`):
+    /// what `save_config_on_stop` writes back to `config`. The default: not supported.
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let _ = timeout_ms;
+        Err(HvError::Failed {
+            op: Op::Xml,
+            name: name.to_owned(),
+            message: format!("{} cannot give a domain's XML", self.uri()),
+        })
+    }
+    /// `start_resources`: starts the storage pool when inactive, else refreshes it (heartbeat's
+    /// `pool-start` / `pool-refresh`); `Ok(true)` when it was started. Default: not supported.
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Pool, pool, &self.uri()))
+    }
+    /// `start_resources`: starts the virtual network when inactive; `Ok(true)` when it was
+    /// started. Default: not supported.
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Network, network, &self.uri()))
+    }
+    /// `snapshot`: saves the running domain's memory state to `path` and stops it
+    /// (`virDomainSave`). Default: not supported.
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let _ = (path, timeout_ms);
+        Err(unsupported(Op::Save, name, &self.uri()))
+    }
+    /// `snapshot`: starts a domain from a state file `save_state` wrote (`virDomainRestore`).
+    /// Default: not supported.
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let _ = timeout_ms;
+        Err(unsupported(Op::Restore, path, &self.uri()))
+    }
     /// Whether an emulator process for the domain exists here, without asking the daemon.
     fn emulator_processes(&self, name: &str) -> ProcessCheck;
+    /// Ends the domain's emulator process without the daemon (a stop while it does not answer):
+    /// only a process proven to be this domain's of this daemon (`qemukill.rs`), within
+    /// `timeout_ms`. `Ok` says what was done once the process is gone; `Err` why not. The default
+    /// refuses: only a hypervisor that knows where its daemon records its processes may kill.
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        let _ = timeout_ms;
+        Err(KillRefused(format!(
+            "{} cannot end domain {name}'s process without its daemon",
+            self.uri()
+        )))
+    }
 }
+
+fn unsupported(op: Op, name: &str, uri: &str) -> HvError {
+    HvError::Failed {
+        op,
+        name: name.to_owned(),
+        message: format!("not supported by {uri}"),
+    }
+}
+
+/// Why [`Hypervisor::kill_emulator`] did not end a process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KillRefused(pub String);
 
 #[cfg(test)]
 mod tests {

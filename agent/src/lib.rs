@@ -10,6 +10,7 @@
 
 pub mod actions;
 pub mod clock;
+pub mod command;
 pub mod config;
 pub mod hypervisor;
 pub mod journal;
@@ -19,9 +20,14 @@ pub mod log;
 pub mod mem;
 pub mod migrate;
 pub mod migration;
+pub mod overlay;
 pub mod params;
 pub mod procscan;
+pub mod qemukill;
+pub mod saveconf;
 pub mod scripts;
+pub mod snapshot;
+pub mod startres;
 pub mod unreachable;
 pub mod urisafe;
 pub mod utilization;
@@ -273,11 +279,48 @@ fn start(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         deps.log
             .warn(&format!("cannot record the started domain: {e}"));
     }
+    if let Err(reason) = before_start(cfg, &ctx, &dom, deadline) {
+        deps.log.error(&reason);
+        return Outcome::fail(OcfExitCode::ErrGeneric, reason);
+    }
     let outcome = actions::start(&ctx, &dom.name, &dom.xml, &cfg.monitor_scripts, deadline);
     if outcome.code == OcfExitCode::Success {
         update_utilization(cfg, &dom.xml, deps, deadline);
     }
     outcome
+}
+
+/// What a start does before creating the domain, in heartbeat's order: restore from `snapshot`
+/// (then nothing else), `start_resources`, the `backingfile` overlay (only while the domain is not
+/// active here: a disk in use is never replaced).
+fn before_start(
+    cfg: &Config,
+    ctx: &actions::Ctx,
+    dom: &config::DomainDef,
+    deadline: Deadline,
+) -> Result<(), String> {
+    if let Some(dir) = &cfg.snapshot {
+        if snapshot::restore(ctx, &dom.name, dir, deadline)? == snapshot::Restore::Restored {
+            return Ok(());
+        }
+    }
+    if cfg.start_resources {
+        startres::start_all(ctx, ctx.hv, &dom.xml, deadline)?;
+    }
+    if let Some(backing) = &cfg.backingfile {
+        let budget = deadline.remaining_ms(ctx.clock) / 4;
+        match ctx.hv.state(&dom.name, budget) {
+            Ok(s) if s.is_active() => {
+                ctx.log.info(&format!(
+                    "domain {} is already {s}: its overlay is left as it is",
+                    dom.name
+                ));
+            }
+            Ok(_) => overlay::prepare(ctx, backing, cfg.stateless, &cfg.config_path, deadline)?,
+            Err(e) => return Err(format!("cannot prepare the overlay: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the utilization attributes in line with the domain XML (`utilization.rs`): no CIB call
@@ -342,6 +385,7 @@ fn monitor(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
     if outcome.code == OcfExitCode::Success && raw.action == Action::Monitor {
         if let Some(xml) = &xml {
             update_utilization(cfg, xml, deps, deadline);
+            saveconf::save(&ctx, &name, &cfg.config_path, cfg.save_config, deadline);
         }
     }
     outcome
@@ -459,7 +503,7 @@ impl StopHypervisor {
 /// `hypervisor` URI that validation refuses.
 fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -> Outcome {
     let log = deps.log;
-    let (plan, hypervisor) = match Config::validate(raw.clone()) {
+    let (plan, hypervisor, save_config, snapshot_dir) = match Config::validate(raw.clone()) {
         Ok(c) => (
             StopPlan {
                 force: c.force_stop || salvage.faulted,
@@ -467,6 +511,8 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
                 budget_ms: raw.budget_ms,
             },
             StopHypervisor::Connect(c.hypervisor_uri.clone()),
+            c.save_config,
+            c.snapshot,
         ),
         Err(e) => {
             log.warn(&format!("{e}; stopping anyway, with destroy"));
@@ -477,15 +523,21 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
                     budget_ms: raw.budget_ms,
                 },
                 StopHypervisor::from_raw(&raw),
+                saveconf::SaveConfig::Off,
+                None,
             )
         }
     };
     let hypervisor = salvage.hypervisor.unwrap_or(hypervisor);
     let mut names = Vec::new();
     let config_path = raw.config_path().map(PathBuf::from).or(salvage.config_path);
+    let mut save_to = None;
     match config_path {
         Some(path) => match config::load_domain(&path) {
-            Ok(d) => names.push(d.name),
+            Ok(d) => {
+                names.push(d.name);
+                save_to = Some(path);
+            }
             Err(e) => log.warn(&e.to_string()),
         },
         None => log.warn("config is not set"),
@@ -517,6 +569,14 @@ fn stop(raw: RawConfig, deps: &Deps, deadline: Deadline, salvage: StopSalvage) -
         clock: deps.clock,
         log,
     };
+    // heartbeat's point: before a graceful stop (a forced one does not wait for it).
+    if let (Some(path), false) = (&save_to, plan.force) {
+        saveconf::save(&ctx, &names[0], path, save_config, deadline);
+        if let Some(dir) = &snapshot_dir {
+            let graceful = (plan.budget_ms / 2).min(actions::DESTROY_RESERVE_CAP_MS);
+            snapshot::save(&ctx, &names[0], dir, deadline.minus(graceful));
+        }
+    }
     let outcome = actions::stop(&ctx, &names, &plan, deadline);
     if outcome.code == OcfExitCode::Success {
         utilization::forget(&raw.rsctmp, &raw.instance);
@@ -592,6 +652,13 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
             Err(e) => return Outcome::fail(OcfExitCode::ErrConfigured, e.to_string()),
         };
         let remote = (deps.connect)(Some(&req.target_uri));
+        if cfg.start_resources {
+            if let Err(reason) = startres::start_all(&ctx, remote.as_ref(), &dom.xml, deadline) {
+                log.error(&reason);
+                return Outcome::fail(OcfExitCode::ErrGeneric, reason);
+            }
+        }
+        saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
         migrate::migrate_to(
             &ctx,
             remote.as_ref(),
@@ -605,7 +672,15 @@ fn migrate(cfg: &Config, deps: &Deps, deadline: Deadline) -> Outcome {
         let remote = migration::remote_uri(&cfg.migration, cfg.hypervisor_uri.as_deref(), &source)
             .ok()
             .map(|uri| (deps.connect)(Some(&uri)));
-        migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline)
+        let outcome = migrate::migrate_from(&ctx, remote.as_deref(), &dom.name, deadline);
+        if outcome.code == OcfExitCode::Success {
+            saveconf::save(&ctx, &dom.name, &cfg.config_path, cfg.save_config, deadline);
+            if let Some(dir) = &cfg.snapshot {
+                let why = format!("domain {} now runs here", dom.name);
+                snapshot::discard_stale(&ctx, &dom.name, dir, &why);
+            }
+        }
+        outcome
     };
     journal(
         "answer",

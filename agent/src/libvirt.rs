@@ -12,8 +12,8 @@ use virt::domain::{Domain, DomainPausedReason, DomainState as VirState};
 use virt::error::{ErrorDomain, ErrorNumber};
 
 use crate::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, MigrateRequest,
-    Op, PauseReason, ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, KillRefused,
+    MigrateRequest, Op, PauseReason, ProcessCheck, ShutdownModes,
 };
 
 /// libvirt's `VIR_MIGRATE_LIVE` and `VIR_MIGRATE_PEER2PEER`.
@@ -376,6 +376,61 @@ impl Hypervisor for Libvirt {
         })
     }
 
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let (name, uri) = (name.to_owned(), self.uri());
+        let flags = virt::sys::VIR_DOMAIN_XML_INACTIVE | virt::sys::VIR_DOMAIN_XML_SECURE;
+        self.call(Op::Xml, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Xml, &name, &uri)?;
+            dom.xml_desc(flags)
+                .map_err(|e| classify(Op::Xml, &name, &uri, e))
+        })
+    }
+
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (name, uri, path) = (name.to_owned(), self.uri(), path.to_owned());
+        self.call(Op::Save, timeout_ms, move |conn| {
+            let dom = lookup(conn, Op::Save, &name, &uri)?;
+            save_raw(&dom, &path).map_err(|e| classify(Op::Save, &name, &uri, e))
+        })
+    }
+
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let (uri, path) = (self.uri(), path.to_owned());
+        self.call(Op::Restore, timeout_ms, move |conn| {
+            conn.restore_domain(&path)
+                .map_err(|e| classify(Op::Restore, &path, &uri, e))
+        })
+    }
+
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let (pool, uri) = (pool.to_owned(), self.uri());
+        self.call(Op::Pool, timeout_ms, move |conn| {
+            let err = |e| classify(Op::Pool, &pool, &uri, e);
+            let p = conn.lookup_storage_pool_by_name(&pool).map_err(err)?;
+            if p.is_active().map_err(err)? {
+                p.refresh(0).map_err(err)?;
+                Ok(false)
+            } else {
+                p.create(0).map_err(err)?;
+                Ok(true)
+            }
+        })
+    }
+
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let (network, uri) = (network.to_owned(), self.uri());
+        self.call(Op::Network, timeout_ms, move |conn| {
+            let err = |e| classify(Op::Network, &network, &uri, e);
+            let n = conn.lookup_network_by_name(&network).map_err(err)?;
+            if n.is_active().map_err(err)? {
+                Ok(false)
+            } else {
+                n.create().map_err(err)?;
+                Ok(true)
+            }
+        })
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         if !self.has_qemu_processes() {
             return ProcessCheck::Unknown(format!(
@@ -388,6 +443,16 @@ impl Hypervisor for Libvirt {
             Ok(pids) => ProcessCheck::Present(pids),
             Err(e) => ProcessCheck::Unknown(format!("/proc unreadable: {e}")),
         }
+    }
+
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        let run_dir = crate::qemukill::run_dir(self.uri.as_deref()).ok_or_else(|| {
+            KillRefused(format!(
+                "{} is not a local system QEMU daemon whose run directory is known",
+                self.uri()
+            ))
+        })?;
+        crate::qemukill::kill(&run_dir, name, timeout_ms).map_err(KillRefused)
     }
 }
 
@@ -407,6 +472,23 @@ impl Hypervisor for Libvirt {
 pub fn exit_process(code: u8) -> ! {
     // SAFETY: `_exit` takes a plain int, touches no memory of this process and never returns.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// `virDomainSave`, which the `virt` crate does not wrap.
+#[allow(unsafe_code)]
+fn save_raw(dom: &Domain, path: &str) -> Result<(), virt::error::Error> {
+    let Ok(c_path) = std::ffi::CString::new(path) else {
+        return Err(virt::error::Error::last_error());
+    };
+    // SAFETY: `dom` owns a valid virDomainPtr and `c_path` a NUL-terminated string, both alive for
+    // the whole call, which only borrows them; failure comes back as the return value and
+    // libvirt's thread-local last error.
+    let rc = unsafe { virt::sys::virDomainSave(dom.as_ptr(), c_path.as_ptr()) };
+    if rc < 0 {
+        Err(virt::error::Error::last_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// `virDomainAbortJob`, which the `virt` crate does not wrap.

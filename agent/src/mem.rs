@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, MigrateRequest,
-    Op, ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobKind, JobOperation, KillRefused,
+    MigrateRequest, Op, ProcessCheck, ShutdownModes,
 };
 
 /// The daemon's health on one node.
@@ -96,6 +96,8 @@ impl MemDomain {
 struct Node {
     daemon: Daemon,
     domains: BTreeMap<String, MemDomain>,
+    /// Storage pools ("pool:NAME") and virtual networks ("network:NAME"): active or not.
+    resources: BTreeMap<String, bool>,
     faults: Vec<(Op, Fault)>,
     calls: Vec<String>,
 }
@@ -197,6 +199,20 @@ impl MemWorld {
     /// used its whole timeout. 0 (the default): calls answer at once, whatever their timeout.
     pub fn set_call_ms(&self, ms: u64) {
         self.lock().call_ms = ms;
+    }
+
+    /// Defines a storage pool (`kind` "pool") or virtual network ("network") on `node`.
+    pub fn put_resource(&self, node: &str, kind: &str, name: &str, active: bool) {
+        let mut w = self.lock();
+        let n = w.nodes.entry(node.to_owned()).or_default();
+        n.resources.insert(format!("{kind}:{name}"), active);
+    }
+
+    /// Whether a pool or network is active; `None` when not defined.
+    pub fn resource_active(&self, node: &str, kind: &str, name: &str) -> Option<bool> {
+        let w = self.lock();
+        let n = w.nodes.get(node)?;
+        n.resources.get(&format!("{kind}:{name}")).copied()
     }
 
     pub fn put_domain(&self, node: &str, name: &str, domain: MemDomain) {
@@ -422,6 +438,34 @@ impl MemHypervisor {
                 name: name.to_owned(),
             }),
         }
+    }
+}
+
+impl MemHypervisor {
+    /// Starts a defined pool or network; `Ok(true)` when it was inactive.
+    fn ensure_resource(
+        &self,
+        op: Op,
+        kind: &str,
+        name: &str,
+        timeout_ms: u64,
+    ) -> Result<bool, HvError> {
+        let gate = self.gate(op, name, timeout_ms)?;
+        let started = {
+            let mut w = self.world.lock();
+            let node = w.nodes.entry(self.node.clone()).or_default();
+            match node.resources.get_mut(&format!("{kind}:{name}")) {
+                Some(active) => !std::mem::replace(active, true),
+                None => {
+                    return Err(HvError::Failed {
+                        op,
+                        name: name.to_owned(),
+                        message: format!("no {kind} named {name:?}"),
+                    });
+                }
+            }
+        };
+        self.finish(gate, op, timeout_ms, started)
     }
 }
 
@@ -678,6 +722,67 @@ impl Hypervisor for MemHypervisor {
         self.finish(gate, Op::JobInfo, timeout_ms, job)
     }
 
+    /// Writes the domain's XML to `path` (the "memory state") and removes the domain.
+    fn save_state(&self, name: &str, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let gate = self.gate(Op::Save, name, timeout_ms)?;
+        let xml = self.with_domain(Op::Save, name, |d, _| {
+            if !d.state.is_active() {
+                return Err(HvError::NotRunning {
+                    op: Op::Save,
+                    name: name.to_owned(),
+                });
+            }
+            d.state = DomainState::ShutOff;
+            d.process = false;
+            Ok(d.xml.clone())
+        })?;
+        std::fs::write(path, format!("mem-state\n{xml}")).map_err(|e| HvError::Failed {
+            op: Op::Save,
+            name: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        self.finish(gate, Op::Save, timeout_ms, ())
+    }
+
+    /// Reads a file `save_state` wrote and runs the domain again.
+    fn restore_state(&self, path: &str, timeout_ms: u64) -> Result<(), HvError> {
+        let gate = self.gate(Op::Restore, path, timeout_ms)?;
+        let failed = |message: String| HvError::Failed {
+            op: Op::Restore,
+            name: path.to_owned(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+        let xml = text
+            .strip_prefix("mem-state\n")
+            .ok_or_else(|| failed("not a saved state".into()))?;
+        let name = crate::config::domain_name_from_xml(xml).map_err(|e| failed(e.to_string()))?;
+        {
+            let mut w = self.world.lock();
+            let node = w.nodes.entry(self.node.clone()).or_default();
+            if node.domains.get(&name).is_some_and(|d| d.state.is_active()) {
+                return Err(failed(format!("domain {name} is already active")));
+            }
+            node.domains.insert(name, MemDomain::running(xml));
+        }
+        self.finish(gate, Op::Restore, timeout_ms, ())
+    }
+
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.ensure_resource(Op::Pool, "pool", pool, timeout_ms)
+    }
+
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.ensure_resource(Op::Network, "network", network, timeout_ms)
+    }
+
+    /// The XML the domain was created from (its changes while running, if a test made any).
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let gate = self.gate(Op::Xml, name, timeout_ms)?;
+        let xml = self.with_domain(Op::Xml, name, |d, _| Ok(d.xml.clone()))?;
+        self.finish(gate, Op::Xml, timeout_ms, xml)
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         let now = self.world.clock.now_ms();
         let mut w = self.world.lock();
@@ -686,6 +791,24 @@ impl Hypervisor for MemHypervisor {
             Some(d) if d.process => ProcessCheck::Present(vec![4242]),
             _ => ProcessCheck::Absent,
         }
+    }
+
+    /// The process ends at once; the daemon, when asked again, shows the domain stopped.
+    fn kill_emulator(&self, name: &str, _timeout_ms: u64) -> Result<String, KillRefused> {
+        let now = self.world.clock.now_ms();
+        let mut w = self.world.lock();
+        tick(&mut w, now);
+        let node = w.nodes.entry(self.node.clone()).or_default();
+        node.calls.push(format!("kill emulator {name}"));
+        let Some(d) = node.domains.get_mut(name).filter(|d| d.process) else {
+            return Ok(format!("no process of domain {name} was left"));
+        };
+        d.process = false;
+        d.state = DomainState::ShutOff;
+        if !d.persistent {
+            node.domains.remove(name);
+        }
+        Ok("process 4242 ended after SIGTERM".to_owned())
     }
 }
 

@@ -167,8 +167,12 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "save_config_on_stop",
         "Save running VM's config back to its config file",
-        "On stop and migration, write the domain's inactive XML back to config. Not implemented \
-         yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Changes to a running domain's configuration are otherwise lost on stop. When true, the \
+         domain's persistent XML (with its secrets, as dumpxml --inactive --security-info) is \
+         written back to config whenever it differs from the file: before a graceful stop, before \
+         migrate_to, after migrate_from and after a monitor that finds the domain running. The \
+         file is replaced atomically (temporary file, fsync, rename); a failure is only logged. \
+         Make sure config is the same on every node, or use sync_config_on_stop.",
     )
     .kind(B)
     .default("false")
@@ -176,8 +180,9 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "sync_config_on_stop",
         "Save running VM's config back to its config file and sync it",
-        "Implies save_config_on_stop, then synchronises config to the other nodes with csync2. Not \
-         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Implies save_config_on_stop; after config was rewritten, runs csync2 -x on it to copy it \
+         to the other nodes (csync2 must be set up for that). csync2 is killed at the action's \
+         deadline; a failure is only logged.",
     )
     .kind(B)
     .default("false")
@@ -185,20 +190,32 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "snapshot",
         "Restore state on start/stop",
-        "Directory where stop saves the domain's memory state and start restores it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
+        "Absolute path of a directory for the domain's memory state. A graceful stop of a running \
+         domain saves its RAM state to <name>.state there (written as <name>.state.partial and \
+         renamed once complete), which stops it; the next start restores the domain from that \
+         file instead of booting it and removes the file once the restore succeeded. A failed \
+         save falls back to a normal shutdown; a failed restore fails the start and keeps the \
+         file. A file found while the domain runs, or after it migrated here, is stale and \
+         removed. Keep the directory on storage all nodes share. Incompatible with force_stop.",
     )
     .default(""),
     ParameterSpec::new(
         "backingfile",
         "Backing file for a copy-on-write overlay",
-        "qcow2 backing file: start creates an overlay next to config and boots from it. Not implemented yet: setting it is refused (OCF_ERR_CONFIGURED).",
+        "Absolute path of the image the domain runs on in copy-on-write mode; it never changes. \
+         A start creates the qcow2 overlay <dir of config>/<file name of config up to its first \
+         dot>.qcow2 on it (qemu-img create with the backing file's format) when that file is \
+         missing or empty, or on every start with stateless; the domain XML must use the overlay \
+         as its disk. Never while the domain runs here, never on migrate_from: for live \
+         migration the overlay must be on storage both nodes share.",
     )
     .default(""),
     ParameterSpec::new(
         "stateless",
         "Re-create the overlay on every start",
-        "With backingfile, throw the overlay away and create it anew on every start. Not \
-         implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "With backingfile, the overlay is created anew on every start (written beside the old one \
+         and renamed over it), so the domain always starts from the backing file. Without \
+         backingfile: refused (OCF_ERR_CONFIGURED).",
     )
     .kind(B)
     .default("false"),
@@ -220,8 +237,10 @@ pub static PARAMETERS: [ParameterSpec; 27] = [
     ParameterSpec::new(
         "start_resources",
         "Ensure the needed virtual storage pools and networks are started",
-        "Before start and migration, start the storage pools and networks the domain XML refers to. \
-         Not implemented yet: true is refused (OCF_ERR_CONFIGURED).",
+        "Before start (on this node) and before a live migration (on the target), start every \
+         storage pool and virtual network the domain XML names (pool='...' and network='...' \
+         attributes) that is not running; a running pool is refreshed. One that cannot be started \
+         fails the action.",
     )
     .kind(B)
     .default("false")
@@ -249,13 +268,17 @@ pub const VIRTUAL_DOMAIN: AgentSpec = AgentSpec {
     longdesc: "Highlander's VirtualDomain manages one libvirt domain as a cluster resource. It is a \
                drop-in for ocf:heartbeat:VirtualDomain (same parameters and defaults). migrate_to \
                performs the whole live migration with a deadline and answers from where the domain \
-               really runs, so a repeated or interrupted migration never costs a reboot. \
-               Its migrate_to is atomic and truthful: when it answers, the domain runs on exactly \
-               one node, the target on success and the source on failure. Highlander's planner \
-               (pengine) therefore plans this agent with migration-model=atomic by default: an \
-               interrupted migration is finished or reversed live instead of stopping both copies. \
-               Set the resource meta-attribute migration-model=two-phase for Pacemaker's own model. \
-               Pacemaker's scheduler itself does not read this.",
+               really runs. Its migrate_to is atomic and truthful: when it answers, the domain runs \
+               on exactly one node, the target on success and the source on failure; the agent \
+               itself never restarts the guest to get there. Whether an interrupted migration costs \
+               a reboot is the scheduler's choice: Pacemaker's own scheduler (pacemaker-schedulerd) \
+               recovers it by stopping the domain wherever it may run and starting it again, a \
+               reboot of the guest. Only a scheduler that plans with pengine's atomic migration \
+               model (Highlander's pengine, and Highlander's scheduler daemon highlander-schedulerd \
+               built on it) finishes or reverses it live instead. pengine plans this agent with \
+               migration-model=atomic by default; set the resource meta-attribute \
+               migration-model=two-phase for Pacemaker's own model. pacemaker-schedulerd does not \
+               read this attribute.",
     parameters: &PARAMETERS,
     actions: &ACTIONS,
     special: Some(MIGRATION_SPECIAL),

@@ -1,6 +1,6 @@
 //! `monitor_scripts`: each whitespace-separated word is one command, run directly (no shell, no
 //! arguments, as heartbeat's word splitting gives), stdin/stdout/stderr to /dev/null, killed at the
-//! deadline. The only processes the agent ever starts.
+//! deadline. (The agent's other helper programs run through `command.rs`.)
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

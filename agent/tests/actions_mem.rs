@@ -220,14 +220,15 @@ fn action_names() {
 #[test]
 fn unimplemented_parameters_are_refused_by_name() {
     let n = Node::new();
-    let p = [("OCF_RESKEY_snapshot", "/var/lib/snap")];
+    let p = [("OCF_RESKEY_copyindirs", "/srv/inject")];
     for action in ["start", "validate-all", "monitor"] {
         let out = n.run(action, &p);
         assert_eq!(out.code, ErrConfigured, "{action}");
-        assert!(out.reason.unwrap().contains("snapshot"), "{action}");
+        assert!(out.reason.unwrap().contains("copyindirs"), "{action}");
     }
-    let out = n.run("start", &[("OCF_RESKEY_save_config_on_stop", "true")]);
-    assert!(out.reason.unwrap().contains("save_config_on_stop"));
+    let out = n.run("start", &[("OCF_RESKEY_stateless", "true")]);
+    assert_eq!(out.code, ErrConfigured);
+    assert!(out.reason.unwrap().contains("without a backing file"));
     // Defaults of the same parameters are fine.
     assert_eq!(
         n.code("start", &[("OCF_RESKEY_stateless", "false")]),
@@ -239,6 +240,139 @@ fn unimplemented_parameters_are_refused_by_name() {
     assert!(n.world.calls(NODE).iter().any(|c| c == "destroy vm1"));
 }
 
+/// `save_config_on_stop`: the running domain's XML replaces `config` when it differs, before a
+/// graceful stop and after a monitor that finds it running; never for a forced stop; a csync2 that
+/// cannot run (`sync_config_on_stop`) is a warning only.
+#[test]
+fn save_config_on_stop_writes_the_running_xml_back() {
+    let n = Node::new();
+    let save = [("OCF_RESKEY_save_config_on_stop", "true")];
+    assert_eq!(n.code("start", &save), Success);
+    let changed = xml("vm1").replace("secret-marker-42", "changed-while-running");
+    n.world
+        .update_domain(NODE, "vm1", |d| d.xml = changed.clone());
+    assert_eq!(n.code("monitor", &save), Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed);
+    let changed_again = changed.replace("changed-while-running", "changed-again");
+    n.world
+        .update_domain(NODE, "vm1", |d| d.xml = changed_again.clone());
+    let (out, logs) = n.run_logged("stop", &save);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    assert!(
+        logs.iter().any(|l| l.contains("saved domain vm1")),
+        "{logs:?}"
+    );
+    // Forced: no save.
+    assert_eq!(n.code("start", &save), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm1"));
+    let forced = [save[0], ("OCF_RESKEY_force_stop", "true")];
+    assert_eq!(n.code("stop", &forced), Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    // XML naming another domain is never written.
+    assert_eq!(n.code("start", &save), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm2"));
+    let (out, logs) = n.run_logged("stop", &save);
+    assert_eq!(out.code, Success);
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), changed_again);
+    assert!(logs.iter().any(|l| l.contains("not vm1")), "{logs:?}");
+    // sync_config_on_stop implies saving; csync2 missing from PATH: a warning, the stop succeeds.
+    assert_eq!(n.code("start", &[]), Success);
+    n.world.update_domain(NODE, "vm1", |d| d.xml = xml("vm1"));
+    let (out, logs) = n.run_logged("stop", &[("OCF_RESKEY_sync_config_on_stop", "true")]);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert_eq!(std::fs::read_to_string(n.config()).unwrap(), xml("vm1"));
+    assert!(logs.iter().any(|l| l.contains("csync2")), "{logs:?}");
+}
+
+/// `start_resources`: the pools and networks the XML names are started before the domain; one
+/// that cannot be started fails the start, naming it, and the domain is not created.
+#[test]
+fn start_resources_starts_pools_and_networks_first() {
+    let n = Node::new();
+    let with = xml("vm1").replace(
+        "</domain>",
+        "<devices><disk type='volume'><source pool='p1' volume='v'/></disk>\
+         <interface type='network'><source network='n1'/></interface></devices></domain>",
+    );
+    std::fs::write(n.config(), &with).unwrap();
+    n.world.put_resource(NODE, "pool", "p1", false);
+    n.world.put_resource(NODE, "network", "n1", false);
+    let on = [("OCF_RESKEY_start_resources", "true")];
+    assert_eq!(n.code("start", &on), Success);
+    assert_eq!(n.world.resource_active(NODE, "pool", "p1"), Some(true));
+    assert_eq!(n.world.resource_active(NODE, "network", "n1"), Some(true));
+    let calls = n.world.calls(NODE);
+    let pool_at = calls.iter().position(|c| c == "storage pool p1").unwrap();
+    let create_at = calls.iter().position(|c| c == "create vm1").unwrap();
+    assert!(pool_at < create_at, "{calls:?}");
+    assert_eq!(n.code("stop", &on), Success);
+    // A network that does not exist: 1 naming it, nothing created.
+    std::fs::write(n.config(), with.replace("'n1'", "'n2'")).unwrap();
+    let out = n.run("start", &on);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("virtual network n2"));
+    assert_eq!(n.state("vm1"), None);
+    // Off (the default): nothing is asked.
+    n.world.put_resource(NODE, "pool", "p1", false);
+    std::fs::write(n.config(), &with).unwrap();
+    assert_eq!(n.code("start", &[]), Success);
+    assert_eq!(n.world.resource_active(NODE, "pool", "p1"), Some(false));
+}
+
+/// `snapshot`: stop saves the memory state (no shutdown), start restores it and only then removes
+/// the file; a restore that fails keeps the file and fails the start; a file found while the
+/// domain runs is stale and removed; with force_stop, or a relative path: 6.
+#[test]
+fn snapshot_saves_on_stop_and_restores_on_start() {
+    let n = Node::new();
+    let snap = n.dir.path().join("snap");
+    std::fs::create_dir_all(&snap).unwrap();
+    let dir = snap.display().to_string();
+    let on = [("OCF_RESKEY_snapshot", dir.as_str())];
+    let file = snap.join("vm1.state");
+    assert_eq!(n.code("start", &on), Success);
+    let (out, logs) = n.run_logged("stop", &on);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert!(file.is_file(), "{logs:?}");
+    assert!(!snap.join("vm1.state.partial").exists());
+    let calls = n.world.calls(NODE);
+    assert!(calls.iter().any(|c| c == "save vm1"), "{calls:?}");
+    assert!(
+        !calls.iter().any(|c| c.starts_with("shutdown")),
+        "{calls:?}"
+    );
+    assert_eq!(n.state("vm1"), None);
+    let (out, logs) = n.run_logged("start", &on);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert!(logs.iter().any(|l| l.contains("restored from")), "{logs:?}");
+    assert!(!file.exists(), "removed after the restore");
+    assert_eq!(n.state("vm1"), Some(DomainState::Running));
+    let creates = n.world.calls(NODE);
+    let creates = creates.iter().filter(|c| *c == "create vm1").count();
+    assert_eq!(creates, 1, "only the first start created it");
+    // A file that cannot be restored: 1, kept.
+    assert_eq!(n.code("stop", &on), Success);
+    std::fs::write(&file, "garbage").unwrap();
+    let out = n.run("start", &on);
+    assert_eq!(out.code, ErrGeneric);
+    assert!(out.reason.unwrap().contains("failed to restore"));
+    assert!(file.is_file());
+    // Running already (started without snapshot): the file is stale and goes.
+    assert_eq!(n.code("start", &[]), Success);
+    let (out, logs) = n.run_logged("start", &on);
+    assert_eq!(out.code, Success);
+    assert!(!file.exists(), "{logs:?}");
+    // Refused combinations.
+    let forced = [on[0], ("OCF_RESKEY_force_stop", "true")];
+    assert_eq!(n.code("validate-all", &forced), ErrConfigured);
+    let relative = [("OCF_RESKEY_snapshot", "snap")];
+    assert_eq!(n.code("validate-all", &relative), ErrConfigured);
+    // A stop with the refused combination still stops (by destroy, nothing saved).
+    assert_eq!(n.code("stop", &forced), Success);
+    assert!(!file.exists());
+}
+
 #[test]
 fn hung_hypervisor_answers_within_the_deadline() {
     let n = Node::new();
@@ -248,12 +382,14 @@ fn hung_hypervisor_answers_within_the_deadline() {
         ("monitor", &[RECURRING][..], Success), // QEMU process still there
         ("monitor", &[][..], Success),
         ("start", &[][..], ErrGeneric),
-        ("stop", &[][..], ErrGeneric), // process exists, cannot be destroyed
         (
             "validate-all",
             &[("OCF_CHECK_LEVEL", "10")][..],
             ErrInstalled,
         ),
+        ("stop", &[][..], Success), // the QEMU process is ended without libvirtd
+        ("monitor", &[RECURRING][..], NotRunning),
+        ("stop", &[][..], Success),
     ] {
         let t0 = n.clock.now_ms();
         let out = n.run(action, extra);
@@ -264,33 +400,41 @@ fn hung_hypervisor_answers_within_the_deadline() {
             "{action} spent {spent} ms of a {TIMEOUT_MS} ms timeout"
         );
     }
-    // The guest died while libvirtd hung: now provably stopped.
-    n.world.update_domain(NODE, "vm1", |d| d.process = false);
-    let t0 = n.clock.now_ms();
-    assert_eq!(n.code("monitor", &[RECURRING]), NotRunning);
-    assert_eq!(n.code("stop", &[]), Success);
-    assert!(n.clock.now_ms() - t0 <= 2 * 18_000);
+    let kills = n.world.calls(NODE);
+    let kills: Vec<_> = kills.iter().filter(|c| c.starts_with("kill")).collect();
+    assert_eq!(kills, ["kill emulator vm1"], "once, by the first stop");
 }
 
 #[test]
-fn daemon_down_on_stop_decided_by_processes() {
+fn daemon_down_on_stop_ends_the_qemu_process_itself() {
     let n = Node::new();
     assert_eq!(n.code("start", &[]), Success);
     n.world.set_daemon(NODE, Daemon::Down);
-    let out = n.run("stop", &[]);
-    assert_eq!(
-        out.code, ErrGeneric,
-        "QEMU still runs: stop cannot claim success"
-    );
-    assert!(out.reason.unwrap().contains("QEMU process"));
-    assert_eq!(n.code("monitor", &[]), Success, "probe sees the process");
-    n.world.update_domain(NODE, "vm1", |d| d.process = false);
+    let t0 = n.clock.now_ms();
     let (out, logs) = n.run_logged("stop", &[]);
-    assert_eq!(out.code, Success);
+    assert_eq!(out.code, Success, "{logs:?}");
+    let spent = n.clock.now_ms() - t0;
+    // Not at once: the graceful half of the budget is left to a daemon coming back.
+    assert!((9_000..=18_000).contains(&spent), "{spent} ms");
     assert!(
-        logs.iter().any(|l| l.contains("no QEMU process")),
+        logs.iter().any(|l| l.contains("without libvirtd")),
         "{logs:?}"
     );
+    assert_eq!(n.code("monitor", &[]), NotRunning);
+    n.world.set_daemon(NODE, Daemon::Up);
+    assert_eq!(n.state("vm1"), None, "the daemon shows it stopped");
+    assert_eq!(n.code("start", &[]), Success, "and it starts again");
+}
+
+#[test]
+fn daemon_down_on_a_forced_stop_ends_the_qemu_process_at_once() {
+    let n = Node::new();
+    assert_eq!(n.code("start", &[]), Success);
+    n.world.set_daemon(NODE, Daemon::Down);
+    let t0 = n.clock.now_ms();
+    let out = n.run("stop", &[("OCF_RESKEY_force_stop", "true")]);
+    assert_eq!(out.code, Success, "{:?}", out.reason);
+    assert!(n.clock.now_ms() - t0 < 1_000, "no wait when forced");
     assert_eq!(n.code("monitor", &[]), NotRunning);
 }
 
@@ -357,19 +501,34 @@ fn slow_and_failing_destroy() {
     assert_eq!(n.code("stop", &[("OCF_RESKEY_force_stop", "1")]), Success);
     assert!(n.clock.now_ms() - t0 <= 18_000);
     assert_eq!(n.code("start", &[]), Success);
-    // Every destroy hangs: a bounded failure.
+    // Every destroy hangs: libvirtd does not answer it, so the stop ends the QEMU process itself
+    // in the time it kept for that.
     for _ in 0..20 {
         n.world.inject(NODE, Op::Destroy, Fault::Hang);
     }
     let t0 = n.clock.now_ms();
+    let (out, logs) = n.run_logged("stop", &[("OCF_RESKEY_force_stop", "1")]);
+    assert_eq!(out.code, Success, "{logs:?}");
+    assert!(n.clock.now_ms() - t0 <= 18_000);
+    assert!(n.world.calls(NODE).iter().any(|c| c == "kill emulator vm1"));
+    // Every destroy fails (libvirt answers, with an error): a bounded failure, nothing killed.
+    let n = Node::new();
+    assert_eq!(n.code("start", &[]), Success);
+    for _ in 0..200 {
+        n.world
+            .inject(NODE, Op::Destroy, Fault::Error("device busy".into()));
+    }
+    let t0 = n.clock.now_ms();
     let out = n.run("stop", &[("OCF_RESKEY_force_stop", "1")]);
-    assert_eq!(out.code, ErrGeneric);
+    assert_eq!(out.code, ErrGeneric, "{:?}", n.world.calls(NODE));
     assert!(n.clock.now_ms() - t0 <= 18_000);
     assert!(
         out.reason
             .unwrap()
             .contains("not stopped before the deadline")
     );
+    let calls = n.world.calls(NODE);
+    assert!(!calls.iter().any(|c| c.starts_with("kill")), "{calls:?}");
 }
 
 #[test]

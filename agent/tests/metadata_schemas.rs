@@ -151,8 +151,9 @@ fn all_27_heartbeat_parameters_are_advertised_with_their_defaults() {
     );
 }
 
-/// Both documents say that migrate_to is atomic and truthful and that pengine plans this agent with
-/// `migration-model=atomic` by default; the OCF 1.1 one also carries it as `<special
+/// Both documents say that migrate_to is atomic and truthful, that pengine plans this agent with
+/// `migration-model=atomic` by default, and that under Pacemaker's own scheduler an interrupted
+/// migration still costs a reboot (no claim that it never does); the OCF 1.1 one also carries it as `<special
 /// tag="highlander">`, which OCF 1.1's schema accepts. A second `<special>` block is refused by it,
 /// so the check can fail.
 #[test]
@@ -164,6 +165,14 @@ fn metadata_advertises_the_atomic_migration_default() {
                 && doc.contains("migration-model=atomic by default")
                 && doc.contains("migration-model=two-phase"),
             "{profile:?} longdesc:\n{doc}"
+        );
+        let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("own scheduler (pacemaker-schedulerd) recovers it by stopping")
+                && flat.contains("a reboot of the guest")
+                && !flat.contains("never costs a reboot"),
+            "{profile:?}: the longdesc names the scheduler under which a migration keeps the guest \
+             running:\n{doc}"
         );
     }
     let doc = render_metadata(&VIRTUAL_DOMAIN, MetadataProfile::Ocf11);

@@ -188,9 +188,30 @@ fn wall_clock() -> i64 {
         .unwrap_or(0)
 }
 
+/// Reads a CIB file, plain or bzip2-compressed (the scheduler's saved `pe-input-N.bz2`,
+/// decompressed by the system's `bzip2`).
+fn read_input(path: &std::path::Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !bytes.starts_with(b"BZh") {
+        return String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()));
+    }
+    let out = std::process::Command::new("bzip2")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("cannot run bzip2 for {}: {e}", path.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: bzip2 -dc failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("{}: not UTF-8", path.display()))
+}
+
 fn run(args: SimulateArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.xml_file)
-        .map_err(|e| format!("cannot read {}: {e}", args.xml_file.display()))?;
+    let text = read_input(&args.xml_file)?;
     let input_xml =
         pengine::cib::parse_xml(&text).map_err(|e| format!("{}: {e}", args.xml_file.display()))?;
     let cib = pengine::cib::cib_from_element(&input_xml)

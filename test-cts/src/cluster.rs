@@ -135,17 +135,49 @@ impl VmAgent {
     }
 }
 
+/// Which scheduler daemon pacemakerd runs in every node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scheduler {
+    /// Pacemaker's own `pacemaker-schedulerd`.
+    #[default]
+    Pacemaker,
+    /// `highlander-schedulerd` (this binary), bound over Pacemaker's in each node's mount
+    /// namespace: no dpkg-divert, the host is untouched.
+    Highlander(PathBuf),
+}
+
+impl Scheduler {
+    /// A short name for reports.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Scheduler::Pacemaker => "pacemaker",
+            Scheduler::Highlander(_) => "highlander",
+        }
+    }
+}
+
 /// What cluster to build.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
     /// 2 or 3.
     pub nodes: usize,
     pub vm_agent: VmAgent,
+    pub scheduler: Scheduler,
 }
 
 impl ClusterSpec {
     pub fn new(nodes: usize, vm_agent: VmAgent) -> ClusterSpec {
-        ClusterSpec { nodes, vm_agent }
+        ClusterSpec {
+            nodes,
+            vm_agent,
+            scheduler: Scheduler::Pacemaker,
+        }
+    }
+
+    /// The same cluster with another scheduler.
+    pub fn with_scheduler(mut self, scheduler: Scheduler) -> ClusterSpec {
+        self.scheduler = scheduler;
+        self
     }
 }
 
@@ -275,6 +307,10 @@ impl Cluster {
                 .ok_or_else(|| ClusterError::Setup("no user hacluster".into()))?,
             haclient_gid: lookup_id("/etc/group", "haclient")
                 .ok_or_else(|| ClusterError::Setup("no group haclient".into()))?,
+            scheduler: match &spec.scheduler {
+                Scheduler::Pacemaker => None,
+                Scheduler::Highlander(bin) => Some(bin.clone()),
+            },
         };
         node::ip(&["netns", "add", &cluster.switch_netns])?;
         let sw = cluster.switch_netns.clone();
@@ -786,6 +822,46 @@ impl Cluster {
             node.run_ok(&args, Duration::from_secs(10))?;
         }
         Ok(())
+    }
+
+    /// SIGKILLs the scheduler daemon of a node (Pacemaker's or Highlander's, whichever
+    /// pacemakerd started as `pacemaker-schedulerd`); pacemakerd starts it again.
+    pub fn kill_scheduler(&mut self, name: &str) -> Result<Vec<u32>, ClusterError> {
+        let i = self.index_of(name)?;
+        let node = &self.nodes[i];
+        let Some(netns) = procs::netns_of_pid(node.holder_pid()) else {
+            return Ok(Vec::new());
+        };
+        let pids: BTreeSet<u32> = procs::pids_in_netns(&netns, &[node.holder_pid()])
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = Cluster::process_cmdline(*pid);
+                cmdline
+                    .split(' ')
+                    .next()
+                    .is_some_and(|a| a.ends_with("pacemaker-schedulerd"))
+            })
+            .collect();
+        procs::signal(&pids, "KILL");
+        self.killed.extend(&pids);
+        Ok(pids.into_iter().collect())
+    }
+
+    /// The PIDs of a node's scheduler daemon.
+    pub fn scheduler_pids(&self, name: &str) -> Result<Vec<u32>, ClusterError> {
+        let node = self.node(name)?;
+        let Some(netns) = procs::netns_of_pid(node.holder_pid()) else {
+            return Ok(Vec::new());
+        };
+        Ok(procs::pids_in_netns(&netns, &[node.holder_pid()])
+            .into_iter()
+            .filter(|pid| {
+                Cluster::process_cmdline(*pid)
+                    .split(' ')
+                    .next()
+                    .is_some_and(|a| a.ends_with("pacemaker-schedulerd"))
+            })
+            .collect())
     }
 
     /// SIGKILLs the agent processes on `node` running `action` for a VirtualDomain resource

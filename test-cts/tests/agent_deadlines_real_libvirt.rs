@@ -1,8 +1,8 @@
 //! The agent when libvirtd is down (killed) or hung (SIGSTOP), on a real daemon with real QEMU
 //! guests: every action answers within its `CRM_meta_timeout`, and the answers are the truth the
 //! agent documents (`agent/src/actions.rs`): a guest whose QEMU process exists is running (0), a
-//! domain with no QEMU process is provably stopped (monitor 7, stop 0), and nothing claims a start
-//! it could not do.
+//! domain with no QEMU process is provably stopped (monitor 7, stop 0), a stop ends the guest's own
+//! QEMU process itself (and no other) rather than fail, and nothing claims a start it could not do.
 //!
 //! The tests stop and restart their daemon, so they take turns (one lock) on a daemon of their own.
 
@@ -195,12 +195,10 @@ fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
         "no start on a hung libvirtd: {}",
         start.describe()
     );
-    // Stopping the running guest cannot go through libvirt; whatever the agent does, its answer
-    // must be true: 0 only if the guest's QEMU is really gone.
+    // Stopping the running guest cannot go through libvirt: the agent ends its QEMU itself.
     let stop = running.run("stop");
-    if stop.code() == Some(0) {
-        assert!(!process::alive(qemu), "stop said 0 but QEMU {qemu} runs");
-    }
+    assert_eq!(stop.code(), Some(0), "{}", stop.describe());
+    assert!(!process::alive(qemu), "stop said 0 but QEMU {qemu} runs");
     daemon().thaw_libvirtd();
     // The create the agent gave up on was still queued in the frozen daemon; libvirtd may now
     // carry it out. Clean it up, and say so: it is a double-run hazard when Pacemaker has
@@ -219,12 +217,109 @@ fn a_hung_libvirtd_never_makes_the_agent_overrun_its_timeout() {
         );
         let _ = daemon().virsh(&["destroy", &stopped.name]);
     }
-    if process::alive(qemu) {
-        running.expect("monitor", 0);
-        running.expect("stop", 0);
-    }
-    assert!(process::wait_gone(&[qemu], Duration::from_secs(5)));
+    // libvirtd, running again, notices that the QEMU it lost is gone.
+    assert!(
+        daemon()
+            .wait_state(&running.name, None, Duration::from_secs(20))
+            .expect("domstate"),
+        "{}",
+        daemon().log_tail()
+    );
     running.expect("monitor", 7);
+}
+
+/// How libvirtd fails under a stop.
+#[derive(Debug, Clone, Copy)]
+enum Outage {
+    /// Killed (SIGKILL), restarted afterwards.
+    Dead,
+    /// Hung (SIGSTOP), let run again afterwards.
+    Frozen,
+}
+
+/// A stop while libvirtd is dead or hung and the guest still runs: the agent ends the guest's own
+/// QEMU process (and no other), answers 0 within its timeout and says what it did; once libvirtd
+/// answers again it shows the domain not running and the domain starts again.
+fn stop_without_libvirtd(outage: Outage, force_stop: &str) {
+    let _turn = turn();
+    let victim = Guest::new("kill-me");
+    let bystander = Guest::new("kill-not");
+    let victim_qemu = victim.start_for_real();
+    let bystander_qemu = bystander.start_for_real();
+    match outage {
+        Outage::Dead => daemon().kill_libvirtd().expect("kill libvirtd"),
+        Outage::Frozen => drop(daemon().freeze_libvirtd().expect("SIGSTOP libvirtd")),
+    }
+    let stop = victim
+        .resource
+        .clone()
+        .param("force_stop", force_stop)
+        .run("stop")
+        .unwrap_or_else(|e| panic!("stop overran its {TIMEOUT_MS} ms timeout: {e}"));
+    eprintln!("timing: {outage:?} {}", stop.describe());
+    assert_eq!(stop.code(), Some(0), "{}", stop.describe());
+    assert!(
+        stop.finished.stderr.contains("without libvirtd"),
+        "the stop says what it did: {}",
+        stop.describe()
+    );
+    assert!(
+        !process::alive(victim_qemu),
+        "stop said 0, so QEMU {victim_qemu} is gone"
+    );
+    assert!(
+        process::alive(bystander_qemu),
+        "the other guest's QEMU {bystander_qemu} was not touched"
+    );
+    victim.expect("monitor", 7);
+    bystander.expect("monitor", 0);
+    match outage {
+        Outage::Dead => drop(daemon().restart_libvirtd().expect("libvirtd restarts")),
+        Outage::Frozen => daemon().thaw_libvirtd(),
+    }
+    // A transient domain whose QEMU ended is no longer defined once libvirtd noticed.
+    assert!(
+        daemon()
+            .wait_state(&victim.name, None, Duration::from_secs(20))
+            .expect("domstate"),
+        "libvirtd shows {} stopped: {:?}{}",
+        victim.name,
+        daemon().domstate(&victim.name),
+        daemon().log_tail()
+    );
+    assert_eq!(
+        daemon().domstate(&bystander.name).expect("domstate"),
+        Some(DomState::Running)
+    );
+    assert_eq!(daemon().qemu_pid(&bystander.name), Some(bystander_qemu));
+    let again = victim.start_for_real();
+    assert_ne!(again, victim_qemu);
+    victim.expect("stop", 0);
+    assert!(process::wait_gone(&[again], Duration::from_secs(5)));
+    bystander.expect("stop", 0);
+}
+
+#[test]
+fn a_stop_with_libvirtd_dead_ends_only_the_guests_own_qemu() {
+    if !real_infra_or_skip(
+        "a_stop_with_libvirtd_dead_ends_only_the_guests_own_qemu",
+        &[],
+    ) {
+        return;
+    }
+    // Not forced: the graceful half of the budget waits for a daemon that might come back.
+    stop_without_libvirtd(Outage::Dead, "false");
+}
+
+#[test]
+fn a_stop_with_libvirtd_hung_ends_only_the_guests_own_qemu() {
+    if !real_infra_or_skip(
+        "a_stop_with_libvirtd_hung_ends_only_the_guests_own_qemu",
+        &[],
+    ) {
+        return;
+    }
+    stop_without_libvirtd(Outage::Frozen, "true");
 }
 
 /// Monitors fired at once per trial of [`a_hung_libvirtd_waking_as_the_agents_give_up_never_crashes_them`].

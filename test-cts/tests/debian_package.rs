@@ -22,9 +22,10 @@ step() { echo; echo "== $1"; }
 step "apt install"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$deb" 2>&1 | tail -n 2; echo "rc=${PIPESTATUS[0]}"
 step "pengine --version"; pengine --version
+step "highlander-schedulerd --version"; highlander-schedulerd --version
 step "meta-data parameters"; /usr/lib/ocf/resource.d/highlander/VirtualDomain meta-data | grep -c '<parameter name='
 step "crm_resource parameters"; crm_resource --show-metadata ocf:highlander:VirtualDomain | grep -c '<parameter name='
-step "man -w"; man -w ocf_highlander_VirtualDomain pengine pengine-simulate pengine-explain pengine-node
+step "man -w"; man -w ocf_highlander_VirtualDomain pengine pengine-simulate pengine-explain pengine-node highlander-schedulerd
 step "man page text"; MANWIDTH=200 man -P cat 7 ocf_highlander_VirtualDomain 2>/dev/null | grep -E '^ +(config|hypervisor) \('
 step "completions"; ls /usr/share/bash-completion/completions/pengine /usr/share/zsh/vendor-completions/_pengine /usr/share/fish/vendor_completions.d/pengine.fish
 step "pcs resource describe"; pcs resource describe ocf:highlander:VirtualDomain | grep -E '^  (config|migration_transport)'
@@ -46,7 +47,7 @@ step "crm shadow primitive with an unknown parameter"
 crm configure primitive vm4 ocf:highlander:VirtualDomain params config=/x.xml bogus=1 2>&1 | grep -o 'parameter "bogus" is not known'
 step "apt remove"
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -q highlander >/dev/null 2>&1; echo "rc=$?"
-ls /usr/bin/pengine /usr/lib/ocf/resource.d/highlander/VirtualDomain 2>&1 | grep -c 'No such file'
+ls /usr/bin/pengine /usr/sbin/highlander-schedulerd /usr/lib/ocf/resource.d/highlander/VirtualDomain 2>&1 | grep -c 'No such file'
 "#;
 
 fn workspace() -> PathBuf {
@@ -126,7 +127,12 @@ fn the_package_installs_and_serves_pacemaker_pcs_and_crmsh() {
         "27",
         "{text}"
     );
-    assert_eq!(step(&text, "man -w").lines().count(), 5, "{text}");
+    assert!(
+        step(&text, "highlander-schedulerd --version")
+            .starts_with(&format!("highlander-schedulerd {version}")),
+        "{text}"
+    );
+    assert_eq!(step(&text, "man -w").lines().count(), 6, "{text}");
     assert_eq!(step(&text, "man page text").lines().count(), 2, "{text}");
     assert_eq!(step(&text, "completions").lines().count(), 3, "{text}");
     assert_eq!(
@@ -157,7 +163,7 @@ fn the_package_installs_and_serves_pacemaker_pcs_and_crmsh() {
     );
     let removed = step(&text, "apt remove");
     assert!(
-        removed.contains("rc=0") && removed.trim_end().ends_with('2'),
+        removed.contains("rc=0") && removed.trim_end().ends_with('3'),
         "{text}"
     );
 }

@@ -8,19 +8,24 @@
 //! (add `-- --nocapture` to see each scenario's report; `HIGHLANDER_KEEP_CLUSTER_DIR=1` keeps
 //! the nodes' logs under /tmp/hlc<pid>-<n>).
 //!
-//! The two interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
-//! mid-migrate_to) hold every agent to "running exactly once" and report whether the guest was
-//! rebooted. With either agent, Pacemaker 2.1.5's own scheduler answers a partial migration whose
-//! target is no longer preferred by stopping both sides and booting the guest again
-//! (`../shared/docs/pacemaker.md` 4.4): the agent reports truthfully, but the decision is the
-//! scheduler's. Avoiding that reboot is what pengine's `atomic` model does
-//! (`docs/atomic-migration.md`); real Pacemaker does not run it, so it is reported, not asserted.
+//! The interrupted-migration scenarios (ban cleared mid-migrate_to, agent killed
+//! mid-migrate_to, target put in standby mid-migrate_to, preference flipped twice) run twice, under Pacemaker 2.1.5's own scheduler and under
+//! `highlander-schedulerd` (built from this workspace and bound over
+//! `/usr/lib/pacemaker/pacemaker-schedulerd` in each node's mount namespace), and print the
+//! outcomes side by side. Both must keep the guest running exactly once. Pacemaker's scheduler
+//! answers a partial migration whose target is no longer preferred by stopping both sides and
+//! booting the guest again (`../shared/docs/pacemaker.md` 4.4): that is printed, not asserted.
+//! Under Highlander's scheduler the atomic model (`docs/atomic-migration.md`) runs the real
+//! cluster, and the guest must end on the original QEMU or the one that received the live
+//! migration: a fresh boot fails the test.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use test_cts::cluster::{Cluster, ClusterSpec, Timeline, VmAgent, Watcher, unsupported_reason};
+use test_cts::cluster::{
+    Cluster, ClusterSpec, Scheduler, Timeline, VmAgent, Watcher, unsupported_reason,
+};
 
 /// Clusters share 2 cores: scenarios run one after another.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -30,6 +35,11 @@ const VM: &str = "vm1";
 /// Builds a cluster, or returns `None` after saying loudly why this machine cannot (and
 /// panicking instead under CI, where a skip would hide a broken suite).
 fn cluster(scenario: &str, nodes: usize) -> Option<Cluster> {
+    cluster_with(scenario, nodes, Scheduler::Pacemaker)
+}
+
+/// As `cluster`, with the given scheduler daemon in every node.
+fn cluster_with(scenario: &str, nodes: usize, scheduler: Scheduler) -> Option<Cluster> {
     if let Some(reason) = unsupported_reason() {
         let msg = format!("SKIPPED real_cluster::{scenario}: {reason}");
         assert!(std::env::var_os("CI").is_none(), "{msg}; CI must not skip");
@@ -37,15 +47,33 @@ fn cluster(scenario: &str, nodes: usize) -> Option<Cluster> {
         return None;
     }
     let agent = VmAgent::from_env().expect("HIGHLANDER_CLUSTER_AGENT");
-    let cluster = Cluster::start(ClusterSpec::new(nodes, agent.clone()))
+    let label = scheduler.label();
+    let highlander = matches!(scheduler, Scheduler::Highlander(_));
+    let cluster = Cluster::start(ClusterSpec::new(nodes, agent.clone()).with_scheduler(scheduler))
         .unwrap_or_else(|e| panic!("{scenario}: cluster did not come up: {e}"));
+    // HIGHLANDER_SCHEDULER_MODE=shadow|trusted|guarded sets highlander-schedulerd's mode as an
+    // administrator would (a cluster property); `shadow` shows the no-reboot checks failing.
+    if let (true, Ok(mode)) = (highlander, std::env::var("HIGHLANDER_SCHEDULER_MODE")) {
+        cluster
+            .cli(&[
+                "crm_attribute",
+                "--type",
+                "crm_config",
+                "--name",
+                "highlander-scheduler-mode",
+                "--update",
+                &mode,
+            ])
+            .unwrap_or_else(|e| panic!("{scenario}: setting the scheduler mode: {e}"));
+        println!("[{scenario}] highlander-scheduler-mode={mode}");
+    }
     let timings: Vec<String> = cluster
         .timings
         .iter()
         .map(|(step, d)| format!("{step} {:.2}s", d.as_secs_f64()))
         .collect();
     println!(
-        "[{scenario}] {nodes}-node cluster {} with {:?}: {}",
+        "[{scenario}] {nodes}-node cluster {} with {:?}, {label}'s scheduler: {}",
         cluster.name(),
         agent.provider(),
         timings.join(", ")
@@ -547,28 +575,174 @@ fn vm_keeps_running_once_while_its_libvirtd_is_dead_and_is_reattached() {
 }
 
 /// The 2013 case: a ban starts a live migration, and the ban is removed while migrate_to
-/// still runs. The VM must end up running exactly once. What Pacemaker did, reboot included, is
-/// printed.
+/// still runs. The VM must end up running exactly once, under either scheduler; under
+/// Highlander's it must also never be rebooted (Pacemaker 2.1.5's own scheduler reboots it: that
+/// outcome is printed beside Highlander's, not asserted).
 #[test]
 fn ban_removed_while_migrate_to_runs_leaves_the_vm_running_once() {
     let _serial = lock();
     let scenario = "ban_cleared_mid_migration";
-    let Some(mut c) = cluster(scenario, 2) else {
-        return;
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.ban_resource(VM, "node1").expect("crm_resource --ban"),
+            |c| c.clear_resource(VM).expect("crm_resource --clear"),
+            |_| {},
+        );
+        println!(
+            "[{scenario}] {label}: ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {}",
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
+}
+
+/// Pacemaker's scheduler, then Highlander's (`highlander-schedulerd` built from this
+/// workspace and bound over Pacemaker's in each node).
+fn schedulers() -> Vec<Scheduler> {
+    vec![
+        Scheduler::Pacemaker,
+        Scheduler::Highlander(workspace_binary(
+            "highlander-schedulerd",
+            "highlander-schedulerd",
+        )),
+    ]
+}
+
+/// What the scheduler daemon said in the nodes' Pacemaker logs (Highlander's only: how many
+/// transitions it planned, and which graph each took).
+fn scheduler_report(c: &Cluster) -> String {
+    let lines = c.grep_pacemaker_logs("highlander-schedulerd[");
+    let planned: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Calculated transition"))
+        .collect();
+    if planned.is_empty() {
+        return "Pacemaker's pacemaker-schedulerd".into();
+    }
+    let by_source = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
+    let diverged = lines.iter().filter(|l| l.contains("diverges")).count();
+    format!(
+        "highlander-schedulerd: {} transitions ({} Highlander plans, {} Pacemaker graphs), {diverged} divergences",
+        planned.len(),
+        by_source("graph from highlander"),
+        by_source("graph from pacemaker")
+    )
+}
+
+/// Prints the outcomes of one scenario under each scheduler, then asserts Highlander's kept the
+/// guest's QEMU (the original or the one that received the migration): no fresh boot.
+fn side_by_side(scenario: &str, rows: &[(&str, Outcome, String)]) {
+    println!("[{scenario}] outcome by scheduler:");
+    for (label, o, sched) in rows {
+        println!(
+            "[{scenario}]   {label:<10} fresh boots: {}  double runs: 0  ends on {} as {}  outage {}  ({sched})",
+            u8::from(o.rebooted),
+            o.node,
+            o.qemu,
+            o.outage
+        );
+    }
+    for (label, o, sched) in rows {
+        if *label == "highlander" {
+            assert!(
+                !o.rebooted,
+                "{scenario}: under Highlander's scheduler the guest was rebooted: {} ({sched})",
+                o.how
+            );
+        }
+    }
+}
+
+/// The target is put in standby while migrate_to runs (and back online once the cluster has
+/// settled). Under either scheduler the VM runs once; under Highlander's it is never rebooted.
+#[test]
+fn target_put_in_standby_while_migrate_to_runs_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "target_standby_mid_migration";
+    let standby = |c: &Cluster, value: &str| {
+        c.cli(&[
+            "crm_attribute",
+            "--node",
+            "node2",
+            "--name",
+            "standby",
+            "--update",
+            value,
+        ])
+        .unwrap_or_else(|e| panic!("{scenario}: standby {value}: {e}"));
     };
-    let run = interrupted_migration(
-        scenario,
-        &mut c,
-        |c| c.ban_resource(VM, "node1").expect("crm_resource --ban"),
-        |c| c.clear_resource(VM).expect("crm_resource --clear"),
-        |_| {},
-    );
-    println!(
-        "[{scenario}] ban at 0 s, cleared mid-migrate_to at {}, settled at {}: {}",
-        secs(run.interrupted_at),
-        secs(run.settled_at),
-        run.how
-    );
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+            |c| {
+                c.clear_resource(VM).expect("crm_resource --clear");
+                standby(c, "on");
+            },
+            |c| standby(c, "off"),
+        );
+        println!(
+            "[{scenario}] {label}: move at 0 s, node2 in standby mid-migrate_to at {}, settled at {}: {}",
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
+}
+
+/// The preference flips twice during one migration: moved to node2, then back to node1 and to
+/// node2 again while migrate_to still runs. The VM runs once; under Highlander's scheduler it
+/// is never rebooted.
+#[test]
+fn preference_flipped_twice_during_migrate_to_leaves_the_vm_running_once() {
+    let _serial = lock();
+    let scenario = "preference_flipped_twice";
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+            |c| {
+                // --force: crm_resource refuses a move to where it sees the resource active.
+                for node in ["node1", "node2"] {
+                    c.cli(&["crm_resource", "--move", "-r", VM, "-N", node, "--force"])
+                        .unwrap_or_else(|e| panic!("{scenario}: move to {node}: {e}"));
+                }
+            },
+            |c| c.clear_resource(VM).expect("crm_resource --clear"),
+        );
+        println!(
+            "[{scenario}] {label}: move at 0 s, flipped to node1 and back mid-migrate_to at {}, settled at {}: {}",
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
 }
 
 /// What an interrupted migration scenario measured.
@@ -577,7 +751,18 @@ struct Interrupted<T> {
     value: T,
     interrupted_at: Duration,
     settled_at: Duration,
-    /// `report_outcome`'s account of where and as which QEMU the VM ends.
+    /// Where and as which QEMU the VM ends.
+    outcome: Outcome,
+}
+
+/// How an interrupted migration ended.
+struct Outcome {
+    node: String,
+    /// "original QEMU <pid>", "migrated QEMU <pid>" or "FRESH BOOT <pid>".
+    qemu: String,
+    rebooted: bool,
+    outage: String,
+    /// One sentence.
     how: String,
 }
 
@@ -618,19 +803,19 @@ fn interrupted_migration<T>(
     .unwrap_or_else(|e| panic!("{scenario}: {e}"));
     let settled_at = t.elapsed();
     finish(c);
-    let how = report_outcome(scenario, c, w, original, mark_ms);
+    let outcome = report_outcome(scenario, c, w, original, mark_ms);
     Interrupted {
         value,
         interrupted_at,
         settled_at,
-        how,
+        outcome,
     }
 }
 
 /// After an interrupted migration has settled: checks the VM runs on exactly one node and
 /// never ran on two, prints the VM's operations and how it ends (the original QEMU, the one
 /// that received the migration, or a fresh boot).
-fn report_outcome(scenario: &str, c: &Cluster, w: Watcher, original: u32, mark_ms: u64) -> String {
+fn report_outcome(scenario: &str, c: &Cluster, w: Watcher, original: u32, mark_ms: u64) -> Outcome {
     let s = c.status().expect("status");
     let node = s.locations(VM).first().cloned().expect("a location");
     assert_vm_only_on(scenario, c, &node);
@@ -658,48 +843,318 @@ fn report_outcome(scenario: &str, c: &Cluster, w: Watcher, original: u32, mark_m
         .map_or("none seen".into(), |ms| format!("~{ms} ms"));
     if rebooted {
         println!(
-            "[{scenario}] rebooted by Pacemaker 2.1.5's scheduler (partial migration to a node no \
-             longer preferred: stop both, start one); safe, but not what the atomic model plans"
+            "[{scenario}] rebooted (partial migration to a node no longer preferred: stop both, \
+             start one); safe, but not what the atomic model plans"
         );
     }
-    format!("{VM} runs on {node} as {how}; outage {outage}")
+    let qemu = if pid == original {
+        format!("original QEMU {pid}")
+    } else if rebooted {
+        format!("FRESH BOOT {pid}")
+    } else {
+        format!("migrated QEMU {pid}")
+    };
+    Outcome {
+        how: format!("{VM} runs on {node} as {how}; outage {outage}"),
+        node,
+        qemu,
+        rebooted,
+        outage,
+    }
 }
 
 /// The agent is SIGKILLed on the source while migrate_to runs (its `virsh migrate` goes on).
-/// The VM must end up running exactly once; a reboot is reported.
+/// The VM must end up running exactly once under either scheduler, and never rebooted under
+/// Highlander's; Pacemaker's outcome is printed beside it.
 #[test]
 fn agent_killed_during_migrate_to_leaves_the_vm_running_once() {
     let _serial = lock();
     let scenario = "agent_killed_mid_migration";
-    let Some(mut c) = cluster(scenario, 2) else {
+    let mut rows = Vec::new();
+    for scheduler in schedulers() {
+        let label = scheduler.label();
+        let Some(mut c) = cluster_with(scenario, 2, scheduler) else {
+            return;
+        };
+        let run = interrupted_migration(
+            scenario,
+            &mut c,
+            |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+            |c| {
+                let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
+                assert!(
+                    !killed.is_empty(),
+                    "{scenario}: no agent process running migrate_to on node1"
+                );
+                killed
+            },
+            |c| c.clear_resource(VM).expect("crm_resource --clear"),
+        );
+        println!(
+            "[{scenario}] {label}: move at 0 s, agent {:?} SIGKILLed mid-migrate_to at {}, settled at {}: {}",
+            run.value,
+            secs(run.interrupted_at),
+            secs(run.settled_at),
+            run.outcome.how
+        );
+        rows.push((label, run.outcome, scheduler_report(&c)));
+    }
+    side_by_side(scenario, &rows);
+}
+
+/// Under Highlander's scheduler, a cluster comes up, starts the VM and live-migrates it there
+/// and back; every transition was planned by highlander-schedulerd with the guard's agreement,
+/// its inputs are saved where `crm_simulate -x` reads them, and when the daemon is killed
+/// between the two moves pacemakerd starts it again and the cluster goes on.
+#[test]
+fn highlander_scheduler_starts_and_live_migrates_the_vm() {
+    let _serial = lock();
+    let scenario = "highlander_scheduler_live_migration";
+    let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
+    let Some(mut c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
         return;
     };
-    let run = interrupted_migration(
-        scenario,
-        &mut c,
-        |c| c.move_resource(VM, "node2").expect("crm_resource --move"),
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    let mut moves = vec![live_migrate(scenario, &c, &w, "node1", "node2")];
+    let mut killed = Vec::new();
+    for node in c.node_names() {
+        killed.extend(c.kill_scheduler(&node).expect("kill scheduler"));
+    }
+    assert!(!killed.is_empty(), "{scenario}: no scheduler process found");
+    c.wait_for(
+        "a new scheduler on every node",
+        Duration::from_secs(60),
         |c| {
-            let killed = c.kill_agent("node1", "migrate_to").expect("kill agent");
-            assert!(
-                !killed.is_empty(),
-                "{scenario}: no agent process running migrate_to on node1"
-            );
-            killed
+            let mut ok = true;
+            for node in c.node_names() {
+                let pids = c.scheduler_pids(&node)?;
+                ok &= !pids.is_empty() && pids.iter().all(|p| !killed.contains(p));
+            }
+            Ok(ok)
         },
-        |c| c.clear_resource(VM).expect("crm_resource --clear"),
+    )
+    .unwrap_or_else(|e| panic!("{scenario}: {e}\n{}", c.diagnostics()));
+    c.wait_idle(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    println!("[{scenario}] scheduler {killed:?} SIGKILLed; pacemakerd started it again");
+    moves.push(live_migrate(scenario, &c, &w, "node2", "node1"));
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, u64::MAX);
+    let report = scheduler_report(&c);
+    println!("[{scenario}] {report}");
+    let planned = c.grep_pacemaker_logs("highlander-schedulerd[");
+    assert!(
+        planned.iter().any(|l| l.contains("Calculated transition")),
+        "{scenario}: highlander-schedulerd planned nothing\n{}",
+        c.diagnostics()
     );
-    println!(
-        "[{scenario}] move at 0 s, agent {:?} SIGKILLed mid-migrate_to at {}, settled at {}: {}",
-        run.value,
-        secs(run.interrupted_at),
-        secs(run.settled_at),
-        run.how
+    let unguarded: Vec<&String> = planned
+        .iter()
+        .filter(|l| l.contains("graph from") && !l.contains("graph from highlander (guarded)"))
+        .collect();
+    assert!(
+        unguarded.is_empty(),
+        "{scenario}: transitions not planned by Highlander with the guard's agreement: {unguarded:#?}"
+    );
+    assert!(
+        c.grep_pacemaker_logs("pacemaker-schedulerd[")
+            .iter()
+            .all(|l| !l.contains("Calculated transition")),
+        "{scenario}: Pacemaker's scheduler planned a transition"
+    );
+    let saved = planned
+        .iter()
+        .find_map(|l| l.split("saving inputs in ").nth(1))
+        .map(str::trim)
+        .expect("a saved input named in the log");
+    let node = c
+        .node_names()
+        .into_iter()
+        .find(|n| c.node(n).is_ok_and(|node| node.root_path(saved).exists()));
+    let node = node.unwrap_or_else(|| panic!("{scenario}: {saved} not found in any node"));
+    println!("[{scenario}] {node} saved {saved}; crm_simulate -x reads it");
+    let out = c
+        .run(&node, &["crm_simulate", "-x", saved, "-S", "-Q"])
+        .expect("crm_simulate");
+    assert!(
+        out.status.success(),
+        "{scenario}: crm_simulate -x {saved} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
-/// The `pengine` command line of this workspace (`<target>/<profile>/pengine`), built with the
-/// running test's profile and target directory when needed (as `test_cts::ocf` builds the agent).
-fn pengine_cli() -> std::path::PathBuf {
+/// A recovery policy for real, under Highlander's scheduler: with `recovery-restarts=1` and
+/// `recovery-relocations=1`, a VM whose QEMU keeps dying is restarted in place on node1,
+/// relocated to the untried node2, restarted there once, and finally stopped, the reason in the
+/// Pacemaker log. (Pacemaker's own scheduler ignores the policy and restarts it in place.)
+#[test]
+fn recovery_policy_restarts_relocates_then_stops_the_vm() {
+    let _serial = lock();
+    let scenario = "recovery_policy";
+    let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
+    let Some(c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    for (name, value) in [("recovery-restarts", "1"), ("recovery-relocations", "1")] {
+        c.cli(&["crm_resource", "--meta", "-r", VM, "-p", name, "-v", value])
+            .unwrap_or_else(|e| panic!("{scenario}: {name}: {e}"));
+    }
+    c.wait_idle(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    // (node the QEMU is killed on, where the policy must start it next; None = stopped)
+    let steps = [
+        ("node1", Some("node1"), "restarted in place"),
+        ("node1", Some("node2"), "relocated to the untried node"),
+        ("node2", Some("node2"), "restarted in place"),
+        ("node2", None, "stopped"),
+    ];
+    for (i, (on, next, what)) in steps.iter().enumerate() {
+        let pid = c.qemu_pid(on, VM).expect("pid").expect("QEMU to kill");
+        let t = Instant::now();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        let wanted = format!("{VM} {what}");
+        let reached = |c: &Cluster| -> Result<bool, test_cts::cluster::ClusterError> {
+            let s = c.status()?;
+            Ok(match next {
+                Some(n) => s.started_only_on(VM, n) && c.qemu_pid(n, VM)?.is_some_and(|p| p != pid),
+                None => s.locations(VM).is_empty() && c.qemu_pid(on, VM)?.is_none(),
+            })
+        };
+        c.wait_for(&wanted, Duration::from_secs(90), reached)
+            .unwrap_or_else(|e| panic!("{scenario}: failure {}: {e}\n{}", i + 1, c.diagnostics()));
+        // Settled there, not passing through.
+        c.wait_idle(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        assert!(
+            reached(&c).expect("status"),
+            "{scenario}: failure {}: {wanted} did not last\n{}",
+            i + 1,
+            c.diagnostics()
+        );
+        println!(
+            "[{scenario}] failure {} (QEMU {pid} on {on} SIGKILLed): {wanted} after {}",
+            i + 1,
+            secs(t.elapsed())
+        );
+    }
+    c.wait_idle(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let reasons = c.grep_pacemaker_logs(&format!("Policy: {VM}"));
+    let last = reasons
+        .last()
+        .unwrap_or_else(|| panic!("{scenario}: no policy note in the log"));
+    println!(
+        "[{scenario}] the reason, as logged: {}",
+        last.split(") \t").nth(1).unwrap_or(last)
+    );
+    println!("[{scenario}] {}", scheduler_report(&c));
+    assert_never_twice(scenario, &c, w);
+}
+
+/// `shutdown-policy=migrate` for real, under Highlander's scheduler: node1 stopped cleanly
+/// live-migrates its VM to node2 and the daemon records `origin-node=node1`; when node1 rejoins
+/// the VM goes back to it live and the record is cleared, with no `pengine node` call. (Under
+/// Pacemaker's scheduler the VM stays on node2: stickiness outweighs its preference for node1,
+/// as `vm_migrates_away_from_a_node_stopped_cleanly_which_then_rejoins` shows.)
+#[test]
+fn shutdown_policy_migrate_moves_the_vm_away_and_back_live() {
+    let _serial = lock();
+    let scenario = "shutdown_policy_migrate";
+    let bin = workspace_binary("highlander-schedulerd", "highlander-schedulerd");
+    let Some(mut c) = cluster_with(scenario, 2, Scheduler::Highlander(bin)) else {
+        return;
+    };
+    let w = c.watch(VM);
+    start_vm(scenario, &c, "node1");
+    c.cli(&[
+        "crm_attribute",
+        "--type",
+        "crm_config",
+        "--name",
+        "shutdown-policy",
+        "--update",
+        "migrate",
+    ])
+    .unwrap_or_else(|e| panic!("{scenario}: shutdown-policy: {e}"));
+    c.wait_idle(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let origin = |c: &Cluster| {
+        c.cli(&[
+            "crm_resource",
+            "--meta",
+            "-r",
+            VM,
+            "-g",
+            "origin-node",
+            "-Q",
+        ])
+        .map(|o| o.trim().to_string())
+        .unwrap_or_default()
+    };
+    let pid = c
+        .qemu_pid("node1", VM)
+        .expect("pid")
+        .expect("QEMU on node1");
+    let before = migration_counts(&c);
+    let mut moves = vec![Move {
+        label: "node1 (stopping) -> node2".into(),
+        mark_ms: w.now_ms(),
+    }];
+    c.stop_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_started_on(VM, "node2", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    assert_migrated(scenario, &c, "node1", "node2", pid, &before);
+    assert_eq!(
+        origin(&c),
+        "node1",
+        "{scenario}: no origin record\n{}",
+        c.diagnostics()
+    );
+    println!(
+        "[{scenario}] node1 stopped cleanly: {VM} live-migrated to node2, origin-node=node1 recorded"
+    );
+    let pid = c
+        .qemu_pid("node2", VM)
+        .expect("pid")
+        .expect("QEMU on node2");
+    let before = migration_counts(&c);
+    moves.push(Move {
+        label: "node2 -> node1 (rejoined)".into(),
+        mark_ms: w.now_ms(),
+    });
+    c.start_node("node1")
+        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_started_on(VM, "node1", Duration::from_secs(90))
+        .unwrap_or_else(|e| {
+            panic!(
+                "{scenario}: {VM} did not fail back: {e}\n{}",
+                c.diagnostics()
+            )
+        });
+    assert_migrated(scenario, &c, "node2", "node1", pid, &before);
+    c.wait_for("the origin record cleared", Duration::from_secs(60), |c| {
+        Ok(origin(c).is_empty())
+    })
+    .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    c.wait_idle(Duration::from_secs(30)).expect("idle");
+    assert_vm_only_on(scenario, &c, "node1");
+    println!("[{scenario}] node1 rejoined: {VM} live-migrated back, record cleared");
+    println!("[{scenario}] {}", scheduler_report(&c));
+    let timeline = assert_never_twice(scenario, &c, w);
+    report_moves(scenario, &timeline, &moves, u64::MAX);
+}
+
+/// A binary of this workspace (`<target>/<profile>/<bin>`), built with the running test's
+/// profile and target directory (as `test_cts::ocf` builds the agent).
+fn workspace_binary(package: &str, bin: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // <target>/<profile>/deps/<test-exe>
     let profile_dir = exe
@@ -714,7 +1169,7 @@ fn pengine_cli() -> std::path::PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .args(["build", "--quiet", "-p", "pengine", "--bin", "pengine"])
+        .args(["build", "--quiet", "-p", package, "--bin", bin])
         .arg("--target-dir")
         .arg(target);
     match profile {
@@ -726,9 +1181,14 @@ fn pengine_cli() -> std::path::PathBuf {
             cmd.args(["--profile", other]);
         }
     }
-    let status = cmd.status().expect("cargo build -p pengine");
-    assert!(status.success(), "cargo build -p pengine failed");
-    profile_dir.join("pengine")
+    let status = cmd.status().expect("cargo build");
+    assert!(status.success(), "cargo build -p {package} failed");
+    profile_dir.join(bin)
+}
+
+/// The `pengine` command line of this workspace.
+fn pengine_cli() -> std::path::PathBuf {
+    workspace_binary("pengine", "pengine")
 }
 
 /// The node lifecycle in a real cluster: `pengine node evacuate` records the VM's origin and

@@ -4,18 +4,36 @@
 //! Usage: `cluster-demo [highlander|heartbeat] [moves]` (root; default: highlander, 2 moves).
 //! `highlander` installs target/release/VirtualDomain (or `$HIGHLANDER_AGENT_DIR`) as
 //! `ocf:highlander:VirtualDomain` in both nodes.
+//!
+//! `cluster-demo 2013`: the 2013 case (a ban starts a live migration, the ban is cleared while
+//! migrate_to runs) twice, under Pacemaker's scheduler and under highlander-schedulerd
+//! (target/release/highlander-schedulerd, bound over pacemaker-schedulerd in each node), and
+//! the two outcomes side by side: the guest rebooted, or the same guest still running.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use test_cts::cluster::{Cluster, ClusterSpec, VmAgent, unsupported_reason};
+use test_cts::cluster::{Cluster, ClusterSpec, Scheduler, VmAgent, unsupported_reason};
 
 const VM: &str = "vm1";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("2013") {
+        if let Some(reason) = unsupported_reason() {
+            eprintln!("cluster-demo: this machine cannot run the demo cluster: {reason}");
+            return ExitCode::from(1);
+        }
+        return match run_2013(highlander_agent()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cluster-demo: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if let Some(agent) = args.first() {
         if agent != "heartbeat" && agent != "highlander" {
             eprintln!("usage: cluster-demo [highlander|heartbeat] [moves]");
@@ -36,14 +54,7 @@ fn main() -> ExitCode {
     }
     let agent = match args.first().map(String::as_str) {
         Some("heartbeat") => VmAgent::Heartbeat,
-        _ => {
-            let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| {
-                    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
-                });
-            VmAgent::Highlander(dir)
-        }
+        _ => highlander_agent(),
     };
     match run(agent, moves) {
         Ok(()) => ExitCode::SUCCESS,
@@ -52,6 +63,101 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Our agent, from `$HIGHLANDER_AGENT_DIR` or target/release.
+fn highlander_agent() -> VmAgent {
+    let dir = std::env::var_os("HIGHLANDER_AGENT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
+        });
+    VmAgent::Highlander(dir)
+}
+
+/// How one run of the 2013 case ended.
+struct Ending {
+    scheduler: &'static str,
+    node: String,
+    original: u32,
+    pid: u32,
+    how: &'static str,
+}
+
+/// The 2013 case under both schedulers, then the outcomes side by side.
+fn run_2013(agent: VmAgent) -> Result<(), Box<dyn std::error::Error>> {
+    let bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/release/highlander-schedulerd");
+    if !bin.is_file() {
+        return Err(format!(
+            "{} is missing: cargo build --release -p highlander-schedulerd",
+            bin.display()
+        )
+        .into());
+    }
+    let mut endings = Vec::new();
+    for scheduler in [Scheduler::Pacemaker, Scheduler::Highlander(bin)] {
+        endings.push(case_2013(agent.clone(), scheduler)?);
+    }
+    println!("== the 2013 case, side by side");
+    for e in &endings {
+        println!(
+            "   {:<10} scheduler: {VM} started as QEMU {}, ends on {} as QEMU {}: {}",
+            e.scheduler, e.original, e.node, e.pid, e.how
+        );
+    }
+    Ok(())
+}
+
+/// One run of the 2013 case: a ban moves the VM, the ban is cleared mid-migrate_to.
+fn case_2013(agent: VmAgent, scheduler: Scheduler) -> Result<Ending, Box<dyn std::error::Error>> {
+    let label = scheduler.label();
+    println!("== the 2013 case under {label}'s scheduler: bringing up node1 and node2");
+    let c = Cluster::start(ClusterSpec::new(2, agent).with_scheduler(scheduler))?;
+    let mut seen = BTreeMap::new();
+    skip_logs(&c, &mut seen);
+    c.add_vm(VM, "node1")?;
+    c.wait_started_on(VM, "node1", Duration::from_secs(60))?;
+    let original = c.qemu_pid("node1", VM)?.ok_or("no QEMU on node1")?;
+    println!(
+        "   {VM} running on node1 as QEMU {original}; migrations from node1 throttled to 1 Mbit/s"
+    );
+    c.throttle_migrations_from("node1", 1000)?;
+    println!("== crm_resource --ban {VM} node1 (Pacemaker live-migrates it to node2)");
+    c.ban_resource(VM, "node1")?;
+    c.wait_for("the incoming QEMU on node2", Duration::from_secs(30), |c| {
+        Ok(c.virsh_state("node2", VM)?.as_deref() == Some("paused"))
+    })?;
+    println!("== crm_resource --clear {VM} while migrate_to runs (node1 is preferred again)");
+    c.clear_resource(VM)?;
+    c.wait_idle(Duration::from_secs(90))?;
+    c.wait_for("vm1 started somewhere", Duration::from_secs(60), |c| {
+        let s = c.status()?;
+        Ok(["node1", "node2"].iter().any(|n| s.started_only_on(VM, n)))
+    })?;
+    print_logs(&c, &mut seen);
+    let node = c
+        .status()?
+        .locations(VM)
+        .first()
+        .cloned()
+        .ok_or("vm1 runs nowhere")?;
+    let pid = c.qemu_pid(&node, VM)?.ok_or("no QEMU")?;
+    let how = if pid == original {
+        "the same QEMU process, still running"
+    } else if Cluster::process_cmdline(pid).contains("-incoming") {
+        "the QEMU that received the live migration: the guest kept running"
+    } else {
+        "a new QEMU, BOOTED: the guest was rebooted"
+    };
+    println!("   {VM} on {node} as QEMU {pid}: {how}");
+    Ok(Ending {
+        scheduler: label,
+        node,
+        original,
+        pid,
+        how,
+    })
 }
 
 fn run(agent: VmAgent, moves: usize) -> Result<(), Box<dyn std::error::Error>> {

@@ -29,6 +29,9 @@ const BINDS: &[(&str, &str)] = &[
     ("log-libvirt", "/var/log/libvirt"),
 ];
 
+/// The scheduler daemon pacemakerd starts.
+const SCHEDULERD: &str = "/usr/lib/pacemaker/pacemaker-schedulerd";
+
 /// Where Pacemaker looks for OCF agents and for fence agents (`fence_*`).
 const OCF_DIR: &str = "/usr/lib/ocf/resource.d";
 const FENCE_DIR: &str = "/usr/sbin";
@@ -230,6 +233,9 @@ impl Node {
             d("sbin-work")
         );
         self.mount(&["-t", "overlay", "-o", &sbin, "overlay", FENCE_DIR])?;
+        if let Some(scheduler) = &files.scheduler {
+            self.mount(&["--bind", &scheduler.to_string_lossy(), SCHEDULERD])?;
+        }
         mkdir(&self.root_path("/run/libvirt"))?;
         Ok(())
     }
@@ -496,6 +502,8 @@ pub(super) struct SharedFiles {
     pub fence_state_dir: PathBuf,
     pub hacluster_uid: u32,
     pub haclient_gid: u32,
+    /// A scheduler binary bound over Pacemaker's in each node (None: Pacemaker's own).
+    pub scheduler: Option<PathBuf>,
 }
 
 fn running(child: &mut Option<Child>) -> bool {

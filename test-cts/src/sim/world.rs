@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use highlander_agent::clock::Clock;
 use highlander_agent::hypervisor::{
-    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobOperation, MigrateRequest, Op,
-    ProcessCheck, ShutdownModes,
+    DomainInfo, DomainState, HvError, Hypervisor, JobInfo, JobOperation, KillRefused,
+    MigrateRequest, Op, ProcessCheck, ShutdownModes,
 };
 use highlander_agent::mem::{Daemon, Fault, MemDomain, MemHypervisor, MemWorld};
 
@@ -359,8 +359,31 @@ impl Hypervisor for SimHv {
         self.finish(g, Op::JobInfo, timeout_ms, r)
     }
 
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let g = self.gate(Op::Pool, timeout_ms)?;
+        let r = self.inner.ensure_pool(pool, timeout_ms);
+        self.finish(g, Op::Pool, timeout_ms, r)
+    }
+
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        let g = self.gate(Op::Network, timeout_ms)?;
+        let r = self.inner.ensure_network(network, timeout_ms);
+        self.finish(g, Op::Network, timeout_ms, r)
+    }
+
+    fn saved_xml(&self, name: &str, timeout_ms: u64) -> Result<String, HvError> {
+        let g = self.gate(Op::Xml, timeout_ms)?;
+        let r = self.inner.saved_xml(name, timeout_ms);
+        self.finish(g, Op::Xml, timeout_ms, r)
+    }
+
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         self.inner.emulator_processes(name)
+    }
+
+    /// As the real agent's: the node's own process table, whatever its daemon does.
+    fn kill_emulator(&self, name: &str, timeout_ms: u64) -> Result<String, KillRefused> {
+        self.inner.kill_emulator(name, timeout_ms)
     }
 }
 
@@ -425,6 +448,14 @@ impl Hypervisor for RemoteHv {
     fn job_info(&self, name: &str, timeout_ms: u64) -> Result<JobInfo, HvError> {
         self.cut(Op::JobInfo)?;
         self.hv.job_info(name, timeout_ms)
+    }
+    fn ensure_pool(&self, pool: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.cut(Op::Pool)?;
+        self.hv.ensure_pool(pool, timeout_ms)
+    }
+    fn ensure_network(&self, network: &str, timeout_ms: u64) -> Result<bool, HvError> {
+        self.cut(Op::Network)?;
+        self.hv.ensure_network(network, timeout_ms)
     }
     fn emulator_processes(&self, name: &str) -> ProcessCheck {
         if self.cut(Op::State).is_err() {
