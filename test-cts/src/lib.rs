@@ -3,6 +3,7 @@
 //! This library holds what the test rings share; each ring's tests live under `tests/`.
 
 pub mod cluster;
+pub mod diff;
 pub mod host;
 pub mod libvirt;
 pub mod ocf;
