@@ -54,7 +54,8 @@ impl Source {
 fn read_file(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !bytes.starts_with(b"BZh") {
-        return String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()));
+        return String::from_utf8(bytes)
+            .map_err(|e| format!("{}: not valid UTF-8 ({})", path.display(), e.utf8_error()));
     }
     let out = std::process::Command::new("bzip2")
         .arg("-dc")
@@ -68,7 +69,8 @@ fn read_file(path: &Path) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    String::from_utf8(out.stdout).map_err(|_| format!("{}: not UTF-8", path.display()))
+    String::from_utf8(out.stdout)
+        .map_err(|e| format!("{}: not valid UTF-8 ({})", path.display(), e.utf8_error()))
 }
 
 /// `cibadmin -Q`: the live CIB, as crm_simulate -L reads it.
