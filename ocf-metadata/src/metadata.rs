@@ -1,6 +1,7 @@
 //! Renders an [`AgentSpec`] as OCF meta-data XML (two profiles) and as Markdown docs.
 //!
-//! The three validators in use disagree (`../shared/docs/ocf-virtualdomain.md` 1.6):
+//! The three validators in use disagree (the README's "two documents, on purpose"; the
+//! schemas are in `testdata/ocf-1.1/` and resource-agents' `/usr/share/resource-agents/`):
 //! `ra-api-1.dtd` (what `ocf-tester` checks) forbids `reloadable`, `select`, `<deprecated>` and
 //! the `reload-agent` action, while Pacemaker only calls `reload-agent` when the meta-data
 //! advertises it with `<version>1.1</version>` and marks parameters `reloadable`. So there are two

@@ -14,7 +14,9 @@
 //! `/usr/lib/pacemaker/pacemaker-schedulerd` in each node's mount namespace), and print the
 //! outcomes side by side. Both must keep the guest running exactly once. Pacemaker's scheduler
 //! answers a partial migration whose target is no longer preferred by stopping both sides and
-//! booting the guest again (`../shared/docs/pacemaker.md` 4.4): that is printed, not asserted.
+//! booting the guest again (the corpus case `testdata/pacemaker-2.1.5/xml/migrate-partial-2.xml`
+//! without its cli-prefer constraint; `pengine/scenarios/migration/regen.sh` checks it): that is
+//! printed, not asserted.
 //! Under Highlander's scheduler the atomic model (`docs/atomic-migration.md`) runs the real
 //! cluster, and the guest must end on the original QEMU or the one that received the live
 //! migration: a fresh boot fails the test.
